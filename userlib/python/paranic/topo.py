@@ -1,0 +1,151 @@
+"""Topologies and routing tables: rings and 2-D tori, dimension-order routing.
+
+Node ``i`` of an ``X x Y`` torus sits at ``(i % X, i // X)``; a ring of ``n`` nodes is an
+``n x 1`` torus. Link port ``XP`` of node ``(x, y)`` is cabled to port ``XM`` of node
+``(x+1, y)`` (mod X), and ``YP`` to ``YM`` of ``(x, y+1)``. Routing is X first, then Y,
+each along the shorter direction (ties go to the + direction), so the path between a
+source and a destination is unique, which with FIFO links gives in-order delivery.
+The tables are what ``paranic topo`` prints and what the router's CSRs are loaded with.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .protocol import MAX_NODES, Port
+
+
+@dataclass(frozen=True)
+class Topology:
+    x: int
+    y: int = 1
+
+    def __post_init__(self) -> None:
+        if self.x < 1 or self.y < 1 or self.x * self.y > MAX_NODES:
+            raise ValueError(f"bad topology {self.x}x{self.y}")
+
+    @classmethod
+    def ring(cls, n: int) -> "Topology":
+        return cls(n, 1)
+
+    @classmethod
+    def torus(cls, x: int, y: int) -> "Topology":
+        return cls(x, y)
+
+    @classmethod
+    def parse(cls, text: str) -> "Topology":
+        """``ring:8``, ``torus:4x4`` or ``8`` (a ring)."""
+        kind, _, arg = text.partition(":")
+        if not arg:
+            kind, arg = "ring", kind
+        try:
+            if kind == "ring":
+                return cls.ring(int(arg))
+            if kind == "torus":
+                a, b = arg.lower().split("x")
+                return cls.torus(int(a), int(b))
+        except ValueError:
+            pass
+        raise ValueError(f"bad topology {text!r}: use ring:N or torus:XxY")
+
+    @property
+    def nodes(self) -> int:
+        return self.x * self.y
+
+    @property
+    def is_torus(self) -> bool:
+        return self.y > 1
+
+    @property
+    def link_ports(self) -> int:
+        """Link ports each router needs: 2 on a ring, 4 on a torus."""
+        return 4 if self.is_torus else 2
+
+    def __str__(self) -> str:
+        return f"torus:{self.x}x{self.y}" if self.is_torus else f"ring:{self.x}"
+
+    def coords(self, node: int) -> tuple[int, int]:
+        return node % self.x, node // self.x
+
+    def node(self, x: int, y: int) -> int:
+        return (x % self.x) + (y % self.y) * self.x
+
+    def neighbor(self, node: int, port: int) -> tuple[int, int]:
+        """(node, port) at the far end of ``port`` of ``node``."""
+        x, y = self.coords(node)
+        if port == Port.XP:
+            return self.node(x + 1, y), Port.XM
+        if port == Port.XM:
+            return self.node(x - 1, y), Port.XP
+        if port == Port.YP and self.is_torus:
+            return self.node(x, y + 1), Port.YM
+        if port == Port.YM and self.is_torus:
+            return self.node(x, y - 1), Port.YP
+        raise ValueError(f"node {node} has no port {port}")
+
+    @staticmethod
+    def _step(a: int, b: int, n: int, plus: int, minus: int) -> int | None:
+        d = (b - a) % n
+        if d == 0:
+            return None
+        return plus if d <= n - d else minus
+
+    def route(self, node: int, dst: int) -> int:
+        """Output port at ``node`` for a packet to ``dst`` (X then Y)."""
+        if not (0 <= dst < self.nodes):
+            return Port.DROP
+        (x, y), (dx, dy) = self.coords(node), self.coords(dst)
+        p = self._step(x, dx, self.x, Port.XP, Port.XM)
+        if p is not None:
+            return p
+        p = self._step(y, dy, self.y, Port.YP, Port.YM)
+        return Port.LOCAL if p is None else p
+
+    def table(self, node: int, depth: int | None = None) -> list[int]:
+        """Routing table of ``node``: one port per destination id (DROP past the end)."""
+        depth = self.nodes if depth is None else depth
+        return [self.route(node, d) if d < self.nodes else Port.DROP for d in range(depth)]
+
+    def path(self, src: int, dst: int) -> list[int]:
+        """Nodes visited from ``src`` to ``dst`` inclusive."""
+        out = [src]
+        node = src
+        while node != dst:
+            port = self.route(node, dst)
+            node, _ = self.neighbor(node, port)
+            out.append(node)
+            if len(out) > self.nodes + 1:
+                raise RuntimeError("routing loop")
+        return out
+
+    def hops(self, src: int, dst: int) -> int:
+        return len(self.path(src, dst)) - 1
+
+    def links(self) -> list[tuple[int, int, int, int]]:
+        """Every unidirectional link as (src node, src port, dst node, dst port)."""
+        out = []
+        ports = [Port.XP, Port.XM] + ([Port.YP, Port.YM] if self.is_torus else [])
+        for n in range(self.nodes):
+            for p in ports:
+                m, q = self.neighbor(n, p)
+                out.append((n, int(p), m, int(q)))
+        return out
+
+    # -- traffic patterns used by tests and benchmarks ---------------------
+    def pattern_dst(self, pattern: str, src: int) -> int:
+        """Destination of ``src`` under a classic permutation pattern."""
+        n = self.nodes
+        x, y = self.coords(src)
+        if pattern == "tornado":
+            return self.node(x + (self.x - 1) // 2, y + (self.y - 1) // 2) if self.is_torus \
+                else (src + (n - 1) // 2) % n
+        if pattern == "transpose":
+            if self.is_torus and self.x == self.y:
+                return self.node(y, x)
+            return (n - 1 - src)  # on a ring: reversal
+        if pattern == "bitcomp":
+            bits = max(1, (n - 1).bit_length())
+            return (~src) & ((1 << bits) - 1) if n == 1 << bits else (n - 1 - src)
+        if pattern == "all-to-one":
+            return 0
+        raise ValueError(f"unknown pattern {pattern!r}")
