@@ -369,10 +369,60 @@ def c_header() -> str:
     return "\n".join(L) + "\n"
 
 
+def _md_fields(fields: Iterable[Field], unit_bits: int) -> list[str]:
+    out = ["| field | word | bits | width | meaning |", "|---|---|---|---|---|"]
+    for f in fields:
+        lo = f.offset % unit_bits
+        out.append(f"| `{f.name}` | {f.offset // unit_bits} | {lo + f.width - 1}:{lo} | "
+                   f"{f.width} | {f.doc} |")
+    return out
+
+
+def markdown_tables() -> str:
+    """The layout tables of docs/protocol.md (generated; a test keeps them in step)."""
+    L = ["### Packet header (two 64-bit little-endian words)", ""]
+    L += _md_fields(HEADER_FIELDS, 64)
+    L += ["", "### Packet types", "", "| value | name |", "|---|---|"]
+    L += [f"| {int(t)} | `{t.name}` |" for t in PacketType]
+    L += ["", "### Flags", "", "| bit | name |", "|---|---|"]
+    L += [f"| 0x{int(t):x} | `{t.name}` |" for t in Flags]
+    L += ["", "### Router ports (routing-table entries)", "", "| value | port |", "|---|---|"]
+    L += [f"| {int(t)} | `{t.name}` |" for t in Port]
+    L += ["", f"### Context page ({CTX_PAGE_BYTES} bytes per context)", "",
+          "| offset | register |", "|---|---|"]
+    L += [f"| 0x{int(r):03x} | `{r.name}` |" for r in CtxReg]
+    L += [f"| 0x{PIO_WINDOW_OFFSET:03x}..0x{PIO_WINDOW_OFFSET + PIO_WINDOW_BYTES - 1:03x} "
+          f"| PIO transmit window |"]
+    L += ["", "### STATUS register bits", "", "| bit | name |", "|---|---|"]
+    L += [f"| 0x{int(t):x} | `{t.name}` |" for t in StatusBit]
+    L += ["", f"### DMA TX descriptor ({TX_DESC_BYTES} bytes, 64-bit little-endian words)", ""]
+    L += _md_fields(TX_DESC_FIELDS, 64)
+    L += ["", f"### Status block ({STATUS_BLOCK_BYTES} bytes, 32-bit little-endian words)", ""]
+    L += _md_fields(STATUS_FIELDS, 32)
+    L += ["", f"### RX slot (MTU {DEFAULT_MTU}: {rx_slot_bytes()} bytes)", "",
+          "| offset | content |", "|---|---|",
+          f"| {RX_SLOT_HEADER_OFFSET} | packet header (16 bytes, as received, src stamped) |",
+          f"| {RX_SLOT_PAYLOAD_OFFSET} | payload (`length` bytes, up to MTU) |",
+          f"| slot size - {RX_VALID_BYTES} | valid word: packet number in this ring + 1 (u64), "
+          "written last |"]
+    return "\n".join(L) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--c-header", metavar="FILE", help="write the C header (- for stdout)")
+    ap.add_argument("--markdown", action="store_true", help="print the layout tables")
+    ap.add_argument("--doc", metavar="FILE", help="rewrite the generated tables in FILE")
     a = ap.parse_args(argv)
+    if a.doc:
+        with open(a.doc) as f:
+            doc = f.read()
+        start = doc.index("\n", doc.index("<!-- BEGIN GENERATED")) + 1
+        end = doc.index("<!-- END GENERATED -->")
+        with open(a.doc, "w") as f:
+            f.write(doc[:start] + markdown_tables() + doc[end:])
+    if a.markdown:
+        sys.stdout.write(markdown_tables())
     if a.c_header:
         text = c_header()
         if a.c_header == "-":

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Install what ParaNIC needs on a Debian 12 machine: Debian packages (apt-get, needs
+# root) and a .venv with the pinned Python packages of requirements.txt.
+# Idempotent and quick when nothing is missing (a stamp records the last install).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# Debian packages the build and tests use:
+#  python3-venv python3-dev  the venv and libpython for cocotb's simulator plug-in
+#  build-essential perl      g++/make for Verilator models, perl for the verilator script
+#  iverilog                  Icarus, the second cocotb simulator
+#  libevent-dev libjson-c-dev zlib1g-dev  LiteX's Verilator simulator
+APT_PACKAGES=(python3-venv python3-dev build-essential perl iverilog
+              libevent-dev libjson-c-dev zlib1g-dev)
+
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "deps: installing Debian packages: ${missing[*]}"
+  if [ "$(id -u)" -eq 0 ]; then SUDO=""; elif command -v sudo >/dev/null; then SUDO="sudo"; else
+    echo "deps: these Debian packages are missing and installing them needs root:" >&2
+    echo "      apt-get install ${missing[*]}" >&2
+    exit 1
+  fi
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+PY=/usr/bin/python3
+stamp=.venv/.paranic-deps
+want="$(cat requirements.txt pyproject.toml | sha256sum | cut -c1-16)"
+if [ -x .venv/bin/python ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+  exit 0
+fi
+echo "deps: creating .venv with the pinned Python packages (requirements.txt)"
+[ -x .venv/bin/python ] || "$PY" -m venv .venv
+.venv/bin/python -m pip install -q --upgrade "pip==25.3"
+.venv/bin/python -m pip install -q -r requirements.txt
+.venv/bin/python -m pip install -q --no-deps -e .
+echo "$want" > "$stamp"
+echo "deps: ready"

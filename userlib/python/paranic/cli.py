@@ -1,0 +1,89 @@
+"""The `paranic` command: benchmarks, topologies, protocol information."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from . import protocol as P
+from .topo import Topology
+
+
+def _cmd_info(a: argparse.Namespace) -> int:
+    from . import __version__
+
+    info = {
+        "version": __version__,
+        "header_bytes": P.HEADER_BYTES,
+        "default_mtu": P.DEFAULT_MTU,
+        "default_contexts": P.DEFAULT_CONTEXTS,
+        "max_nodes": P.MAX_NODES,
+        "target_clock_mhz": P.TARGET_CLK_HZ / 1e6,
+        "rx_slot_bytes": P.rx_slot_bytes(P.DEFAULT_MTU),
+    }
+    if a.json:
+        print(json.dumps(info))
+    else:
+        for k, v in info.items():
+            print(f"{k:20s} {v}")
+    return 0
+
+
+def _cmd_topo(a: argparse.Namespace) -> int:
+    try:
+        t = Topology.parse(a.topology)
+    except ValueError as e:
+        print(f"paranic topo: {e}", file=sys.stderr)
+        return 2
+    nodes = [a.node] if a.node is not None else range(t.nodes)
+    if a.node is not None and not 0 <= a.node < t.nodes:
+        print(f"paranic topo: node {a.node} not in {t}", file=sys.stderr)
+        return 2
+    tables = {n: [P.Port(p).name for p in t.table(n)] for n in nodes}
+    if a.json:
+        print(json.dumps({"topology": str(t), "tables": tables}))
+        return 0
+    print(f"{t}: {t.nodes} nodes, {t.link_ports} link ports per router, X-then-Y routing")
+    print("node  " + " ".join(f"{d:>5d}" for d in range(t.nodes)))
+    for n, row in tables.items():
+        print(f"{n:4d}  " + " ".join(f"{p:>5s}" for p in row))
+    return 0
+
+
+def _cmd_bench(a: argparse.Namespace) -> int:
+    if a.what == "router":
+        from .bench import router_cli
+
+        return router_cli.run(a)
+    print(f"paranic bench: unknown benchmark {a.what!r}", file=sys.stderr)
+    return 2
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="paranic", description="ParaNIC cluster interconnect tools")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+
+    p = sub.add_parser("info", help="protocol constants and version")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=_cmd_info)
+
+    p = sub.add_parser("topo", help="routing tables of a ring or torus (ring:N, torus:XxY)")
+    p.add_argument("topology")
+    p.add_argument("--node", type=int)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=_cmd_topo)
+
+    p = sub.add_parser("bench", help="benchmarks (router)")
+    p.add_argument("what", choices=["router"])
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--plot", metavar="FILE.png", help="write a plot")
+    p.add_argument("--quick", action="store_true", help="fewer sweep points")
+    p.set_defaults(func=_cmd_bench)
+
+    a = ap.parse_args(argv)
+    return a.func(a)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
