@@ -1,0 +1,160 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The backend interface of libparanic's HAL.
+ *
+ * A backend presents one hardware context of a ParaNIC exactly as the hardware's
+ * host interface does (docs/protocol.md): a 4 KiB context page (doorbells, PIO
+ * window), an RX ring of slots, a TX descriptor ring and a status block in host
+ * memory, byte-compatible with the gateware. The common code (hal.c) writes
+ * descriptors, PIO windows and doorbells and polls RX slots and the status block
+ * as a process does on real hardware; backends differ only in what a doorbell does
+ * and where memory lives:
+ *
+ *   sw   the "NIC" runs inline in the calling processes, over POSIX shared memory;
+ *   sim  (later) the Verilator cluster simulator serves doorbells and DMA;
+ *   pci  (later) the driver's mmap of BAR0 and its DMA rings.
+ *
+ * To add a backend: define a `const struct pn_backend_ops` and list it in
+ * pn_backends[] in hal.c.
+ */
+#ifndef PN_HAL_BACKEND_H
+#define PN_HAL_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "paranic/pn_hal.h"
+
+/* What attach hands the common code: the context as the hardware lays it out. */
+struct pn_hw_map {
+	/* The context's 4 KiB MMIO page (or its emulation). The common code writes the
+	 * PIO window through it with 64-bit stores; NULL means "window stores go through
+	 * ops->mmio_write64" (a backend that must see every store). */
+	volatile uint8_t *ctx_page;
+	/* RX ring: rx_slots slots of rx_slot_bytes (= PN_RX_SLOT_BYTES(mtu)). */
+	volatile uint8_t *rx_ring;
+	uint32_t rx_slots;       /* power of two */
+	uint32_t rx_slot_bytes;
+	/* TX descriptor ring: tx_entries descriptors of PN_TX_DESC_BYTES. */
+	volatile uint8_t *tx_ring;
+	uint32_t tx_entries;     /* power of two */
+	/* The status block (PN_STATUS_BLOCK_BYTES, four 32-bit counters). */
+	volatile uint32_t *status;
+	/* Identity and shape. */
+	uint32_t mtu;
+	uint32_t node_id, num_nodes;
+	uint32_t ctx_id, num_ctx;
+};
+
+struct pn_backend_ops {
+	const char *name;
+	/* Claim a context as opts asks (opts fully resolved by hal.c: backend, cluster,
+	 * node, nodes, ctx filled in; shape fields 0 = default), set h->be to the
+	 * backend's private state and fill *map. Returns 0 or -errno. */
+	int (*attach)(pn_hal_t *h, const pn_open_opts_t *opts, struct pn_hw_map *map);
+	/* Release the context and everything attach set up. */
+	void (*detach)(pn_hal_t *h);
+	/* A store into the context page at byte offset `off` (a doorbell, or a PIO window
+	 * word when map.ctx_page is NULL). Doorbells: PN_REG_PIO_DOORBELL (value: bytes
+	 * staged, header included), PN_REG_TX_TAIL (new producer count), PN_REG_RX_HEAD
+	 * (consumer count), PN_REG_BARRIER, PN_REG_IRQ_ARM. */
+	void (*mmio_write32)(pn_hal_t *h, uint32_t off, uint32_t value);
+	void (*mmio_write64)(pn_hal_t *h, uint32_t off, uint64_t value);
+	/* A load from the context page (PN_REG_STATUS, RX_TAIL, TX_HEAD, PIO_DONE, ERRORS). */
+	uint32_t (*mmio_read32)(pn_hal_t *h, uint32_t off);
+	/* DMA-able memory: allocate (zeroed) / free, or register caller memory; both give
+	 * the DMA address the NIC uses for the first byte. */
+	int (*dma_alloc)(pn_hal_t *h, size_t len, void **va, uint64_t *dma);
+	int (*dma_free)(pn_hal_t *h, void *va, size_t len);
+	int (*mem_register)(pn_hal_t *h, void *va, size_t len, uint64_t *dma);
+	int (*mem_deregister)(pn_hal_t *h, void *va, size_t len);
+	/* Do pending NIC work without blocking (NULL when the hardware works alone).
+	 * Called by every HAL poll and wait loop. Returns 0 or -errno. */
+	int (*progress)(pn_hal_t *h);
+	/* Time base: ns and target-clock cycles (simulated time for sim). */
+	uint64_t (*now_ns)(pn_hal_t *h);
+	uint64_t (*cycles)(pn_hal_t *h);
+	/* Optional: fill backend counters of pn_status_t (node_dropped ...). */
+	void (*counters)(pn_hal_t *h, pn_status_t *st);
+};
+
+extern const struct pn_backend_ops pn_backend_sw;
+
+/* A registered region or DMA buffer, as the common code tracks them. */
+struct pn_region {
+	uint8_t *va;
+	size_t len;
+	uint64_t dma;
+	int allocated;   /* from dma_alloc (freed by pn_dma_free / pn_close) */
+};
+
+#define PN_HAL_MAX_REGIONS 64
+
+struct pn_hal {
+	const struct pn_backend_ops *ops;
+	void *be;                       /* backend private state */
+	struct pn_hw_map map;
+	uint32_t pio_max;
+	long pio_threshold;
+
+	/* Receive side. */
+	uint64_t rx_next;               /* packets consumed (absolute) */
+	uint64_t rx_head_sent;          /* last value written to RX_HEAD */
+	uint32_t rx_batch;              /* RX_HEAD written every rx_batch releases */
+	uint32_t rx_mask;
+	int cur_valid;                  /* a header was returned, body not yet consumed */
+	pn_header_t cur;
+	volatile uint8_t *cur_slot;
+
+	/* Send side. */
+	uint32_t pio_posted;            /* PIO doorbells rung */
+	uint32_t tx_tail;               /* descriptors posted */
+	uint32_t tx_mask;
+	void *bounce;                   /* pn_send's bounce buffer (DMA-able) */
+	size_t bounce_len;
+	uint32_t bounce_ticket;         /* descriptor count after its last use */
+
+	/* Registered memory. */
+	struct pn_region regions[PN_HAL_MAX_REGIONS];
+	int nregions;
+
+	/* Wait hook. */
+	pn_wait_hook_t hook;
+	void *hook_arg;
+	int in_hook;
+
+	/* Software counters. */
+	uint64_t sent_packets, sent_bytes, recv_packets, recv_bytes, refused;
+};
+
+/* ---- helpers shared by the common code and the backends -------------------------------- */
+
+/* Polite polling: spin, then yield, then sleep a little (the machine may have fewer
+ * cores than polling processes). */
+struct pn_backoff {
+	uint32_t n;
+};
+void pn_backoff_step(struct pn_backoff *b);
+static inline void pn_backoff_reset(struct pn_backoff *b) { b->n = 0; }
+
+uint64_t pn_monotonic_ns(void);
+
+static inline void pn_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield" ::: "memory");
+#endif
+}
+
+/* Order stores to host memory / the write-combined PIO window before a doorbell. */
+static inline void pn_wmb(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_sfence();
+#endif
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+}
+
+#endif /* PN_HAL_BACKEND_H */

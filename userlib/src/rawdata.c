@@ -1,0 +1,546 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * rawdata: node-addressed messages of any size over the HAL.
+ *
+ * Wire format: every packet of a message is a DATA packet to the peer's rawdata
+ * context whose 64-bit tag carries
+ *
+ *   bits  0..31  total message length (0 .. PN_RD_MAX_MSG)
+ *   bits 32..47  message sequence number, per sender -> receiver (wraps)
+ *   bits 48..55  the sender's epoch (random per open: a restarted sender differs)
+ *   bits 56..62  0x52 ('R'), marks rawdata packets
+ *   bit  63      FIRST: the packet belongs to the message's first chunk
+ *
+ * A message up to the PIO threshold is one PIO packet (SOM|EOM). A longer one is
+ * sent as DMA chunks (PN_RD_CHUNK bytes through two bounce buffers, or up to
+ * PN_MAX_DMA_LENGTH in place when the caller's buffer is registered memory); each
+ * chunk is one descriptor, so its packets carry SOM on the first and EOM on the
+ * last, and the same tag. The message starts at the packet with FIRST and SOM; the
+ * receiver appends payloads in arrival order (one deterministic path per pair, and
+ * a sender never interleaves two of its messages: pn_rd_send returns only once the
+ * whole message has been handed to the NIC) and the message is complete when its
+ * length is reached on an EOM packet.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "hal_backend.h"
+#include "paranic/pn_rawdata.h"
+
+#define RD_MAGIC 0x52ull
+#define RD_TAG_FIRST (1ull << 63)
+#define RD_TAG(len, seq, epoch) \
+	((uint64_t)(uint32_t)(len) | ((uint64_t)(uint16_t)(seq) << 32) | ((uint64_t)(uint8_t)(epoch) << 48) | \
+	 (RD_MAGIC << 56))
+#define RD_TAG_LEN(t) ((uint32_t)(t))
+#define RD_TAG_SEQ(t) ((uint16_t)((t) >> 32))
+#define RD_TAG_EPOCH(t) ((uint8_t)((t) >> 48))
+#define RD_TAG_MAGIC(t) (((t) >> 56) & 0x7f)
+
+struct rd_msg {
+	struct rd_msg *next;
+	uint8_t *buf;        /* queued: owned (allocated with the message); direct: the caller's */
+	uint32_t len, got;
+	uint16_t src;
+	uint16_t seq;
+	uint8_t epoch;
+	uint8_t direct;      /* placed straight into the waiting pn_rd_recv's buffer */
+	uint8_t discard;     /* no memory: consume the packets, drop the message */
+};
+
+struct rd_peer {
+	struct rd_msg *active;   /* message being reassembled from this node */
+	struct rd_msg sink;      /* bookkeeping of a message dropped for want of memory */
+	uint16_t tx_seq;         /* next sequence number to this node */
+};
+
+struct pn_rd {
+	pn_hal_t *h;
+	int own_hal;
+	uint32_t node, nodes, ctx;
+	uint8_t epoch;
+	struct rd_peer *peers;
+	struct rd_msg *qhead, *qtail;   /* complete messages, in completion order */
+	/* the pn_rd_recv in progress */
+	int want;
+	int want_src;
+	uint8_t *want_buf;
+	size_t want_cap;
+	struct rd_msg dmsg;             /* the message placed into want_buf */
+	int direct_busy, direct_done;
+	/* DMA bounce buffers */
+	void *bounce[2];
+	uint32_t ticket[2];
+	pn_rd_stats_t st;
+};
+
+/* ---- receive side ---------------------------------------------------------------------- */
+
+static int src_match(int want, uint16_t src)
+{
+	return want == PN_ANY || want == (int)src;
+}
+
+static struct rd_msg *queue_find(pn_rd_t *rd, int src, struct rd_msg **prev)
+{
+	struct rd_msg *p = NULL;
+	for (struct rd_msg *m = rd->qhead; m; p = m, m = m->next)
+		if (src_match(src, m->src)) {
+			if (prev)
+				*prev = p;
+			return m;
+		}
+	return NULL;
+}
+
+static void queue_unlink(pn_rd_t *rd, struct rd_msg *m, struct rd_msg *prev)
+{
+	if (prev)
+		prev->next = m->next;
+	else
+		rd->qhead = m->next;
+	if (rd->qtail == m)
+		rd->qtail = prev;
+	rd->st.queued_msgs--;
+	rd->st.queued_bytes -= m->len;
+}
+
+static void msg_free(pn_rd_t *rd, struct rd_msg *m)
+{
+	if (m == &rd->dmsg) {
+		rd->direct_busy = 0;
+		rd->direct_done = 0;
+		return;
+	}
+	free(m);
+}
+
+static struct rd_msg *msg_new(pn_rd_t *rd, struct rd_peer *p, uint16_t src, uint32_t len, uint16_t seq,
+			      uint8_t epoch)
+{
+	struct rd_msg *m;
+
+	if (rd->want && !rd->direct_busy && src_match(rd->want_src, src) && len <= rd->want_cap &&
+	    !queue_find(rd, rd->want_src, NULL)) {
+		m = &rd->dmsg;
+		memset(m, 0, sizeof(*m));
+		m->buf = rd->want_buf;
+		m->direct = 1;
+		rd->direct_busy = 1;
+		rd->direct_done = 0;
+	} else {
+		m = malloc(sizeof(*m) + (len ? len : 1));
+		if (!m) {
+			rd->st.nomem++;
+			m = &p->sink;
+			memset(m, 0, sizeof(*m));
+			m->discard = 1;
+		} else {
+			memset(m, 0, sizeof(*m));
+			m->buf = (uint8_t *)(m + 1);
+		}
+	}
+	m->src = src;
+	m->len = len;
+	m->seq = seq;
+	m->epoch = epoch;
+	return m;
+}
+
+static void msg_abort(pn_rd_t *rd, struct rd_peer *p)
+{
+	struct rd_msg *m = p->active;
+	p->active = NULL;
+	rd->st.aborted++;
+	if (m->discard)
+		return;
+	msg_free(rd, m);
+}
+
+static void msg_complete(pn_rd_t *rd, struct rd_peer *p, struct rd_msg *m)
+{
+	p->active = NULL;
+	if (m->discard)
+		return;
+	if (m->direct) {
+		rd->direct_done = 1;
+		return;
+	}
+	m->next = NULL;
+	if (rd->qtail)
+		rd->qtail->next = m;
+	else
+		rd->qhead = m;
+	rd->qtail = m;
+	rd->st.queued_msgs++;
+	rd->st.queued_bytes += m->len;
+}
+
+/* Take one packet from the RX ring: 1 if one was handled, 0 if none, <0 error. */
+static int rd_poll_one(pn_rd_t *rd)
+{
+	pn_header_t hd;
+	struct rd_peer *p;
+	struct rd_msg *m;
+	int r = pn_recv_header(rd->h, &hd);
+
+	if (r <= 0)
+		return r;
+	if (hd.type != PN_TYPE_DATA || RD_TAG_MAGIC(hd.tag) != RD_MAGIC || hd.src_node >= rd->nodes ||
+	    hd.src_ctx != rd->ctx || RD_TAG_LEN(hd.tag) > PN_RD_MAX_MSG) {
+		rd->st.foreign++;
+		pn_recv_skip(rd->h);
+		return 1;
+	}
+	p = &rd->peers[hd.src_node];
+	m = p->active;
+	if ((hd.tag & RD_TAG_FIRST) && (hd.flags & PN_FLAG_SOM)) {
+		if (m)
+			msg_abort(rd, p);   /* the sender restarted or broke off its last message */
+		m = p->active = msg_new(rd, p, hd.src_node, RD_TAG_LEN(hd.tag), RD_TAG_SEQ(hd.tag),
+					RD_TAG_EPOCH(hd.tag));
+	} else if (!m || m->seq != RD_TAG_SEQ(hd.tag) || m->epoch != RD_TAG_EPOCH(hd.tag) ||
+		   m->len != RD_TAG_LEN(hd.tag)) {
+		rd->st.stray++;
+		pn_recv_skip(rd->h);
+		return 1;
+	}
+	if (hd.length > m->len - m->got) {   /* more than the message holds: broken sender */
+		rd->st.stray++;
+		pn_recv_skip(rd->h);
+		msg_abort(rd, p);
+		return 1;
+	}
+	if (m->discard)
+		pn_recv_skip(rd->h);
+	else if ((r = pn_recv_body(rd->h, m->buf + m->got, hd.length)) < 0)
+		return r;
+	m->got += hd.length;
+	if ((hd.flags & PN_FLAG_EOM) && m->got == m->len)
+		msg_complete(rd, p, m);
+	return 1;
+}
+
+static int rd_drain(pn_rd_t *rd, int max)
+{
+	int n = 0, r;
+	while (n < max && (r = rd_poll_one(rd)) > 0)
+		n++;
+	return n;
+}
+
+static void rd_hook(pn_hal_t *h, void *arg)
+{
+	(void)h;
+	rd_drain(arg, 256);
+}
+
+int pn_rd_progress(pn_rd_t *rd)
+{
+	if (!rd)
+		return -EINVAL;
+	return rd_drain(rd, 1 << 30);
+}
+
+static int check_src(pn_rd_t *rd, int src)
+{
+	return src == PN_ANY || (src >= 0 && (uint32_t)src < rd->nodes);
+}
+
+int pn_rd_peek(pn_rd_t *rd, int src, unsigned *src_out, size_t *len_out)
+{
+	struct rd_msg *m;
+	if (!rd)
+		return -EINVAL;
+	if (!check_src(rd, src))
+		return -EHOSTUNREACH;
+	rd_drain(rd, 1 << 30);
+	m = queue_find(rd, src, NULL);
+	if (!m)
+		return 0;
+	if (src_out)
+		*src_out = m->src;
+	if (len_out)
+		*len_out = m->len;
+	return 1;
+}
+
+static int hand_out(pn_rd_t *rd, struct rd_msg *m, struct rd_msg *prev, void *buf, size_t cap,
+		    unsigned *src_out, size_t *len_out)
+{
+	int len = (int)m->len;
+	if (src_out)
+		*src_out = m->src;
+	if (len_out)
+		*len_out = m->len;
+	if (m->len > cap)
+		return -EMSGSIZE;   /* stays queued */
+	if (m->len)
+		memcpy(buf, m->buf, m->len);
+	queue_unlink(rd, m, prev);
+	rd->st.recv_msgs++;
+	rd->st.recv_bytes += m->len;
+	msg_free(rd, m);
+	return len;
+}
+
+/* The waiting pn_rd_recv gives up: a message being placed into its buffer moves to
+ * memory of its own and carries on as a queued one. */
+static void undirect(pn_rd_t *rd)
+{
+	struct rd_msg *d = &rd->dmsg;
+	if (!rd->direct_busy)
+		return;
+	struct rd_peer *p = &rd->peers[d->src];
+	struct rd_msg *m = malloc(sizeof(*m) + (d->len ? d->len : 1));
+	if (!m) {
+		rd->st.nomem++;
+		if (p->active == d)
+			msg_abort(rd, p);
+		rd->direct_busy = rd->direct_done = 0;
+		return;
+	}
+	*m = *d;
+	m->buf = (uint8_t *)(m + 1);
+	m->direct = 0;
+	if (d->got)
+		memcpy(m->buf, d->buf, d->got);
+	if (rd->direct_done) {
+		msg_complete(rd, p, m);
+	} else {
+		p->active = m;
+	}
+	rd->direct_busy = rd->direct_done = 0;
+}
+
+int pn_rd_recv_timeout(pn_rd_t *rd, int src, void *buf, size_t cap, unsigned *src_out,
+		       size_t *len_out, int64_t timeout_ns)
+{
+	struct pn_backoff b = {0};
+	struct rd_msg *m, *prev = NULL;
+	uint64_t t0 = 0;
+	int r;
+
+	if (!rd || (!buf && cap))
+		return -EINVAL;
+	if (!check_src(rd, src))
+		return -EHOSTUNREACH;
+	if (rd->want)
+		return -EBUSY;
+	if ((m = queue_find(rd, src, &prev)))
+		return hand_out(rd, m, prev, buf, cap, src_out, len_out);
+
+	rd->want = 1;
+	rd->want_src = src;
+	rd->want_buf = buf;
+	rd->want_cap = cap;
+	for (;;) {
+		int n = rd_drain(rd, 64);
+		if (rd->direct_done) {
+			m = &rd->dmsg;
+			r = (int)m->len;
+			if (src_out)
+				*src_out = m->src;
+			if (len_out)
+				*len_out = m->len;
+			rd->st.recv_msgs++;
+			rd->st.recv_bytes += m->len;
+			msg_free(rd, m);
+			break;
+		}
+		if (!rd->direct_busy && (m = queue_find(rd, src, &prev))) {
+			r = hand_out(rd, m, prev, buf, cap, src_out, len_out);
+			break;
+		}
+		if (n == 0) {
+			if (timeout_ns >= 0) {
+				uint64_t now = pn_monotonic_ns();
+				if (!t0)
+					t0 = now;
+				if (timeout_ns == 0 || now - t0 >= (uint64_t)timeout_ns) {
+					undirect(rd);
+					r = -ETIMEDOUT;
+					break;
+				}
+			}
+			pn_backoff_step(&b);
+		} else {
+			pn_backoff_reset(&b);
+		}
+	}
+	rd->want = 0;
+	rd->want_buf = NULL;
+	return r;
+}
+
+int pn_rd_recv(pn_rd_t *rd, int src, void *buf, size_t cap, unsigned *src_out, size_t *len_out)
+{
+	return pn_rd_recv_timeout(rd, src, buf, cap, src_out, len_out, -1);
+}
+
+/* ---- send side ------------------------------------------------------------------------- */
+
+int pn_rd_send(pn_rd_t *rd, unsigned dst_node, const void *buf, size_t len)
+{
+	pn_hal_t *h;
+	uint64_t tag;
+	int r;
+
+	if (!rd)
+		return -EINVAL;
+	h = rd->h;
+	if (dst_node >= rd->nodes)
+		return -EHOSTUNREACH;
+	if (len > (size_t)SSIZE_MAX || (!buf && len))
+		return -EINVAL;
+	if (len > PN_RD_MAX_MSG)
+		return -EMSGSIZE;
+	tag = RD_TAG(len, rd->peers[dst_node].tx_seq, rd->epoch) | RD_TAG_FIRST;
+
+	if ((long)len <= h->pio_threshold && len <= h->pio_max) {
+		r = pn_send_pio(h, dst_node, rd->ctx, tag, buf, len);
+	} else if ((r = pn_tx_wait(h)) < 0) {
+		/* (a PIO packet still in the window must go first: PIO and DMA are separate
+		 * engines and would not keep the order of our messages) */
+	} else if (pn_mem_is_registered(h, buf, len)) {
+		/* In place, chunks of the largest descriptor. */
+		for (size_t off = 0; off < len && r == 0; off += PN_MAX_DMA_LENGTH) {
+			size_t c = len - off < PN_MAX_DMA_LENGTH ? len - off : PN_MAX_DMA_LENGTH;
+			r = pn_send_dma(h, dst_node, rd->ctx, off ? tag & ~RD_TAG_FIRST : tag,
+					(const uint8_t *)buf + off, c);
+		}
+		if (r == 0)
+			r = pn_tx_wait(h);
+	} else {
+		/* Two bounce buffers: copy a chunk while the NIC sends the previous one. */
+		for (size_t off = 0, i = 0; off < len && r == 0; off += PN_RD_CHUNK, i++) {
+			size_t c = len - off < PN_RD_CHUNK ? len - off : PN_RD_CHUNK;
+			int k = (int)(i & 1);
+			if (!rd->bounce[k] && (r = pn_dma_alloc(h, PN_RD_CHUNK, &rd->bounce[k])) < 0) {
+				rd->bounce[k] = NULL;
+				break;
+			}
+			if ((r = pn_tx_wait_until(h, rd->ticket[k])) < 0)
+				break;
+			memcpy(rd->bounce[k], (const uint8_t *)buf + off, c);
+			r = pn_send_dma(h, dst_node, rd->ctx, off ? tag & ~RD_TAG_FIRST : tag, rd->bounce[k], c);
+			rd->ticket[k] = pn_tx_posted(h);
+		}
+		if (r == 0)
+			r = pn_tx_wait(h);
+	}
+	if (r < 0)
+		return r;
+	rd->peers[dst_node].tx_seq++;
+	rd->st.sent_msgs++;
+	rd->st.sent_bytes += len;
+	return 0;
+}
+
+/* ---- open / close ----------------------------------------------------------------------- */
+
+static int rd_setup(pn_rd_t **out, pn_hal_t *h, int own)
+{
+	pn_rd_t *rd = calloc(1, sizeof(*rd));
+	if (!rd)
+		return -ENOMEM;
+	rd->h = h;
+	rd->own_hal = own;
+	rd->node = (uint32_t)pn_node_id(h);
+	rd->nodes = (uint32_t)pn_num_nodes(h);
+	rd->ctx = (uint32_t)pn_ctx_id(h);
+	rd->peers = calloc(rd->nodes, sizeof(*rd->peers));
+	if (!rd->peers) {
+		free(rd);
+		return -ENOMEM;
+	}
+	{
+		uint64_t t = pn_monotonic_ns();
+		uint32_t x = (uint32_t)getpid() * 2654435761u ^ (uint32_t)t ^ (uint32_t)(t >> 29);
+		rd->epoch = (uint8_t)(x ^ (x >> 8) ^ (x >> 16) ^ (x >> 24));
+	}
+	rd->ticket[0] = rd->ticket[1] = pn_tx_posted(h);
+	pn_set_wait_hook(h, rd_hook, rd);
+	*out = rd;
+	return 0;
+}
+
+int pn_rd_open(pn_rd_t **out, const pn_open_opts_t *opts)
+{
+	pn_open_opts_t o;
+	pn_hal_t *h;
+	int r;
+
+	if (!out)
+		return -EINVAL;
+	*out = NULL;
+	if (opts) {
+		o = *opts;
+	} else {
+		pn_open_opts_init(&o);
+		const char *c = getenv("PARANIC_CTX");
+		if (c && *c) {
+			char *end;
+			long v = strtol(c, &end, 0);
+			if (*end || v < 0 || v >= PN_MAX_CONTEXTS)
+				return -EINVAL;
+			o.ctx = (int)v;
+		}
+	}
+	if (o.ctx == PN_CTX_ANY)
+		o.ctx = PN_RD_CTX;
+	if ((r = pn_open(&h, &o)) < 0)
+		return r;
+	if ((r = rd_setup(out, h, 1)) < 0)
+		pn_close(h);
+	return r;
+}
+
+int pn_rd_attach(pn_rd_t **out, pn_hal_t *h)
+{
+	if (!out || !h)
+		return -EINVAL;
+	*out = NULL;
+	return rd_setup(out, h, 0);
+}
+
+int pn_rd_close(pn_rd_t *rd)
+{
+	if (!rd)
+		return -EINVAL;
+	pn_tx_wait(rd->h);   /* a PIO packet may still be in the window (hook still draining) */
+	pn_set_wait_hook(rd->h, NULL, NULL);
+	for (int k = 0; k < 2; k++)
+		if (rd->bounce[k])
+			pn_dma_free(rd->h, rd->bounce[k]);
+	for (uint32_t n = 0; n < rd->nodes; n++)
+		if (rd->peers[n].active && !rd->peers[n].active->discard)
+			msg_free(rd, rd->peers[n].active);
+	while (rd->qhead) {
+		struct rd_msg *m = rd->qhead;
+		rd->qhead = m->next;
+		msg_free(rd, m);
+	}
+	free(rd->peers);
+	if (rd->own_hal)
+		pn_close(rd->h);
+	free(rd);
+	return 0;
+}
+
+pn_hal_t *pn_rd_hal(pn_rd_t *rd)
+{
+	return rd ? rd->h : NULL;
+}
+
+int pn_rd_stats(pn_rd_t *rd, pn_rd_stats_t *st)
+{
+	if (!rd || !st)
+		return -EINVAL;
+	*st = rd->st;
+	return 0;
+}

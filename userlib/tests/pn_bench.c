@@ -1,0 +1,299 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * pn_bench: micro-benchmarks of the HAL and rawdata layers (used by `paranic bench`).
+ *
+ *   pn_launch -n 2 -- pn_bench [--backend B] [--layer hal|rawdata|all]
+ *       [--bench pairwise,pingpong,stream,overhead|all] [--min BYTES] [--max BYTES]
+ *       [--scale F]
+ *
+ * Nodes 0 and 1 measure (further nodes only join the barriers); node 0 prints one
+ * JSON object per line:
+ *
+ *   {"bench": "pingpong", "layer": "hal", "backend": "sw", "bytes": 8, "iters": 20000,
+ *    "ns_per_iter": ..., "wall_ns_per_iter": ..., "cycles_per_iter": ...,
+ *    "latency_ns": ..., "MBps": ...}
+ *
+ * pairwise  both nodes send a message, then both receive one (ParaStation's
+ *           Algorithm 1); latency_ns = ns_per_iter, MBps = bytes / ns_per_iter.
+ * pingpong  node 0 sends, node 1 answers; latency_ns = ns_per_iter / 2 (one way).
+ * stream    node 0 sends `iters` messages back to back, node 1 acknowledges the
+ *           last; MBps = iters * bytes / time.
+ * overhead  node 0 alone: send to itself and receive (the software cost of a send
+ *           plus a receive, no peer); bytes 0 .. 256.
+ * ns are the backend's time base (pn_now_ns: wall clock for sw, simulated time for
+ * sim), wall_ns the process's monotonic clock, cycles pn_cycles (target clock).
+ * Iterations per size: scale * clamp(64 MiB / (bytes + 64), 8, 20000).
+ * The HAL layer uses context 1 and registered buffers (PIO up to the threshold, DMA in
+ * place above); rawdata its well-known context 0 and plain malloc'd buffers.
+ */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "paranic/pn_rawdata.h"
+#include "tutil.h"
+
+static pn_rd_t *rd;      /* rawdata, on its well-known context */
+static pn_hal_t *h;       /* the HAL benchmarks' own context (HAL_CTX); barriers, time */
+static unsigned me, N, ctx;
+static uint8_t *sbuf, *rbuf;   /* registered in h (DMA in place) */
+static uint8_t *usbuf, *urbuf; /* plain memory: what rawdata callers usually have */
+static size_t bufsz;
+#define HAL_CTX 1
+static double scale = 1.0;
+
+/* ---- one message at the HAL level: PIO up to the threshold, DMA above ---------------- */
+
+static int hal_send(unsigned dst, size_t n)
+{
+	return pn_send(h, dst, ctx, n, sbuf, n);   /* sbuf is registered: DMA in place */
+}
+
+static int hal_recv(size_t n)
+{
+	size_t got = 0;
+	for (;;) {
+		pn_header_t hd;
+		int r = pn_recv_wait(h, &hd, -1);
+		if (r < 0)
+			return r;
+		if (got + hd.length > bufsz)
+			return -EMSGSIZE;
+		if ((r = pn_recv_body(h, rbuf + got, hd.length)) < 0)
+			return r;
+		got += hd.length;
+		if (hd.flags & PN_FLAG_EOM)
+			break;
+	}
+	return got == n ? 0 : -EPROTO;
+}
+
+static int rd_send1(unsigned dst, size_t n)
+{
+	return pn_rd_send(rd, dst, usbuf, n);
+}
+
+static int rd_recv1(unsigned src, size_t n)
+{
+	size_t len;
+	int r = pn_rd_recv(rd, (int)src, urbuf, bufsz, NULL, &len);
+	return r < 0 ? r : (len == n ? 0 : -EPROTO);
+}
+
+struct layer {
+	const char *name;
+	int (*send)(unsigned dst, size_t n);
+	int (*recv)(unsigned src, size_t n);
+};
+
+static int hal_recv_from(unsigned src, size_t n)
+{
+	(void)src;
+	return hal_recv(n);
+}
+
+static const struct layer LAYERS[] = {
+	{"hal", hal_send, hal_recv_from},
+	{"rawdata", rd_send1, rd_recv1},
+};
+
+static unsigned iters_for(size_t n)
+{
+	double it = (64.0 * 1024 * 1024) / (double)(n + 64);
+	if (it < 8)
+		it = 8;
+	if (it > 20000)
+		it = 20000;
+	it *= scale;
+	return it < 2 ? 2 : (unsigned)it;
+}
+
+static void report(const char *bench, const char *layer, size_t n, unsigned it, uint64_t ns, uint64_t wall,
+		   uint64_t cyc, double latency, double mbps)
+{
+	say("{\"bench\": \"%s\", \"layer\": \"%s\", \"backend\": \"%s\", \"bytes\": %zu, \"iters\": %u, "
+	    "\"ns_per_iter\": %.1f, \"wall_ns_per_iter\": %.1f, \"cycles_per_iter\": %.1f, "
+	    "\"latency_ns\": %.1f, \"MBps\": %.2f}",
+	    bench, layer, pn_backend_name(h), n, it, (double)ns / it, (double)wall / it, (double)cyc / it, latency,
+	    mbps);
+}
+
+#define TRY(x)                                                                          \
+	do {                                                                            \
+		int r_ = (x);                                                           \
+		if (r_ < 0) {                                                           \
+			say("FAIL bench: %s returned %d (%s)", #x, r_, pn_strerror(r_)); \
+			exit(1);                                                        \
+		}                                                                       \
+	} while (0)
+
+static void run(const char *bench, const struct layer *L, size_t n)
+{
+	unsigned it = iters_for(n), warm = it / 10 + 1;
+	unsigned peer = 1 - me;
+	uint64_t t0 = 0, w0 = 0, c0 = 0, ns, wall, cyc;
+
+	pn_barrier(h);
+	if (me > 1)
+		return;
+	if (!strcmp(bench, "pairwise")) {
+		for (unsigned i = 0; i < warm + it; i++) {
+			if (i == warm) {
+				t0 = pn_now_ns(h);
+				w0 = t_now_ns();
+				c0 = pn_cycles(h);
+			}
+			TRY(L->send(peer, n));
+			TRY(L->recv(peer, n));
+		}
+	} else if (!strcmp(bench, "pingpong")) {
+		for (unsigned i = 0; i < warm + it; i++) {
+			if (i == warm) {
+				t0 = pn_now_ns(h);
+				w0 = t_now_ns();
+				c0 = pn_cycles(h);
+			}
+			if (me == 0) {
+				TRY(L->send(peer, n));
+				TRY(L->recv(peer, n));
+			} else {
+				TRY(L->recv(peer, n));
+				TRY(L->send(peer, n));
+			}
+		}
+	} else { /* stream */
+		for (int round = 0; round < 2; round++) {   /* a warm-up round, then the measured one */
+			unsigned cnt = round ? it : warm;
+			if (round) {
+				t0 = pn_now_ns(h);
+				w0 = t_now_ns();
+				c0 = pn_cycles(h);
+			}
+			if (me == 0) {
+				for (unsigned i = 0; i < cnt; i++)
+					TRY(L->send(peer, n));
+				TRY(L->recv(peer, 0));
+			} else {
+				for (unsigned i = 0; i < cnt; i++)
+					TRY(L->recv(peer, n));
+				TRY(L->send(peer, 0));
+			}
+		}
+	}
+	ns = pn_now_ns(h) - t0;
+	wall = t_now_ns() - w0;
+	cyc = pn_cycles(h) - c0;
+	TRY(pn_tx_wait(h));
+	if (me != 0)
+		return;
+	if (!strcmp(bench, "pairwise"))
+		report(bench, L->name, n, it, ns, wall, cyc, (double)ns / it, n * 1e3 / ((double)ns / it));
+	else if (!strcmp(bench, "pingpong"))
+		report(bench, L->name, n, it, ns, wall, cyc, (double)ns / it / 2, n * 1e3 / ((double)ns / it / 2));
+	else
+		report(bench, L->name, n, it, ns, wall, cyc, (double)ns / it, (double)n * it * 1e3 / (double)ns);
+}
+
+static void overhead(const struct layer *L, size_t n)
+{
+	unsigned it = (unsigned)(200000 * scale) + 2, warm = it / 10 + 1;
+	uint64_t t0 = 0, w0 = 0, c0 = 0;
+	pn_barrier(h);
+	if (me != 0)
+		return;
+	for (unsigned i = 0; i < warm + it; i++) {
+		if (i == warm) {
+			t0 = pn_now_ns(h);
+			w0 = t_now_ns();
+			c0 = pn_cycles(h);
+		}
+		TRY(L->send(me, n));
+		TRY(L->recv(me, n));
+	}
+	uint64_t ns = pn_now_ns(h) - t0;
+	report("overhead", L->name, n, it, ns, t_now_ns() - w0, pn_cycles(h) - c0, (double)ns / it,
+	       n * 1e3 / ((double)ns / it));
+}
+
+int main(int argc, char **argv)
+{
+	const char *layer = "all", *benches = "all";
+	size_t lo = 1, hi = 1 << 20;
+	pn_open_opts_t o;
+	int r;
+
+	pn_open_opts_init(&o);
+	for (int a = 1; a < argc; a++) {
+		if (!strcmp(argv[a], "--backend") && a + 1 < argc)
+			o.backend = argv[++a];
+		else if (!strcmp(argv[a], "--layer") && a + 1 < argc)
+			layer = argv[++a];
+		else if (!strcmp(argv[a], "--bench") && a + 1 < argc)
+			benches = argv[++a];
+		else if (!strcmp(argv[a], "--min") && a + 1 < argc)
+			lo = strtoul(argv[++a], NULL, 0);
+		else if (!strcmp(argv[a], "--max") && a + 1 < argc)
+			hi = strtoul(argv[++a], NULL, 0);
+		else if (!strcmp(argv[a], "--scale") && a + 1 < argc)
+			scale = atof(argv[++a]);
+		else {
+			fprintf(stderr, "usage: %s [--backend B] [--layer hal|rawdata|all] "
+					"[--bench pairwise,pingpong,stream,overhead|all] [--min N] [--max N] "
+					"[--scale F]\n", argv[0]);
+			return 2;
+		}
+	}
+	if ((r = pn_rd_open(&rd, &o)) < 0) {
+		say("FAIL open: %d (%s)", r, pn_strerror(r));
+		return 1;
+	}
+	o.ctx = HAL_CTX;
+	if ((r = pn_open(&h, &o)) < 0) {
+		say("FAIL open: %d (%s)", r, pn_strerror(r));
+		return 1;
+	}
+	me = (unsigned)pn_node_id(h);
+	N = (unsigned)pn_num_nodes(h);
+	ctx = (unsigned)pn_ctx_id(h);
+	if (N < 2) {
+		say("FAIL bench: needs 2 nodes");
+		return 1;
+	}
+	bufsz = hi > 256 ? hi : 256;
+	TRY(pn_dma_alloc(h, bufsz, (void **)&sbuf));
+	TRY(pn_dma_alloc(h, bufsz, (void **)&rbuf));
+	usbuf = malloc(bufsz);
+	urbuf = malloc(bufsz);
+	if (!usbuf || !urbuf)
+		return 1;
+	pat_fill(sbuf, bufsz, me, 0);
+	pat_fill(usbuf, bufsz, me, 0);
+	pn_barrier(h);
+
+	const char *names[] = {"pairwise", "pingpong", "stream"};
+	for (size_t l = 0; l < sizeof(LAYERS) / sizeof(LAYERS[0]); l++) {
+		const struct layer *L = &LAYERS[l];
+		if (strcmp(layer, "all") && strcmp(layer, L->name))
+			continue;
+		for (size_t b = 0; b < 3; b++) {
+			if (strcmp(benches, "all") && !strstr(benches, names[b]))
+				continue;
+			for (size_t n = lo; n <= hi; n *= 2)
+				run(names[b], L, n);
+		}
+		if (!strcmp(benches, "all") || strstr(benches, "overhead")) {
+			size_t sz[] = {0, 8, 64, 256};
+			for (size_t i = 0; i < 4; i++)
+				overhead(L, sz[i]);
+		}
+	}
+	pn_barrier(h);
+	pn_dma_free(h, sbuf);
+	pn_dma_free(h, rbuf);
+	free(usbuf);
+	free(urbuf);
+	pn_close(h);
+	pn_rd_close(rd);
+	return 0;
+}

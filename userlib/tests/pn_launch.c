@@ -1,0 +1,328 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * pn_launch: start N processes of a program, one per node of a fresh sw (or other)
+ * cluster, and collect their output line by line, prefixed with the node id.
+ *
+ *   pn_launch -n N [-c CLUSTER] [-b BACKEND] [-t TIMEOUT_S] [-k NODE:MS:WORD] [-r MS]
+ *             [--keep] -- PROGRAM ARGS...
+ *
+ * Children get PARANIC_NODES=N, PARANIC_NODE=i, PARANIC_CLUSTER (default
+ * "launch-<pid>") and PARANIC_BACKEND (when -b is given). The cluster's segment is
+ * removed before the start and after the end (unless --keep).
+ *   -k NODE:MS:WORD  kill -9 NODE's process MS milliseconds after it printed a line
+ *                    starting with WORD (a crash in the middle of a run);
+ *   -f               fail fast: when a process exits with a non-zero status, kill the
+ *                    others (they may wait forever for it) and exit 1;
+ *   -r MS            restart a node that was killed by a signal, once, MS ms later,
+ *                    with PARANIC_RESPAWN=1 (a new process in the killed one's place).
+ * Exit status: 0 when every (final) process exited 0; 124 on timeout; 1 otherwise.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "paranic/pn_hal.h"
+#include "tutil.h"
+
+struct child {
+	pid_t pid;
+	int fd;             /* read end of its stdout+stderr, -1 when closed */
+	char line[8192];
+	size_t used;
+	int running;
+	int status;
+	int respawned;
+	uint64_t kill_at;   /* 0: no kill scheduled */
+	uint64_t respawn_at; /* 0: no restart scheduled */
+};
+
+static int nodes = 2, timeout_s = 60, respawn, respawn_ms, keep, kill_node = -1, kill_ms, fail_fast;
+static const char *cluster, *backend, *kill_word;
+static char **prog;
+static struct child *kids;
+
+static int start(int i, int again)
+{
+	int p[2];
+	char v[32];
+	pid_t pid;
+
+	if (pipe(p) < 0)
+		return -1;
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		setpgid(0, 0);   /* its own group: a kill reaches what it started too */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		dup2(p[1], 1);
+		dup2(p[1], 2);
+		close(p[0]);
+		close(p[1]);
+		snprintf(v, sizeof(v), "%d", nodes);
+		setenv("PARANIC_NODES", v, 1);
+		snprintf(v, sizeof(v), "%d", i);
+		setenv("PARANIC_NODE", v, 1);
+		setenv("PARANIC_CLUSTER", cluster, 1);
+		if (backend)
+			setenv("PARANIC_BACKEND", backend, 1);
+		if (again)
+			setenv("PARANIC_RESPAWN", "1", 1);
+		execvp(prog[0], prog);
+		fprintf(stderr, "pn_launch: cannot run %s: %s\n", prog[0], strerror(errno));
+		_exit(127);
+	}
+	close(p[1]);
+	kids[i].pid = pid;
+	kids[i].fd = p[0];
+	kids[i].used = 0;
+	kids[i].running = 1;
+	kids[i].kill_at = 0;
+	return 0;
+}
+
+static void emit(int i, const char *s, size_t n)
+{
+	printf("%d: %.*s\n", i, (int)n, s);
+	fflush(stdout);
+	if (i == kill_node && kill_word && !kids[i].respawned && !kids[i].kill_at &&
+	    n >= strlen(kill_word) && !strncmp(s, kill_word, strlen(kill_word)))
+		kids[i].kill_at = t_now_ns() + (uint64_t)kill_ms * 1000000ull;
+}
+
+static void drain(int i)
+{
+	struct child *c = &kids[i];
+	ssize_t n = read(c->fd, c->line + c->used, sizeof(c->line) - c->used);
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n <= 0) {
+		if (c->used)
+			emit(i, c->line, c->used);
+		c->used = 0;
+		close(c->fd);
+		c->fd = -1;
+		return;
+	}
+	c->used += (size_t)n;
+	for (;;) {
+		char *nl = memchr(c->line, '\n', c->used);
+		if (!nl) {
+			if (c->used == sizeof(c->line)) {
+				emit(i, c->line, c->used);
+				c->used = 0;
+			}
+			return;
+		}
+		emit(i, c->line, (size_t)(nl - c->line));
+		c->used -= (size_t)(nl - c->line) + 1;
+		memmove(c->line, nl + 1, c->used);
+	}
+}
+
+/* The process has ended: take what it wrote, then stop listening (something it
+ * started may still hold the pipe open). */
+static void drain_rest(int i)
+{
+	struct child *c = &kids[i];
+	if (c->fd < 0)
+		return;
+	fcntl(c->fd, F_SETFL, O_NONBLOCK);
+	for (size_t before = (size_t)-1; c->fd >= 0 && before != c->used;) {
+		before = c->used;
+		drain(i);
+	}
+	if (c->fd >= 0) {
+		if (c->used)
+			emit(i, c->line, c->used);
+		c->used = 0;
+		close(c->fd);
+		c->fd = -1;
+	}
+}
+
+static void kill_child(int i)
+{
+	kill(-kids[i].pid, SIGKILL);
+	kill(kids[i].pid, SIGKILL);
+}
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: pn_launch -n N [-c CLUSTER] [-b BACKEND] [-t TIMEOUT_S] "
+			"[-k NODE:MS:WORD] [-r MS] [-f] [--keep] -- PROGRAM ARGS...\n");
+	exit(2);
+}
+
+int main(int argc, char **argv)
+{
+	static char cname[64];
+	int i, a, rc = 0, live;
+	uint64_t deadline;
+
+	for (a = 1; a < argc; a++) {
+		if (!strcmp(argv[a], "--")) {
+			a++;
+			break;
+		} else if (!strcmp(argv[a], "-n") && a + 1 < argc) {
+			nodes = atoi(argv[++a]);
+		} else if (!strcmp(argv[a], "-c") && a + 1 < argc) {
+			cluster = argv[++a];
+		} else if (!strcmp(argv[a], "-b") && a + 1 < argc) {
+			backend = argv[++a];
+		} else if (!strcmp(argv[a], "-t") && a + 1 < argc) {
+			timeout_s = atoi(argv[++a]);
+		} else if (!strcmp(argv[a], "-k") && a + 1 < argc) {
+			static char spec[128];
+			char *p, *q;
+			snprintf(spec, sizeof(spec), "%s", argv[++a]);
+			p = strchr(spec, ':');
+			q = p ? strchr(p + 1, ':') : NULL;
+			if (!p || !q)
+				usage();
+			*p = *q = 0;
+			kill_node = atoi(spec);
+			kill_ms = atoi(p + 1);
+			kill_word = q + 1;
+		} else if (!strcmp(argv[a], "-r") && a + 1 < argc) {
+			respawn = 1;
+			respawn_ms = atoi(argv[++a]);
+		} else if (!strcmp(argv[a], "-f")) {
+			fail_fast = 1;
+		} else if (!strcmp(argv[a], "--keep")) {
+			keep = 1;
+		} else {
+			usage();
+		}
+	}
+	if (a >= argc || nodes < 1 || nodes > PN_MAX_NODES)
+		usage();
+	prog = &argv[a];
+	if (!cluster) {
+		snprintf(cname, sizeof(cname), "launch-%d", (int)getpid());
+		cluster = cname;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	pn_sw_cluster_destroy(cluster);   /* a fresh cluster: no state of an earlier run */
+
+	kids = calloc((size_t)nodes, sizeof(*kids));
+	if (!kids)
+		return 1;
+	for (i = 0; i < nodes; i++)
+		if (start(i, 0) < 0) {
+			perror("pn_launch: start");
+			return 1;
+		}
+	deadline = t_now_ns() + (uint64_t)timeout_s * 1000000000ull;
+
+	for (;;) {
+		struct pollfd *pf = calloc((size_t)nodes, sizeof(*pf));
+		int *who = calloc((size_t)nodes, sizeof(*who));
+		int np = 0, st;
+		pid_t pid;
+
+		live = 0;
+		for (i = 0; i < nodes; i++) {
+			if (kids[i].fd >= 0) {
+				pf[np].fd = kids[i].fd;
+				pf[np].events = POLLIN;
+				who[np++] = i;
+			}
+			live += kids[i].running || kids[i].fd >= 0 || kids[i].respawn_at;
+		}
+		if (!live) {
+			free(pf);
+			free(who);
+			break;
+		}
+		poll(pf, (nfds_t)np, 20);
+		for (int k = 0; k < np; k++)
+			if (pf[k].revents)
+				drain(who[k]);
+		free(pf);
+		free(who);
+
+		while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
+			for (i = 0; i < nodes; i++)
+				if (kids[i].pid == pid && kids[i].running)
+					break;
+			if (i == nodes)
+				continue;
+			kids[i].running = 0;
+			kids[i].status = st;
+			kill(-pid, SIGKILL);   /* whatever it left behind */
+			drain_rest(i);
+			if (WIFSIGNALED(st) && respawn && !kids[i].respawned) {
+				printf("launch: node %d killed by signal %d, respawning in %d ms\n", i, WTERMSIG(st),
+				       respawn_ms);
+				fflush(stdout);
+				kids[i].respawned = 1;
+				kids[i].respawn_at = t_now_ns() + (uint64_t)respawn_ms * 1000000ull + 1;
+			} else if (WIFSIGNALED(st)) {
+				printf("launch: node %d killed by signal %d\n", i, WTERMSIG(st));
+			} else if (WEXITSTATUS(st)) {
+				printf("launch: node %d exited with status %d\n", i, WEXITSTATUS(st));
+				if (fail_fast) {
+					printf("launch: fail fast, killing the others\n");
+					for (int j = 0; j < nodes; j++)
+						if (kids[j].running)
+							kill_child(j);
+				}
+			}
+			fflush(stdout);
+		}
+
+		uint64_t now = t_now_ns();
+		for (i = 0; i < nodes; i++)
+			if (kids[i].respawn_at && now >= kids[i].respawn_at) {
+				kids[i].respawn_at = 0;
+				printf("launch: restarting node %d\n", i);
+				fflush(stdout);
+				if (start(i, 1) < 0)
+					return 1;
+			}
+		for (i = 0; i < nodes; i++)
+			if (kids[i].kill_at && kids[i].running && now >= kids[i].kill_at) {
+				printf("launch: killing node %d (pid %d) with SIGKILL\n", i, (int)kids[i].pid);
+				fflush(stdout);
+				kill_child(i);
+				kids[i].kill_at = 0;
+			}
+		if (now > deadline) {
+			printf("launch: timeout after %d s, killing all; still running:", timeout_s);
+			for (i = 0; i < nodes; i++)
+				if (kids[i].running)
+					printf(" %d", i);
+			printf("\n");
+			fflush(stdout);
+			for (i = 0; i < nodes; i++)
+				if (kids[i].running)
+					kill_child(i);
+			while (waitpid(-1, NULL, 0) > 0)
+				;
+			if (!keep)
+				pn_sw_cluster_destroy(cluster);
+			return 124;
+		}
+	}
+
+	for (i = 0; i < nodes; i++) {
+		int st = kids[i].status;
+		if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+			rc = 1;
+	}
+	printf("launch: %s\n", rc ? "FAILED" : "all nodes exited 0");
+	if (!keep)
+		pn_sw_cluster_destroy(cluster);
+	free(kids);
+	return rc;
+}
