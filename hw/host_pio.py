@@ -1,0 +1,147 @@
+"""Host interface: PIO transmit engine.
+
+Each context stages one packet (16-byte header + payload) in its region of the PIO
+buffer memory through its MMIO window and rings ``PIO_DOORBELL``. The engine serves
+pending doorbells round-robin: it reads the header, checks it, stamps the source
+fields and streams ``2 + ceil(length/8)`` words out of the buffer at one word per
+cycle. The context's window stays locked (``PIO_BUSY``) from the doorbell until the
+last word has left the buffer; then ``pio_done`` increments. A doorbell is served
+only once the DMA descriptors the context posted before it (``TX_TAIL`` at the
+doorbell) are done, so a context's sends leave in the order it posted them.
+"""
+
+from __future__ import annotations
+
+from migen import Array, Cat, If, Module, Signal
+from migen.genlib.fsm import FSM, NextState, NextValue
+from litex.soc.interconnect import stream
+
+from paranic import protocol as P
+
+from .common import hdr, packet_layout
+from .host_ctx import ContextState, RRPicker, user_type_ok
+
+
+def pio_max_length(mtu: int) -> int:
+    """Longest PIO payload: the MTU, or what the window holds after the header."""
+    return min(mtu, P.PIO_WINDOW_BYTES - P.HEADER_BYTES)
+
+
+def pio_buffer_words(mtu: int) -> int:
+    """64-bit words of PIO buffer per context (a power of two)."""
+    need = P.packet_words(pio_max_length(mtu))
+    w = 1
+    while w < need:
+        w *= 2
+    return w
+
+
+def stamp_header(word0, out, node_id, ctx, keep_flags: int):
+    """Statements: ``out`` = ``word0`` with src fields stamped, vc/rsvd zeroed and only
+    the ``keep_flags`` bits of ``flags`` kept."""
+    return [
+        out.eq(word0),
+        hdr(out, "src_node").eq(node_id),
+        hdr(out, "src_ctx").eq(ctx),
+        hdr(out, "vc").eq(0),
+        hdr(out, "rsvd").eq(0),
+        hdr(out, "flags").eq(hdr(word0, "flags") & keep_flags),
+    ]
+
+
+class PioEngine(Module):
+    """Drains doorbelled PIO buffers into ``source`` (packet_layout).
+
+    ``rdport``: synchronous read port of the PIO buffer (address = Cat(word, ctx)).
+    Header checks: type in ``P.USER_PACKET_TYPES``, ``length <= pio_max_length(mtu)``,
+    and no window write refused since the previous doorbell. A refused packet sends
+    nothing; ``pio_done`` and the context's ``errors`` both increment. A doorbell
+    still pending when its context is disabled is dropped the same way.
+    Strobes: ``err_length``, ``err_type``, ``err_spoiled``.
+    """
+
+    def __init__(self, n_ctx: int, mtu: int, state: ContextState, rdport, pio_words: int) -> None:
+        self.source = source = stream.Endpoint(packet_layout())
+        self.node_id = Signal(P.NODE_BITS)
+        self.err_length = Signal()
+        self.err_type = Signal()
+        self.err_spoiled = Signal()
+        self.busy = Signal()
+
+        # # #
+
+        st = state
+        max_len = pio_max_length(mtu)
+        self.submodules.pick = pick = RRPicker(n_ctx)
+        ctx = Signal(P.CTX_BITS)
+        idx = Signal(max=pio_words + 1)
+        nwords = Signal(max=pio_words + 1)
+        hdr0 = Signal(64)
+        stamped = Signal(64)
+        word_bits = len(Signal(max=pio_words)) if pio_words > 1 else 0
+
+        def radr(word, c):
+            return Cat(word[:word_bits], c) if word_bits else c
+
+        w0 = rdport.dat_r
+        length = hdr(w0, "length")
+        bad_len = Signal()
+        bad_type = Signal()
+        refused = Signal()
+        disabled = Signal()
+        self.comb += [
+            # a doorbell waits for the DMA descriptors posted before it (send order)
+            # (a disabled context's pending doorbell is flushed at once, unsent)
+            pick.request.eq(Cat(*[st.pio_pending[i] & ((st.tx_done[i] == st.pio_after[i])
+                                                       | ~st.enable[i])
+                                  for i in range(n_ctx)])),
+            disabled.eq(~Array(list(st.enable))[ctx]),
+            *stamp_header(w0, stamped, self.node_id, ctx, int(P.Flags.SOM | P.Flags.EOM)),
+            bad_len.eq(length > max_len),
+            bad_type.eq(~user_type_ok(hdr(w0, "type"))),
+            refused.eq(Array(st.pio_refuse)[ctx]),
+            st.pio_fin.ctx.eq(ctx),
+        ]
+
+        self.submodules.fsm = fsm = FSM(reset_state="IDLE")
+        fsm.act("IDLE",
+            rdport.adr.eq(radr(Signal(max(word_bits, 1)), pick.grant)),
+            If(pick.valid,
+                pick.take.eq(1),
+                NextValue(ctx, pick.grant),
+                NextState("HDR"),
+            ),
+        )
+        fsm.act("HDR",  # dat_r = header word 0
+            If(refused | bad_len | bad_type | disabled,
+                st.pio_fin.stb.eq(1),
+                st.pio_fin.data.eq(1),
+                If(disabled,
+                ).Elif(refused, self.err_spoiled.eq(1)
+                ).Elif(bad_type, self.err_type.eq(1)
+                ).Else(self.err_length.eq(1)),
+                NextState("IDLE"),
+            ).Else(
+                NextValue(hdr0, stamped),
+                NextValue(nwords, P.HEADER_WORDS + ((length + 7) >> 3)),
+                NextValue(idx, 0),
+                NextState("SEND"),
+            ),
+        )
+        xfer = source.valid & source.ready
+        fsm.act("SEND",
+            self.busy.eq(1),
+            source.valid.eq(1),
+            source.first.eq(idx == 0),
+            source.last.eq(idx == nwords - 1),
+            source.data.eq(rdport.dat_r),
+            If(idx == 0, source.data.eq(hdr0)),
+            rdport.adr.eq(radr(idx + xfer, ctx)),
+            If(xfer,
+                NextValue(idx, idx + 1),
+                If(source.last,
+                    st.pio_fin.stb.eq(1),
+                    NextState("IDLE"),
+                ),
+            ),
+        )

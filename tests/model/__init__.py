@@ -1,0 +1,1 @@
+"""Python models of ParaNIC's surroundings for cocotb benches (host, ...)."""
