@@ -77,7 +77,8 @@ def build_verilator(name: str, sources: Sequence[Path], toplevel: str,
 
     setup_verilator_env()
     args = ["-Wno-fatal", "-Wno-WIDTH", "-Wno-CASEINCOMPLETE", "-Wno-UNOPTFLAT",
-            "--x-assign", "0", "--x-initial", "0", "-O3", *build_args]
+            "--x-assign", "0", "--x-initial", "0", "-O3", "--output-split-cfuncs", "1000",
+            *build_args]
     build_dir = BUILD_ROOT / "sim" / name
     stamp = build_dir / ".stamp"
     digest = _digest(sources, " ".join(args) + toplevel)

@@ -1,0 +1,394 @@
+"""The ParaNIC router: one local port plus 2 (ring) or 4 (torus) link ports.
+
+Table-based self-routing with a routing table in block RAM, virtual cut-through
+with whole-packet credits, round-robin arbitration with in-transit traffic first,
+and bubble flow control for deadlock freedom (see docs/architecture.md, "Router"
+and "Deadlock freedom").
+
+Pipeline of one packet (cycles relative to the cycle ``T`` in which it is complete
+at the head of its input FIFO, ``packets > 0``)::
+
+    T    header word 0 at the FIFO head; table read address = dst_node;
+         length check and word count registered
+    T+1  route from the table; request, credit check, arbitration (combinational);
+         grant registered at the end of the cycle
+    T+2  the input streams into the output's pipeline register
+    T+3  header word valid on the output ``source`` (link port or ejection FIFO)
+
+so the unloaded hop latency is 3 cycles (target: <= 4).
+"""
+
+from __future__ import annotations
+
+from functools import reduce
+from operator import add, or_
+
+from migen import Array, Case, Constant, If, Memory, Mux, Signal, bits_for, log2_int
+from migen.genlib.fifo import SyncFIFO
+from migen.fhdl.specials import READ_FIRST
+from litex.gen import LiteXModule
+from litex.soc.interconnect import stream
+from litex.soc.interconnect.csr import CSR, CSRStatus, CSRStorage
+
+from paranic import protocol as P
+
+from .common import LinkPortIf, hdr, packet_layout
+from .fifo import PacketFifo
+
+PORT_NAMES = {int(p): p.name.lower() for p in P.Port}
+
+
+def default_buf_words(mtu: int) -> int:
+    """Smallest power of two holding two maximum-size packets."""
+    need = 2 * P.packet_words(mtu)
+    return 1 << (need - 1).bit_length()
+
+
+def needs_bubble(in_port: int, out_port: int) -> bool:
+    """Bubble rule: injection and dimension changes need room for one more packet."""
+    if out_port == P.Port.LOCAL:
+        return False
+    if in_port == P.Port.LOCAL:
+        return True
+    return P.port_dimension(in_port) != P.port_dimension(out_port)
+
+
+class Router(LiteXModule):
+    """Packet router.
+
+    Parameters
+    ----------
+    n_links: 2 (ring: XP, XM) or 4 (torus: XP, XM, YP, YM).
+    mtu: largest payload in bytes; ``max_pkt = P.packet_words(mtu)``.
+    buf_words: words of each link input buffer (and the initial credits of each
+        link output: all routers of a network must agree). Default: the smallest
+        power of two >= 2 * max_pkt.
+    table_nodes: routing-table depth (power of two); larger dst_node is dropped.
+    eject_words / inject_words: ejection / injection FIFO sizes (default buf_words).
+    table_init: optional list of ports loaded into the table after reset
+        (default: every entry DROP). The table is (re)initialised during the
+        ``table_nodes`` cycles after reset; ``ready`` rises when done.
+    bubble: accounting of the bubble rule on link outputs.
+        ``"packet"`` (default): a link buffer has ``buf_words // max_pkt`` packet
+        slots, every packet takes one; continuing in a dimension needs one free
+        slot, entering a ring (injection, X->Y turn) two. Provably deadlock-free.
+        ``"word"``: continuing needs ``credits >= len``, entering
+        ``credits >= len + max_pkt``; uses short-packet buffer space better but is
+        not deadlock-free in general with variable-size packets (free space can
+        fragment across a ring). See docs/architecture.md, "Deadlock freedom".
+        Word credits (``credits >= len``) are checked in both modes.
+    """
+
+    def __init__(self, n_links: int = 2, mtu: int = P.DEFAULT_MTU, buf_words: int | None = None,
+                 table_nodes: int = P.DEFAULT_TABLE_NODES, eject_words: int | None = None,
+                 inject_words: int | None = None, table_init: list[int] | None = None,
+                 bubble: str = "packet") -> None:
+        if n_links not in (2, 4):
+            raise ValueError("n_links must be 2 (ring) or 4 (torus)")
+        if not 8 <= mtu <= P.MAX_MTU:
+            raise ValueError(f"mtu must be in 8..{P.MAX_MTU}")
+        self.n_links = n_links
+        self.mtu = mtu
+        self.max_pkt = max_pkt = P.packet_words(mtu)
+        self.buf_words = buf_words = default_buf_words(mtu) if buf_words is None else buf_words
+        if buf_words < 2 * max_pkt:
+            raise ValueError(f"buf_words={buf_words} must be >= 2*max_pkt={2 * max_pkt}")
+        self.eject_words = eject_words = buf_words if eject_words is None else eject_words
+        inject_words = buf_words if inject_words is None else inject_words
+        if table_nodes & (table_nodes - 1) or table_nodes < 2:
+            raise ValueError("table_nodes must be a power of two >= 2")
+        self.table_nodes = table_nodes
+        tbits = log2_int(table_nodes)
+        nports = n_links + 1
+
+        # -- interface -------------------------------------------------------
+        self.node_id = Signal(P.NODE_BITS)
+        self.table_we = Signal()
+        self.table_adr = Signal(tbits)
+        self.table_dat = Signal(P.ROUTE_BITS)
+        self.ready = Signal()              # routing table initialised
+        self.bubble_en = Signal(reset=1)   # bubble rule on (off only to demonstrate deadlock)
+        self.local_sink = stream.Endpoint(packet_layout())
+        self.local_source = stream.Endpoint(packet_layout())
+        self.eject_packets = Signal(max=eject_words + 1)
+        self.links = [LinkPortIf() for _ in range(n_links)]
+        # counters
+        self.tx_packets = [Signal(32, name=f"tx_{PORT_NAMES[p]}") for p in range(nports)]
+        self.err_unknown = Signal(32)
+        self.err_length = Signal(32)
+        self.err_aborted = Signal(32)      # packets discarded by the input FIFOs
+        if bubble not in ("packet", "word"):
+            raise ValueError("bubble must be 'packet' or 'word'")
+        self.bubble = bubble
+        #: packet slots of a link input buffer (bubble="packet")
+        self.slots_per_buffer = buf_words // max_pkt
+        self.slots = [None] + [Signal(max=self.slots_per_buffer + 1, reset=self.slots_per_buffer,
+                                      name=f"slots_{PORT_NAMES[p]}") for p in range(1, nports)]
+        cbits = bits_for(max(buf_words, eject_words)) + 1
+        self.credits = [Signal(cbits, name=f"credits_{PORT_NAMES[p]}",
+                               reset=eject_words if p == 0 else buf_words) for p in range(nports)]
+
+        # # #
+
+        # -- routing table -----------------------------------------------------
+        self.specials.table = table = Memory(P.ROUTE_BITS, table_nodes)
+        wp = table.get_port(write_capable=True)
+        self.specials += wp
+        init_adr = Signal(tbits)
+        initing = Signal(reset=1)
+        if table_init is None:
+            init_val = Constant(P.Port.DROP, P.ROUTE_BITS)
+        else:
+            vals = list(table_init) + [P.Port.DROP] * (table_nodes - len(table_init))
+            init_val = Array(Constant(int(v), P.ROUTE_BITS) for v in vals[:table_nodes])[init_adr]
+        self.comb += [
+            self.ready.eq(~initing),
+            If(self.table_we,
+                wp.we.eq(1), wp.adr.eq(self.table_adr), wp.dat_w.eq(self.table_dat),
+            ).Elif(initing,
+                wp.we.eq(1), wp.adr.eq(init_adr), wp.dat_w.eq(init_val),
+            ),
+        ]
+        self.sync += If(initing & ~self.table_we,
+            init_adr.eq(init_adr + 1),
+            If(init_adr == table_nodes - 1, initing.eq(0)),
+        )
+        self._table = table
+
+        # -- buffers -----------------------------------------------------------
+        self.inject = PacketFifo(inject_words, max_pkt, backpressure=True)
+        self.eject = PacketFifo(eject_words, max_pkt)
+        self.inputs = [self.inject] + [PacketFifo(buf_words, max_pkt) for _ in range(n_links)]
+        for i, f in enumerate(self.inputs[1:]):
+            setattr(self, f"in_{PORT_NAMES[i + 1]}", f)
+        self.comb += [
+            self.local_sink.connect(self.inject.sink),
+            self.eject.source.connect(self.local_source),
+            self.eject_packets.eq(self.eject.packets),
+            self.err_aborted.eq(sum(f.aborted for f in self.inputs)),
+        ]
+        for link, f in zip(self.links, self.inputs[1:]):
+            self.comb += [link.sink.connect(f.sink), link.drained.eq(f.drained)]
+
+        # Output pipeline registers: [0] feeds the ejection FIFO, [i] link i.
+        self.pipes = pipes = [stream.PipeValid(packet_layout()) for _ in range(nports)]
+        for i, p in enumerate(pipes):
+            setattr(self, f"pipe_{PORT_NAMES[i]}", p)
+        self.comb += pipes[0].source.connect(self.eject.sink)
+        for link, p in zip(self.links, pipes[1:]):
+            self.comb += p.source.connect(link.source)
+
+        # -- output state: credits, allocation -----------------------------------
+        busy = [Signal(name=f"busy_{PORT_NAMES[o]}") for o in range(nports)]
+        owner = [Signal(max=nports, name=f"owner_{PORT_NAMES[o]}") for o in range(nports)]
+        up = [Constant(1, 1)] + [link.up for link in self.links]
+
+        # -- per-input head decode ---------------------------------------------
+        fwd = [Signal(name=f"fwd_{PORT_NAMES[k]}") for k in range(nports)]
+        drain = [Signal(name=f"drain_{PORT_NAMES[k]}") for k in range(nports)]
+        sel = [Signal(max=nports, name=f"sel_{PORT_NAMES[k]}") for k in range(nports)]
+        look = [Signal(name=f"look_{PORT_NAMES[k]}") for k in range(nports)]
+        route = []
+        words = []
+        req = []
+        drop_now = []
+        badlen = []
+        for k, f in enumerate(self.inputs):
+            rp = table.get_port(mode=READ_FIRST)
+            self.specials += rp
+            w0 = f.source.data
+            dst = hdr(w0, "dst_node")
+            length = hdr(w0, "length")
+            head = Signal(name=f"head_{PORT_NAMES[k]}")
+            oob = Signal(name=f"oob_{PORT_NAMES[k]}")
+            bl = Signal(name=f"badlen_{PORT_NAMES[k]}")
+            nw = Signal(len(f.head_words), name=f"words_{PORT_NAMES[k]}")
+            pw = Signal(len(length) + 1)
+            self.comb += [
+                head.eq(f.source.valid & (f.packets != 0)),
+                rp.adr.eq(dst[:tbits]),
+                pw.eq(P.HEADER_WORDS + ((length + (P.WORD_BYTES - 1)) >> 3)),
+            ]
+            self.sync += [
+                oob.eq(dst[tbits:] != 0) if P.NODE_BITS > tbits else oob.eq(0),
+                bl.eq((length > mtu) | (pw != f.head_words)),
+                nw.eq(f.head_words),
+            ]
+            r = Signal(P.ROUTE_BITS, name=f"route_{PORT_NAMES[k]}")
+            dn = Signal(name=f"drop_{PORT_NAMES[k]}")
+            rq = Signal(name=f"req_{PORT_NAMES[k]}")
+            self.comb += [
+                r.eq(rp.dat_r),
+                dn.eq(look[k] & (oob | bl | (r > n_links))),
+                rq.eq(look[k] & ~dn),
+            ]
+            route.append(r)
+            words.append(nw)
+            req.append(rq)
+            drop_now.append(dn)
+            badlen.append(bl)
+            setattr(self, f"_head_{k}", head)
+
+        # -- arbitration per output --------------------------------------------
+        grant = [[Signal(name=f"grant_{PORT_NAMES[o]}_{PORT_NAMES[k]}") for k in range(nports)]
+                 for o in range(nports)]
+        self.rr = rr = [Signal(max=max(n_links, 2), name=f"rr_{PORT_NAMES[o]}") for o in range(nports)]
+        for o in range(nports):
+            elig = []
+            for k in range(nports):
+                room = Signal(name=f"room_{PORT_NAMES[k]}_{PORT_NAMES[o]}")
+                if bubble == "word" and needs_bubble(k, o):
+                    need = Signal(bits_for(2 * max_pkt), name=f"need_{PORT_NAMES[k]}_{PORT_NAMES[o]}")
+                    self.comb += [need.eq(words[k] + Mux(self.bubble_en, max_pkt, 0)),
+                                  room.eq(self.credits[o] >= need)]
+                elif bubble == "packet" and o != 0:
+                    nslots = Mux(self.bubble_en, 2, 1) if needs_bubble(k, o) else 1
+                    self.comb += room.eq((self.credits[o] >= words[k]) & (self.slots[o] >= nslots))
+                else:
+                    self.comb += room.eq(self.credits[o] >= words[k])
+                e = Signal(name=f"elig_{PORT_NAMES[k]}_{PORT_NAMES[o]}")
+                self.comb += e.eq(req[k] & (route[k] == o) & ~busy[o] & up[o] & room)
+                elig.append(e)
+            link_req = Signal(name=f"linkreq_{PORT_NAMES[o]}")
+            self.comb += link_req.eq(reduce(or_, [req[k] & (route[k] == o) for k in range(1, nports)]))
+            # round robin among link inputs, starting after the last one granted
+            cases = {}
+            for last in range(n_links):
+                order = [(last + 1 + j) % n_links for j in range(n_links)]
+                chain = None
+                for j in reversed(order):
+                    stmt = [grant[o][j + 1].eq(1)]
+                    chain = If(elig[j + 1], *stmt) if chain is None else \
+                        If(elig[j + 1], *stmt).Else(chain)
+                cases[last] = chain
+            self.comb += [
+                Case(rr[o], cases),
+                If(~link_req, grant[o][0].eq(elig[0])),
+            ]
+
+        # -- state updates -----------------------------------------------------
+        for k, f in enumerate(self.inputs):
+            gk = Signal(name=f"granted_{PORT_NAMES[k]}")
+            self.comb += gk.eq(reduce(or_, [grant[o][k] for o in range(nports)]))
+            idle = ~fwd[k] & ~drain[k]
+            head = getattr(self, f"_head_{k}")
+            end = f.source.valid & f.source.ready & f.source.last
+            self.sync += [
+                look[k].eq(idle & head & self.ready & ~gk & ~drop_now[k]),
+                If(gk,
+                    fwd[k].eq(1), sel[k].eq(route[k]),
+                ).Elif(fwd[k] & end,
+                    fwd[k].eq(0),
+                ),
+                If(drop_now[k],
+                    drain[k].eq(1),
+                ).Elif(drain[k] & end,
+                    drain[k].eq(0),
+                ),
+            ]
+            # FIFO read: drain freely, or forward into the allocated output
+            self.comb += Case(sel[k], {o: If(fwd[k], f.source.ready.eq(pipes[o].sink.ready))
+                                       for o in range(nports)})
+            self.comb += If(drain[k], f.source.ready.eq(1))
+
+        # error counters (several inputs may drop in the same cycle). Note: never
+        # build an OR from sum(1-bit) != 0 -- Verilog sizes such an expression to
+        # 1 bit and the sum wraps (Migen's simulator does not): use reduce(or_).
+        n_len = Signal(bits_for(nports))
+        n_unk = Signal(bits_for(nports))
+        self.comb += [
+            n_len.eq(reduce(add, [drop_now[k] & badlen[k] for k in range(nports)])),
+            n_unk.eq(reduce(add, [drop_now[k] & ~badlen[k] for k in range(nports)])),
+        ]
+        self.sync += [
+            self.err_length.eq(self.err_length + n_len),
+            self.err_unknown.eq(self.err_unknown + n_unk),
+        ]
+
+        for o in range(nports):
+            p = pipes[o]
+            src = {k: [p.sink.valid.eq(f.source.valid), p.sink.data.eq(f.source.data),
+                       p.sink.first.eq(f.source.first), p.sink.last.eq(f.source.last)]
+                   for k, f in enumerate(self.inputs)}
+            self.comb += If(busy[o], Case(owner[o], src))
+            ended = Signal(name=f"ended_{PORT_NAMES[o]}")
+            self.comb += ended.eq(busy[o] & p.sink.valid & p.sink.ready & p.sink.last)
+            any_g = Signal(name=f"anygrant_{PORT_NAMES[o]}")
+            gw = Signal(len(words[0]), name=f"grantwords_{PORT_NAMES[o]}")
+            self.comb += any_g.eq(reduce(or_, [grant[o][k] for k in range(nports)]))
+            self.comb += [If(grant[o][k], gw.eq(words[k])) for k in range(nports)]
+            if o == 0:
+                ret = Signal(16)
+                self.comb += ret.eq(self.eject.drained)
+            else:
+                link = self.links[o - 1]
+                ret = Signal(16)
+                self.comb += If(link.credit_valid, ret.eq(link.credit_words))
+            if bubble == "packet" and o != 0:
+                # Packet credits: one slot per packet in the far buffer. Word
+                # credits come back in order (the far buffer is a FIFO), so the
+                # lengths of the packets sent tell when a whole packet has left.
+                lens = SyncFIFO(len(gw), self.slots_per_buffer)
+                setattr(self, f"sent_lens_{PORT_NAMES[o]}", lens)
+                acc = Signal(len(self.credits[o]) + 1, name=f"retacc_{PORT_NAMES[o]}")
+                acc_sum = Signal(len(acc), name=f"retsum_{PORT_NAMES[o]}")
+                freed = Signal(name=f"slotfreed_{PORT_NAMES[o]}")
+                self.comb += [
+                    lens.we.eq(any_g), lens.din.eq(gw),
+                    acc_sum.eq(acc + ret),
+                    freed.eq(lens.readable & (acc_sum >= lens.dout)),
+                    lens.re.eq(freed),
+                ]
+                self.sync += [
+                    acc.eq(acc_sum - Mux(freed, lens.dout, 0)),
+                    self.slots[o].eq(self.slots[o] + freed - any_g),
+                ]
+            self.sync += [
+                self.credits[o].eq(self.credits[o] + ret - gw),
+                If(any_g,
+                    busy[o].eq(1),
+                    self.tx_packets[o].eq(self.tx_packets[o] + 1),
+                ).Elif(ended,
+                    busy[o].eq(0),
+                ),
+            ]
+            for k in range(nports):
+                self.sync += If(grant[o][k], owner[o].eq(k))
+                if k >= 1:
+                    self.sync += If(grant[o][k], rr[o].eq(k - 1))
+
+        # observation for tests/benches
+        self.busy, self.owner, self.fwd, self.drain, self.look = busy, owner, fwd, drain, look
+        self.route, self.grant = route, grant
+
+    # ------------------------------------------------------------------------
+    def add_csrs(self) -> None:
+        """CSRs: routing-table write/read-back port and counters.
+
+        Write ``route_adr`` and ``route_port``, then any value to ``route_write``
+        to store the entry. ``route_read`` shows the entry at ``route_adr``.
+        """
+        tbits = len(self.table_adr)
+        self.route_adr = CSRStorage(tbits, name="route_adr", description="Routing-table index (destination node).")
+        self.route_port = CSRStorage(P.ROUTE_BITS, name="route_port", description="Port for route_adr (paranic.protocol.Port).")
+        self.route_write = CSR(name="route_write")
+        self.route_read = CSRStatus(P.ROUTE_BITS, name="route_read", description="Table entry at route_adr.")
+        rp = self._table.get_port(mode=READ_FIRST)
+        self.specials += rp
+        self.comb += [
+            self.table_we.eq(self.route_write.re),
+            self.table_adr.eq(self.route_adr.storage),
+            self.table_dat.eq(self.route_port.storage),
+            rp.adr.eq(self.route_adr.storage),
+            self.route_read.status.eq(rp.dat_r),
+        ]
+        for p, sig in enumerate(self.tx_packets):
+            st = CSRStatus(32, name=f"tx_{PORT_NAMES[p]}", description=f"Packets forwarded to port {PORT_NAMES[p]}.")
+            setattr(self, f"tx_{PORT_NAMES[p]}_csr", st)
+            self.comb += st.status.eq(sig)
+        for name in ("err_unknown", "err_length", "err_aborted"):
+            st = CSRStatus(32, name=name)
+            setattr(self, f"{name}_csr", st)
+            self.comb += st.status.eq(getattr(self, name))
+        self.eject_packets_csr = CSRStatus(len(self.eject_packets), name="eject_packets")
+        self.comb += self.eject_packets_csr.status.eq(self.eject_packets)

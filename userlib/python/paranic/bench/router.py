@@ -1,0 +1,212 @@
+"""Router benchmark: hop latency and saturation throughput, measured in Verilator.
+
+``measure()`` builds (cached) and runs three cocotb benches from
+``tests/cocotb/router``:
+
+* one Router (``RouterTop``, 4 link ports): the unloaded hop latency for every
+  (input, output) pair, from the cycle a packet is complete at the head of an
+  input FIFO to the cycle its header is valid at the output register;
+* an 8-node ring and a 4x4 torus of routers joined by 1-cycle wire channels,
+  each node with a hardware traffic generator and checker: uniform random
+  traffic (no self traffic), an offered-load sweep; per point the accepted
+  throughput per node (words delivered per cycle, a fraction of a link's 1
+  word/cycle) and the mean packet latency (header into the source's injection
+  FIFO to header out of the destination's ejection FIFO, in cycles).
+
+The same builds (same names) serve the tests in tests/cocotb/router, so a
+benchmark after the tests compiles nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from .. import protocol as P
+from ..hdlsim import BUILD_ROOT, ROOT, run_cocotb
+from ..topo import Topology
+
+import paranic.hw.testnet  # noqa: E402,F401  (gateware loaded before _LOADED_AT)
+
+TB_DIR = ROOT / "tests" / "cocotb" / "router"
+VERILOG_DIR = BUILD_ROOT / "verilog" / "router"
+
+#: Topologies of the benchmark (and of the adversarial tests).
+RING = "ring:8"
+TORUS = "torus:4x4"
+
+
+def _name(topo: str, kind: str) -> str:
+    return f"rt_{kind}_" + topo.replace(":", "")
+
+
+#: Gateware sources whose content decides whether a cached Verilog file is current.
+_HW_SOURCES = ("hw/router.py", "hw/fifo.py", "hw/channel.py", "hw/traffic.py", "hw/testnet.py",
+               "hw/common.py", "userlib/python/paranic/protocol.py",
+               "userlib/python/paranic/topo.py")
+
+
+#: When this process loaded the gateware modules (see _cached).
+_LOADED_AT = time.time()
+
+
+def _cached(name: str, params: str, generate: Callable[[], tuple[Path, str]]) -> tuple[list[Path], str]:
+    """Elaborate + convert only when the gateware sources or parameters changed
+    (elaborating a 16-router network takes seconds; Verilator rebuilds are decided
+    separately by paranic.hdlsim from the Verilog text).
+
+    The key hashes the source files on disk; it is only recorded when none of them
+    changed after this process imported them, so a long-running process never
+    labels Verilog from stale modules with the key of newer sources."""
+    import hashlib
+
+    import paranic.hw.testnet  # noqa: F401  (load the gateware before comparing times)
+    from paranic.hw.testnet import sim_sources
+
+    h = hashlib.sha256(params.encode())
+    fresh = True
+    for f in _HW_SOURCES:
+        p = ROOT / f
+        if p.exists():
+            h.update(p.read_bytes())
+            fresh &= p.stat().st_mtime < _LOADED_AT
+    key = h.hexdigest()
+    v = VERILOG_DIR / f"{name}.v"
+    stamp = VERILOG_DIR / f"{name}.key"
+    if fresh and v.exists() and v.with_suffix(".vlt").exists() and stamp.exists() and \
+            stamp.read_text() == key:
+        return [v, v.with_suffix(".vlt")], name
+    v, top = generate()
+    src = sim_sources(v, top)
+    if fresh:
+        stamp.write_text(key)
+    else:
+        stamp.unlink(missing_ok=True)
+    return src, top
+
+
+def router_build(n_links: int = 4) -> tuple[list[Path], str]:
+    """Verilog of one Router with its ports at the top level: (sources, toplevel)."""
+    from paranic.hw.testnet import router_verilog
+
+    name = f"rt_router{n_links}"
+    return _cached(name, f"router {n_links}",
+                   lambda: router_verilog(VERILOG_DIR, n_links=n_links, name=name))
+
+
+def network_build(topo: str, traffic: bool = True, **params: Any) -> tuple[list[Path], str]:
+    """Verilog of a RouterNetwork (``traffic``: generators/checkers, else local ports)."""
+    from paranic.hw.testnet import network_verilog
+
+    name = _name(topo, "net" if traffic else "ports") + "".join(
+        f"_{k}{v}" for k, v in sorted(params.items()))
+    return _cached(name, f"net {topo} {traffic} {sorted(params.items())}",
+                   lambda: network_verilog(Topology.parse(topo), VERILOG_DIR, name=name,
+                                           with_traffic=traffic, **params))
+
+
+def run_tb(sources: list[Path], toplevel: str, module: str, testcase: str | list[str],
+           env: dict[str, str] | None = None, log: Path | None = None) -> dict:
+    """Run a cocotb bench of tests/cocotb/router; return what it wrote to RESULT_JSON.
+
+    ``log``: send the build's and simulator's output (normally on stdout) to this
+    file instead, so a caller can print JSON on stdout.
+    """
+    import sys
+
+    from paranic.hw.testnet import SIM_BUILD_ARGS
+
+    fd, path = tempfile.mkstemp(prefix="paranic-router-", suffix=".json")
+    os.close(fd)
+    saved = None
+    try:
+        e = dict(env or {})
+        e["RESULT_JSON"] = path
+        if log is not None:
+            Path(log).parent.mkdir(parents=True, exist_ok=True)
+            sys.stdout.flush()
+            saved = os.dup(1)
+            with open(log, "ab") as f:
+                os.dup2(f.fileno(), 1)
+        try:
+            run_cocotb(toplevel, sources, toplevel, module, test_dir=TB_DIR, testcase=testcase,
+                       extra_env=e, build_args=SIM_BUILD_ARGS)
+        except AssertionError as ex:
+            raise AssertionError(f"{ex} (log: {log})" if log else str(ex)) from None
+        text = Path(path).read_text()
+        return json.loads(text) if text.strip() else {}
+    finally:
+        if saved is not None:
+            sys.stdout.flush()
+            os.dup2(saved, 1)
+            os.close(saved)
+        Path(path).unlink(missing_ok=True)
+
+
+def _log(name: str) -> Path:
+    return BUILD_ROOT / "sim" / f"{name}.bench.log"
+
+
+def hop_latency(progress: Callable[..., Any] = print) -> dict:
+    src, top = router_build(4)
+    progress("router: hop latency (one router, 4 links)")
+    return run_tb(src, top, "tb_router", "test_hop_latency", log=_log(top))
+
+
+def sweep(topo: str, loads: list[float], length: int = P.DEFAULT_MTU, warmup: int = 20_000,
+          measure_cycles: int = 50_000, pattern: str = "uniform",
+          progress: Callable[..., Any] = print, **params: Any) -> dict:
+    """Offered-load sweep on ``topo`` (RouterNetwork ``params``, e.g. bubble, buf_words)."""
+    src, top = network_build(topo, traffic=True, **params)
+    progress(f"router: {topo} {pattern} sweep, {length}-byte packets, {len(loads)} points")
+    env = {"TOPO": topo, "PATTERN": pattern, "LEN": str(length), "WARMUP": str(warmup),
+           "MEASURE": str(measure_cycles), "LOADS": ",".join(f"{x:g}" for x in loads)}
+    return run_tb(src, top, "tb_network", "test_sweep", env, log=_log(top))
+
+
+def measure(progress: Callable[..., Any] = print, quick: bool = False) -> dict:
+    """Hop latency and ring/torus saturation (see the module docstring)."""
+    t0 = time.time()
+    lat = hop_latency(progress)
+    if quick:
+        loads = [0.2, 0.5, 0.8, 1.0]
+        warm, meas = 10_000, 20_000
+    else:
+        loads = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0]
+        warm, meas = 20_000, 50_000
+    res: dict[str, Any] = {
+        "hop_latency_cycles": lat["max"],
+        "hop_latency_min_cycles": lat["min"],
+        "hop_latency_pairs": lat["pairs"],
+        "packet_bytes": P.DEFAULT_MTU,
+        "packet_words": P.packet_words(P.DEFAULT_MTU),
+        "traffic": "uniform random (no self traffic), Bernoulli injection, fixed-size packets",
+        "channel": "WireChannel(delay=1)",
+        "buf_words": None,
+    }
+    for key, topo in (("ring", RING), ("torus", TORUS)):
+        r = sweep(topo, loads, P.DEFAULT_MTU, warm, meas, progress=progress)
+        pts = r["points"]
+        res[f"{key}_sweep"] = pts
+        res[f"{key}_saturation"] = max(p[1] for p in pts)
+        progress(f"router: {topo} saturation {res[f'{key}_saturation']:.3f} words/cycle/node")
+        if not quick:
+            short = sweep(topo, loads, 64, warm, meas, progress=progress)
+            res[f"{key}_sweep_64B"] = short["points"]
+            res[f"{key}_saturation_64B"] = max(p[1] for p in short["points"])
+    from paranic.hw.router import default_buf_words
+    res["buf_words"] = default_buf_words(P.DEFAULT_MTU)
+    res["measure_seconds"] = round(time.time() - t0, 1)
+    return res
+
+
+if __name__ == "__main__":  # pragma: no cover
+    import sys
+
+    quick = "--quick" in sys.argv
+    print(json.dumps(measure(progress=lambda *a, **k: print(*a, file=sys.stderr, flush=True),
+                             quick=quick), indent=1))
