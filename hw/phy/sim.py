@@ -1,0 +1,110 @@
+"""The ``sim`` PHY: one direction of a cable, a fixed delay with bit-error injection.
+
+:class:`SimPhy` moves one 65-bit word (64 data bits + the control flag) per cycle
+from ``sink`` to ``source`` through a ``delay``-stage register pipeline. On the way
+in, each word has one pseudo-random bit (of the 65) flipped with probability
+``ber_threshold / 2**32``; :func:`ber_to_threshold` turns a bit-error rate into that
+threshold (``p = 1 - (1 - ber)**65``, about ``65 * ber``). The random numbers come
+from a 64-bit xorshift generator per instance, seeded by ``seed``.
+
+``flip_mask`` is a test hook: it is XORed into the word leaving ``source`` in the
+same cycle (bit 64 is the control flag), so a test that watched a word enter
+``sink`` can corrupt exactly that word ``delay`` cycles later.
+"""
+
+from __future__ import annotations
+
+from migen import Constant, Mux, Signal
+
+from litex.gen import LiteXModule
+from litex.soc.interconnect import stream
+
+from paranic import protocol as P
+from paranic.hw.link import phy_layout
+
+__all__ = ["SimPhy", "ber_to_threshold", "WORD_LINE_BITS"]
+
+#: Bits on the line per word: 64 data bits and the control flag.
+WORD_LINE_BITS = P.WORD_BITS + 1
+
+_MASK64 = (1 << 64) - 1
+
+
+def ber_to_threshold(ber: float, bits: int = WORD_LINE_BITS) -> int:
+    """``ber_threshold`` value that flips a bit in a word with probability ``1-(1-ber)**bits``."""
+    if not 0.0 <= ber <= 1.0:
+        raise ValueError("bit-error rate must be in 0..1")
+    p = 1.0 - (1.0 - ber) ** bits
+    return min(round(p * 2**32), 2**32 - 1)
+
+
+def _splitmix64(x: int) -> int:
+    x = (x + 0x9E3779B97F4A7C15) & _MASK64
+    z = x
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK64
+    return (z ^ (z >> 31)) or 1
+
+
+class SimPhy(LiteXModule):
+    """One direction of a simulated cable.
+
+    * ``sink``/``source``: phy_layout streams; ``sink.ready`` is always 1 and
+      ``source.ready`` is ignored (a cable cannot stall).
+    * ``ber_threshold`` (32 bits, input): error probability per word times 2**32.
+    * ``errors_injected`` (32 bits): bits flipped so far (random and ``flip_mask``).
+    * ``flip_mask`` (65 bits, input, test hook): XORed into the outgoing word.
+    """
+
+    def __init__(self, delay: int = 8, seed: int = 1):
+        if delay < 1:
+            raise ValueError("delay must be at least one cycle")
+        self.delay = delay
+        self.sink = sink = stream.Endpoint(phy_layout())
+        self.source = source = stream.Endpoint(phy_layout())
+        self.ber_threshold = Signal(32)
+        self.errors_injected = Signal(32)
+        self.flip_mask = Signal(WORD_LINE_BITS)
+
+        # xorshift64 random source.
+        rng = Signal(64, reset=_splitmix64(seed))
+        x1, x2, x3 = Signal(64), Signal(64), Signal(64)
+        self.comb += [
+            x1.eq(rng ^ (rng << 13)),
+            x2.eq(x1 ^ (x1 >> 7)),
+            x3.eq(x2 ^ (x2 << 17)),
+        ]
+        self.sync += rng.eq(x3)
+
+        # One bit of 65, uniformly: (16 random bits * 65) >> 16.
+        hit = Signal()
+        prod = Signal(16 + 7)
+        index = Signal(7)
+        flip = Signal(WORD_LINE_BITS)
+        self.comb += [
+            hit.eq(sink.valid & (rng[:32] < self.ber_threshold)),
+            prod.eq(rng[32:48] * WORD_LINE_BITS),
+            index.eq(prod[16:]),
+            flip[:P.WORD_BITS].eq(Mux(hit & ~index[6], Constant(1, P.WORD_BITS) << index[:6], 0)),
+            flip[P.WORD_BITS].eq(hit & index[6]),
+            sink.ready.eq(1),
+        ]
+
+        # Delay line (data and control flag kept apart: no 65-bit signals).
+        stages = [(Signal(), Signal(P.WORD_BITS), Signal()) for _ in range(delay)]
+        v0, d0, c0 = stages[0]
+        self.sync += [
+            v0.eq(sink.valid),
+            d0.eq(sink.data ^ flip[:P.WORD_BITS]),
+            c0.eq(sink.ctrl ^ flip[P.WORD_BITS]),
+        ]
+        for prev, cur in zip(stages, stages[1:]):
+            self.sync += [c.eq(p) for c, p in zip(cur, prev)]
+        v_out, d_out, c_out = stages[-1]
+        self.comb += [
+            source.valid.eq(v_out),
+            source.data.eq(d_out ^ self.flip_mask[:P.WORD_BITS]),
+            source.ctrl.eq(c_out ^ self.flip_mask[P.WORD_BITS]),
+        ]
+        self.sync += self.errors_injected.eq(self.errors_injected + hit +
+                                             (v_out & (self.flip_mask != 0)))
