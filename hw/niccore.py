@@ -1,0 +1,101 @@
+"""NicCore: everything on a ParaNIC board that is not board-specific.
+
+Router + one LinkLayer per link port + HostInterface + BarrierUnit, joined by
+packet streams. The board (or the simulator) supplies the PHY adapters for the
+link ports' ``phy_tx``/``phy_rx`` streams, a Wishbone master for ``bus`` (the
+context pages; privileged CSRs are collected by LiteX from the submodules), and
+two LitePCIe master ports for ``dma_rd``/``dma_wr``.
+"""
+
+from __future__ import annotations
+
+from migen import If, Signal
+from litex.gen import LiteXModule
+from litex.soc.interconnect import packet
+from litex.soc.interconnect.csr import CSRStorage, CSRStatus, CSRConstant  # noqa: F401
+
+from paranic import protocol as P
+
+from .barrier import BarrierUnit
+from .common import hdr, packet_layout  # noqa: F401
+from .host import HostInterface
+from .link import LinkLayer
+from .router import Router
+
+
+class NicCore(LiteXModule):
+    """One ParaNIC.
+
+    Parameters: ``n_links`` 2 (ring) or 4 (torus); ``n_ctx`` hardware contexts;
+    ``mtu`` payload bytes per packet; ``table_nodes`` routing-table depth;
+    ``link_kwargs``/``host_kwargs`` pass through to the LinkLayer/HostInterface.
+    """
+
+    def __init__(self, n_links: int = 2, n_ctx: int = P.DEFAULT_CONTEXTS, mtu: int = P.DEFAULT_MTU,
+                 table_nodes: int = P.DEFAULT_TABLE_NODES, buf_words: int | None = None,
+                 link_kwargs: dict | None = None, host_kwargs: dict | None = None) -> None:
+        self.n_links = n_links
+        self.n_ctx = n_ctx
+        self.mtu = mtu
+
+        # Node identity, written by the driver/firmware at bring-up.
+        self.node = CSRStorage(P.NODE_BITS, description="This node's id (stamped into headers)")
+        node_id = self.node.storage
+
+        # Blocks ------------------------------------------------------------------------------
+        self.router = Router(n_links=n_links, mtu=mtu, buf_words=buf_words,
+                             table_nodes=table_nodes)
+        self.host = HostInterface(n_ctx=n_ctx, mtu=mtu, **(host_kwargs or {}))
+        self.barrier = BarrierUnit(n_ctx=n_ctx)
+        self.links = []
+        for i in range(n_links):
+            link = LinkLayer(mtu=mtu, **(link_kwargs or {}))
+            setattr(self, f"link{i}", link)
+            self.links.append(link)
+        self.router.add_csrs()
+        self.host.add_csrs()
+        self.barrier.add_csrs()
+        for link in self.links:
+            link.add_csrs()
+
+        self.comb += [
+            self.router.node_id.eq(node_id),
+            self.host.node_id.eq(node_id),
+            self.barrier.node_id.eq(node_id),
+        ]
+
+        # Router link ports <-> link layers ---------------------------------------------------
+        for port, link in zip(self.router.links, self.links):
+            self.comb += [
+                port.source.connect(link.tx_sink),
+                link.rx_source.connect(port.sink),
+                port.credit_valid.eq(link.credit_valid),
+                port.credit_words.eq(link.credit_words),
+                link.drained.eq(port.drained),
+                port.up.eq(link.up),
+            ]
+
+        # Injection: barrier packets and host packets share the router's local input. -------
+        self.inject = packet.Arbiter([self.barrier.source, self.host.tx_source],
+                                     self.router.local_sink)
+
+        # Ejection: BARRIER packets to the barrier unit, everything else to the host. --------
+        self.eject = packet.Dispatcher(self.router.local_source,
+                                       [self.host.rx_sink, self.barrier.sink])
+        self.comb += self.eject.sel.eq(
+            hdr(self.router.local_source.data, "type") == P.PacketType.BARRIER)
+
+        # Host <-> barrier ------------------------------------------------------------------
+        self.comb += [
+            self.barrier.enter.eq(self.host.barrier_enter),
+            self.barrier.enter_ctx.eq(self.host.barrier_enter_ctx),
+            self.host.barrier_done_pulse.eq(self.barrier.done),
+            self.host.barrier_done_ctx.eq(self.barrier.done_ctx),
+        ]
+
+        # Host-side interfaces --------------------------------------------------------------
+        self.bus = self.host.bus
+        self.dma_rd = self.host.dma_rd
+        self.dma_wr = self.host.dma_wr
+        self.irq = self.host.irq
+        self.phys = [(link.phy_tx, link.phy_rx) for link in self.links]

@@ -1,0 +1,90 @@
+"""NicCore outside a LiteX SoC: one Wishbone slave for context pages and CSRs.
+
+On a board, LiteX's SoC builder collects NicCore's CSRs into its CSR bus and
+generates ``csr.h``/``csr.csv``. Standalone (cocotb benches, the Verilator cluster
+simulator) this module does the same job: it puts the context pages at byte
+offset 0 and a CSR bank array at :data:`CSR_BASE`, and :func:`csr_map` exports the
+generated register map (name -> byte address, width) for host models and tools.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from migen import Module
+from litex.gen import LiteXModule
+from litex.soc.interconnect import csr_bus, wishbone
+
+from .niccore import NicCore
+
+#: Byte offset of the CSR region in the standalone NicCore's Wishbone space
+#: (after up to 64 context pages).
+CSR_BASE = 0x40000
+CSR_PAGING = 0x800
+CSR_ADDRESS_WIDTH = 14
+
+
+@dataclass(frozen=True)
+class CsrReg:
+    name: str
+    addr: int      # byte address of the first (most significant) 32-bit word
+    size: int      # bits
+    kind: str      # "rw" (CSRStorage / CSR) or "ro" (CSRStatus)
+
+    @property
+    def words(self) -> int:
+        return (self.size + 31) // 32
+
+
+class NicCoreStandalone(LiteXModule):
+    """A NicCore with its CSRs mapped on the same 32-bit Wishbone slave ``bus``."""
+
+    def __init__(self, **nic_kwargs) -> None:
+        self.nic = NicCore(**nic_kwargs)
+        self.bus = wishbone.Interface(data_width=32, address_width=32, addressing="word")
+
+        self.csr_banks = csr_bus.CSRBankArray(
+            # Bank 0 holds every NicCore CSR. Memories (routing table, PIO buffers) are not
+            # mapped: they are reached through their own logic, never through the CSR bus.
+            self, lambda name, memory: 0 if (name == "nic" and memory is None) else None,
+            paging=CSR_PAGING,
+            data_width=32, address_width=CSR_ADDRESS_WIDTH)
+        self.wb2csr = wishbone.Wishbone2CSR(
+            bus_csr=csr_bus.Interface(data_width=32, address_width=CSR_ADDRESS_WIDTH))
+        self.csr_con = csr_bus.Interconnect(self.wb2csr.csr, self.csr_banks.get_buses())
+
+        ctx_words = CSR_BASE // 4
+        self.decoder = wishbone.Decoder(self.bus, [
+            (lambda a: a < ctx_words, self.nic.bus),
+            (lambda a: a >= ctx_words, self.wb2csr.wishbone),
+        ], register=False)
+
+    def csr_map(self) -> dict[str, CsrReg]:
+        """Every CSR of the NicCore by name (``nic_`` prefix dropped)."""
+        from litex.soc.interconnect.csr import CSRStatus
+
+        regs: dict[str, CsrReg] = {}
+        for name, csrs, mapaddr, _rmap in self.csr_banks.banks:
+            addr = CSR_BASE + mapaddr * CSR_PAGING
+            for c in csrs:
+                short = c.name[len(name) + 1:] if c.name.startswith(name + "_") else c.name
+                kind = "ro" if isinstance(c, CSRStatus) else "rw"
+                regs[short] = CsrReg(short, addr, c.size, kind)
+                addr += 4 * ((c.size + 31) // 32)
+        return regs
+
+
+def write_csr_json(regs: dict[str, CsrReg], path: Path) -> None:
+    path.write_text(json.dumps({n: {"addr": r.addr, "size": r.size, "kind": r.kind}
+                                for n, r in regs.items()}, indent=1, sort_keys=True))
+
+
+def read_csr_json(path: Path) -> dict[str, CsrReg]:
+    d = json.loads(Path(path).read_text())
+    return {n: CsrReg(n, v["addr"], v["size"], v["kind"]) for n, v in d.items()}
+
+
+__all__ = ["NicCoreStandalone", "CsrReg", "CSR_BASE", "write_csr_json", "read_csr_json",
+           "Module"]
