@@ -22,9 +22,10 @@
 #error "libparanic assumes a little-endian host (the NIC's layouts are little-endian)"
 #endif
 
-/* Backends compiled into the library. The lead adds &pn_backend_sim here. */
+/* Backends compiled into the library (pci joins them with the driver). */
 static const struct pn_backend_ops *const pn_backends[] = {
 	&pn_backend_sw,
+	&pn_backend_sim,
 	NULL,
 };
 

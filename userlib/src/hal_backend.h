@@ -79,6 +79,7 @@ struct pn_backend_ops {
 };
 
 extern const struct pn_backend_ops pn_backend_sw;
+extern const struct pn_backend_ops pn_backend_sim;
 
 /* A registered region or DMA buffer, as the common code tracks them. */
 struct pn_region {

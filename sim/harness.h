@@ -1,0 +1,285 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * paranic-sim: the C++ harness around the Verilated ParaNIC cluster.
+ *
+ * Each node of the model gets a Host (host.cpp): a Wishbone master that applies MMIO
+ * (the clients' doorbells and PIO stores, the harness's own CSR "driver" accesses)
+ * after a PCIe write latency, a DMA read server (completions in request order after
+ * the read latency, split at RCB boundaries, one 64-bit beat per cycle) and a DMA
+ * write server (posted writes become visible after the write latency). Host memory
+ * is the shared memory of the attached clients (server.cpp); every DMA outside the
+ * regions a client gave for the NIC to read or write is refused and logged.
+ * See docs/simulator.md.
+ */
+#pragma once
+
+#include <verilated.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <deque>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "cluster_gen.h"
+#include "pn_sim_shm.h"
+#include "paranic/pn_protocol.h"
+
+/* Pointers to one node's top-level ports of the Verilated model (cluster_gen.cpp). */
+struct NodePorts {
+	IData *bus_adr, *bus_dat_w, *bus_dat_r;
+	CData *bus_sel, *bus_cyc, *bus_stb, *bus_we, *bus_ack;
+	CData *rd_valid, *rd_ready, *rd_we;
+	QData *rd_adr;
+	SData *rd_len;
+	CData *c_valid, *c_ready, *c_first, *c_last;
+	QData *c_dat;
+	SData *c_len;
+	CData *c_end, *c_err;
+	IData *c_adr;
+	CData *w_valid, *w_ready, *w_first, *w_last, *w_we;
+	QData *w_adr;
+	SData *w_len;
+	QData *w_dat;
+};
+
+/* Command-line configuration. Latencies in ns are converted to cycles of
+ * PN_TARGET_CLK_HZ (125 MHz: 8 ns per cycle). */
+struct Config {
+	std::string socket;
+	std::string ready_file;
+	std::string shm_path;
+	std::string log_file;
+	double mmio_write_ns = 150;   /* CPU store -> applied on the device's bus */
+	double mmio_read_ns = 1000;   /* CPU load -> value back in the CPU (round trip) */
+	double dma_read_ns = 500;     /* DMA read request -> first completion beat */
+	double dma_write_ns = 150;    /* DMA write request's last beat -> visible in memory */
+	double ber = 0.0;             /* bit-error rate of every cable */
+	uint32_t rcb = 64;            /* read completion boundary */
+	uint32_t max_read = 512;      /* max read request size */
+	uint32_t max_payload = 256;   /* max write payload */
+	uint32_t radix_log2 = 2;      /* barrier tree fan-out 2^radix_log2 */
+	uint64_t idle_cycles = 20000; /* nothing in flight this long: throttle */
+	uint32_t idle_burst = 100;    /* cycles run per idle tick */
+	uint32_t idle_tick_us = 20000; /* idle tick */
+	uint64_t max_cycles = 0;      /* stop after this many cycles (0: never) */
+	int verbose = 0;
+	double stats_s = 0;
+	bool free_run = false;        /* never throttle (speed measurements) */           /* print a statistics line every stats_s seconds */
+
+	uint32_t c_mmio_w = 0, c_mmio_r = 0, c_dma_r = 0, c_dma_w = 0;
+};
+
+struct Client;
+class Harness;
+
+/* A Wishbone access of a script or of a client operation. */
+struct WbStep {
+	uint32_t adr;   /* byte address */
+	uint32_t dat;
+	uint8_t we;
+};
+
+/* A privileged access sequence run atomically on one node's bus (the harness's
+ * "driver"): CSR writes and reads, then `done` with the values read. */
+struct Script {
+	std::vector<WbStep> steps;
+	std::vector<uint32_t> reads;
+	std::function<void(Script &)> done;
+	std::function<void(Script &)> build;   /* optional: fill `steps` when it starts */
+
+	void csr_write(uint32_t addr, unsigned bits, uint64_t value);
+	void csr_read(uint32_t addr);   /* one 32-bit word */
+};
+
+/* One entry of a node's MMIO queue (due-ordered). */
+struct MmioItem {
+	uint64_t due;
+	uint64_t obs;        /* the cycle the harness took it from the client's queue */
+	uint32_t kind;       /* PN_SIM_OP_*, or 0 for a script */
+	uint32_t off;
+	uint64_t value;
+	Client *cl;          /* NULL for scripts */
+	uint64_t cl_gen;     /* the client's attach generation when queued */
+	Script *script;
+};
+
+struct RdJob {
+	uint64_t due, adr;
+	uint32_t nbytes;
+	bool ok;
+};
+
+struct Beat {
+	uint64_t dat;
+	uint32_t adr;
+	uint16_t len;
+	uint8_t first, last, end, err;
+};
+
+struct PendWrite {
+	uint64_t due, adr;
+	std::vector<uint8_t> data;
+};
+
+class Host {
+public:
+	Host(Harness *h, int node, const NodePorts &p) : H(h), node(node), p(p) {}
+
+	/* Drive the node's inputs for this cycle (before the falling-edge eval). */
+	void pre(uint64_t cycle);
+	/* Sample the handshakes that the coming rising edge completes. */
+	void post(uint64_t cycle);
+	/* Anything queued or in flight? */
+	bool busy() const;
+	void push_script(Script *s, uint64_t due);
+	void push_client_op(const MmioItem &it) { mq.push_back(it); }
+	size_t queued() const { return mq.size(); }
+
+	Harness *H;
+	int node;
+	NodePorts p;
+	uint64_t reads = 0, writes = 0, read_bytes = 0, write_bytes = 0, wb_ops = 0;
+
+private:
+	void start_item(uint64_t cycle);
+	void finish_item(uint64_t cycle);
+	void drive_wb();
+	void rd_request(uint64_t cycle);
+	void make_beats(const RdJob &j);
+	void wr_beat(uint64_t cycle);
+	void apply_writes(uint64_t cycle);
+
+	std::deque<MmioItem> mq;
+	bool item_active = false;
+	MmioItem cur{};
+	WbStep csteps[2];
+	const WbStep *steps = nullptr;
+	size_t nsteps = 0, step_i = 0;
+	uint32_t rvals[2];
+
+	std::deque<RdJob> rj;
+	std::vector<Beat> beats;
+	size_t beat_i = 0;
+	bool c_driving = false;
+
+	bool w_active = false;
+	uint64_t w_adr = 0;
+	uint32_t w_bytes = 0;
+	std::vector<uint8_t> w_data;
+	std::deque<PendWrite> pw;
+};
+
+/* Log (stderr and --log file). */
+void sim_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+extern int sim_verbose;
+
+/* ---- clients and the harness ------------------------------------------------------------ */
+
+enum class CState {
+	Hello,     /* connected, hello not yet received */
+	Waiting,   /* hello accepted, waiting for its context (teardown) or the job set-up */
+	Config,    /* its context is being configured */
+	Active,    /* attached: its queue is served */
+	Teardown,  /* gone: context being disabled, memory still mapped */
+	Freed,
+};
+
+struct Client {
+	uint64_t id = 0;
+	uint64_t gen = 0;           /* attach generation (stale queue items are dropped) */
+	int fd = -1;                /* socket; -1 once closed */
+	int memfd = -1;
+	uint8_t *mem = nullptr;
+	uint64_t mem_bytes = 0;
+	pn_sim_hello hello{};
+	pn_sim_ctl *ctl = nullptr;
+	pn_sim_op *queue = nullptr;
+	uint32_t qmask = 0;
+	uint64_t q_tail = 0;
+	int node = -1, ctx = -1, want_ctx = -1;
+	int pid = 0;
+	CState st = CState::Hello;
+	uint64_t rx_bytes = 0, tx_bytes = 0;
+	uint32_t rx_slots = 0, slot_bytes = 0;
+	uint64_t window = 0;        /* DMA window size (bytes from the heap base) */
+	bool pio_started = false;
+	uint32_t last_barrier_done = 0;
+	uint64_t td_start = 0, td_wait_until = 0;
+	int td_phase = 0;
+	pn_sim_trace *trace = nullptr;
+	uint64_t ops = 0;
+};
+
+class Vcluster;
+
+class Harness {
+public:
+	explicit Harness(const Config &c);
+	int run();
+	void request_stop() { stop = 1; }
+
+	/* Host memory for a DMA of n bytes at adr on node: NULL when refused. */
+	uint8_t *dma_ptr(int node, uint64_t adr, uint32_t n, bool write, Client **owner);
+	void dma_refused(int node, const char *what, uint64_t adr, uint32_t n);
+	void dma_written(int node, Client *cl, uint64_t adr, uint32_t n, const uint8_t *data);
+	void protocol_error(int node, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+	void client_error(Client *cl, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+	void op_done(int node, const MmioItem &it, const uint32_t *vals, uint64_t cycle);
+	bool item_live(const MmioItem &it) const;
+
+	Config cfg;
+	uint64_t cycle = 0;
+	pn_sim_global *g = nullptr;
+	uint64_t errors = 0;          /* PCIe rules broken by the NIC */
+	uint64_t client_errors = 0;   /* bad queue entries from clients */
+
+private:
+	struct Reply {
+		uint64_t due;
+		Client *cl;
+		uint64_t gen, seq, value;
+	};
+
+	void setup_shm();
+	void setup_socket();
+	void bring_up();
+	void link_poll(int node, uint64_t due);
+	void step();
+	void pull_queues();
+	void poll_sockets(int timeout_ms);
+	void accept_clients();
+	void on_readable(Client *cl);
+	void on_hello(Client *cl, const pn_sim_hello &h, int memfd);
+	void reject(Client *cl, int err);
+	void try_attach(Client *cl);
+	void configure(Client *cl);
+	void start_job(int nodes);
+	void hangup(Client *cl);
+	void teardown_step(Client *cl);
+	void free_client(Client *cl);
+	Script *ctx_script(Client *cl, bool enable, bool reset);
+	bool anything_in_flight() const;
+	void write_ready();
+	void print_stats(double wall);
+	void cleanup();
+
+	Vcluster *m = nullptr;
+	std::vector<Host *> hosts;
+	std::vector<Client *> clients;
+	Client *owner[SIM_NODES][SIM_N_CTX] = {};
+	std::vector<Reply> replies;
+	int listen_fd = -1;
+	int shm_fd = -1;
+	size_t shm_bytes = 0;
+	uint64_t next_client_id = 1;
+	volatile int stop = 0;
+	bool links_up = false;
+	int nodes_up = 0;
+	int job_nodes = 0;           /* 0: no job */
+	int job_pending = 0;         /* scripts of a job set-up still running */
+	int job_want = 0;
+	uint64_t last_activity = 0;
+	uint64_t ctx_gen[SIM_NODES][SIM_N_CTX] = {};
+};

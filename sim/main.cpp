@@ -1,0 +1,145 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * paranic-sim: command line, signals. See docs/simulator.md and `paranic-sim --help`.
+ */
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <getopt.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+static Harness *the_harness;
+
+static void on_signal(int)
+{
+	if (the_harness)
+		the_harness->request_stop();
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: paranic-sim --socket PATH [options]\n"
+		"The Verilator model of a ParaNIC cluster (" SIM_TOPO ", %d nodes, %d contexts, MTU %d) with\n"
+		"each node's host: processes attach with libparanic's sim backend.\n"
+		"  --socket PATH        UNIX socket clients attach to (default $PARANIC_SIM_SOCKET)\n"
+		"  --ready-file PATH    written (JSON) when the links are up and the socket listens\n"
+		"  --shm PATH           global shared memory: clock and trace records\n"
+		"                       (default /dev/shm/paranic-sim-<pid>)\n"
+		"  --log PATH           also append log lines to PATH\n"
+		"  --mmio-write-ns NS   CPU store to device bus (default 150)\n"
+		"  --mmio-read-ns NS    CPU load round trip (default 1000)\n"
+		"  --dma-read-ns NS     DMA read request to first completion (default 500)\n"
+		"  --dma-write-ns NS    DMA write to visible in host memory (default 150)\n"
+		"  --ber RATE           bit-error rate of every cable (default 0)\n"
+		"  --rcb BYTES          read completion boundary (default 64)\n"
+		"  --max-read BYTES     largest DMA read request allowed (default 512)\n"
+		"  --max-payload BYTES  largest DMA write allowed (default 256)\n"
+		"  --radix-log2 K       barrier tree fan-out 2^K (default 2)\n"
+		"  --idle-cycles N      nothing in flight for N cycles: tick slowly (default 20000)\n"
+		"  --idle-burst N       cycles per slow tick (default 100)\n"
+		"  --idle-tick-us US    slow tick period (default 20000)\n"
+		"  --max-cycles N       stop after N cycles\n"
+		"  --stats S            print a statistics line every S seconds\n"
+		"  --free-run           run the clock at full speed even when idle (speed tests)\n"
+		"  -v, --verbose\n",
+		SIM_NODES, SIM_N_CTX, SIM_MTU);
+}
+
+int main(int argc, char **argv)
+{
+	Config c;
+	enum { O_READY = 256, O_SHM, O_LOG, O_MW, O_MR, O_DR, O_DW, O_BER, O_RCB, O_MAXR, O_MAXP, O_RADIX,
+	       O_IDLE, O_BURST, O_TICK, O_MAXC, O_STATS, O_SOCK, O_FREE };
+	static const struct option opts[] = {
+		{"socket", required_argument, nullptr, O_SOCK},
+		{"ready-file", required_argument, nullptr, O_READY},
+		{"shm", required_argument, nullptr, O_SHM},
+		{"log", required_argument, nullptr, O_LOG},
+		{"mmio-write-ns", required_argument, nullptr, O_MW},
+		{"mmio-read-ns", required_argument, nullptr, O_MR},
+		{"dma-read-ns", required_argument, nullptr, O_DR},
+		{"dma-write-ns", required_argument, nullptr, O_DW},
+		{"ber", required_argument, nullptr, O_BER},
+		{"rcb", required_argument, nullptr, O_RCB},
+		{"max-read", required_argument, nullptr, O_MAXR},
+		{"max-payload", required_argument, nullptr, O_MAXP},
+		{"radix-log2", required_argument, nullptr, O_RADIX},
+		{"idle-cycles", required_argument, nullptr, O_IDLE},
+		{"idle-burst", required_argument, nullptr, O_BURST},
+		{"idle-tick-us", required_argument, nullptr, O_TICK},
+		{"max-cycles", required_argument, nullptr, O_MAXC},
+		{"stats", required_argument, nullptr, O_STATS},
+		{"free-run", no_argument, nullptr, O_FREE},
+		{"verbose", no_argument, nullptr, 'v'},
+		{"help", no_argument, nullptr, 'h'},
+		{nullptr, 0, nullptr, 0},
+	};
+	int o;
+	while ((o = getopt_long(argc, argv, "vh", opts, nullptr)) != -1) {
+		switch (o) {
+		case O_SOCK: c.socket = optarg; break;
+		case O_READY: c.ready_file = optarg; break;
+		case O_SHM: c.shm_path = optarg; break;
+		case O_LOG: c.log_file = optarg; break;
+		case O_MW: c.mmio_write_ns = atof(optarg); break;
+		case O_MR: c.mmio_read_ns = atof(optarg); break;
+		case O_DR: c.dma_read_ns = atof(optarg); break;
+		case O_DW: c.dma_write_ns = atof(optarg); break;
+		case O_BER: c.ber = atof(optarg); break;
+		case O_RCB: c.rcb = (uint32_t)atoi(optarg); break;
+		case O_MAXR: c.max_read = (uint32_t)atoi(optarg); break;
+		case O_MAXP: c.max_payload = (uint32_t)atoi(optarg); break;
+		case O_RADIX: c.radix_log2 = (uint32_t)atoi(optarg); break;
+		case O_IDLE: c.idle_cycles = strtoull(optarg, nullptr, 0); break;
+		case O_BURST: c.idle_burst = (uint32_t)atoi(optarg); break;
+		case O_TICK: c.idle_tick_us = (uint32_t)atoi(optarg); break;
+		case O_MAXC: c.max_cycles = strtoull(optarg, nullptr, 0); break;
+		case O_STATS: c.stats_s = atof(optarg); break;
+		case O_FREE: c.free_run = true; break;
+		case 'v': sim_verbose++; break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (c.socket.empty() && getenv("PARANIC_SIM_SOCKET"))
+		c.socket = getenv("PARANIC_SIM_SOCKET");
+	if (c.socket.empty() || optind != argc) {
+		usage(stderr);
+		return 2;
+	}
+	if (c.shm_path.empty())
+		c.shm_path = "/dev/shm/paranic-sim-" + std::to_string(getpid());
+	if (c.ber < 0 || c.ber > 1 || c.rcb < 8 || (c.rcb & (c.rcb - 1)) || c.max_read < 8 || c.max_payload < 8 ||
+	    c.radix_log2 > 3 || c.mmio_write_ns < 0 || c.mmio_read_ns < 0 || c.dma_read_ns < 0 || c.dma_write_ns < 0) {
+		fprintf(stderr, "paranic-sim: bad option value\n");
+		return 2;
+	}
+	auto cyc = [](double ns) { return (uint32_t)((ns * PN_TARGET_CLK_HZ) / 1e9 + 0.5); };
+	c.c_mmio_w = cyc(c.mmio_write_ns);
+	c.c_mmio_r = cyc(c.mmio_read_ns);
+	c.c_dma_r = cyc(c.dma_read_ns);
+	c.c_dma_w = cyc(c.dma_write_ns);
+	if (!c.log_file.empty()) {
+		extern void sim_open_log(const char *path);
+		sim_open_log(c.log_file.c_str());
+	}
+	sim_verbose = c.verbose = sim_verbose;
+
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigaction(SIGTERM, &sa, nullptr);
+	sigaction(SIGINT, &sa, nullptr);
+	sigaction(SIGHUP, &sa, nullptr);
+	signal(SIGPIPE, SIG_IGN);
+
+	Harness h(c);
+	the_harness = &h;
+	sim_log("%s: %d nodes, %d contexts, MTU %d; latencies (cycles of %d MHz): MMIO write %u, MMIO read %u, "
+		"DMA read %u, DMA write %u; BER %g", SIM_TOPO, SIM_NODES, SIM_N_CTX, SIM_MTU, PN_TARGET_CLK_HZ / 1000000,
+		c.c_mmio_w, c.c_mmio_r, c.c_dma_r, c.c_dma_w, c.ber);
+	return h.run();
+}
