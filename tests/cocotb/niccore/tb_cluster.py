@@ -241,20 +241,33 @@ async def test_bit_errors(dut):
     dut.ber_threshold.value = ber_to_threshold(float(os.environ.get("CLUSTER_BER", "1e-4")))
     rng = random.Random(11)
     n_msgs = int(os.environ.get("CLUSTER_BER_MSGS", "40"))
-    sent = {}
+    sent: dict[tuple[int, int], list[bytes]] = {}
+    plan = []
     for k in range(n_msgs):
         for src in range(TOPO.nodes):
             dst = (src + 1 + k) % TOPO.nodes
-            if dst == src:
-                continue
-            data = _payload(rng, rng.choice([8, 100, MTU]))
-            sent.setdefault((src, dst), []).append(data)
-            await ctxs[src].pio_send(dst, 1, data, wait_window=True)
-    got = {}
-    for dst in range(TOPO.nodes):
+            if dst != src:
+                data = _payload(rng, rng.choice([8, 100, MTU]))
+                sent.setdefault((src, dst), []).append(data)
+                plan.append((src, dst, data))
+    got: dict[tuple[int, int], list[bytes]] = {}
+
+    async def receiver(dst: int) -> None:
+        # Receive while the others send: a receiver that waited for the senders would
+        # let its ring fill, and back-pressure (never loss) would stall them.
         expect = sum(len(v) for (s, d), v in sent.items() if d == dst)
-        for p in await ctxs[dst].recv(expect, timeout=400000):
+        for p in await ctxs[dst].recv(expect, timeout=2_000_000):
             got.setdefault((p.header["src_node"], dst), []).append(p.payload)
+
+    async def sender(src: int) -> None:
+        for s, dst, data in plan:
+            if s == src:
+                await ctxs[src].pio_send(dst, 1, data, wait_window=True)
+
+    rx = [cocotb.start_soon(receiver(n)) for n in range(TOPO.nodes)]
+    tx = [cocotb.start_soon(sender(n)) for n in range(TOPO.nodes)]
+    for t in tx + rx:
+        await t
     assert got == sent
     dut.ber_threshold.value = 0
     assert int(dut.errors_injected.value) > 0
