@@ -894,6 +894,17 @@ class LinkLayer(LiteXModule):
         for name, _, _ in COUNTERS:
             setattr(self, name, getattr(tx, name) if hasattr(tx, name) else getattr(rx, name))
 
+    def port_connections(self, port) -> list:
+        """Statements joining this link layer to a router's ``LinkPortIf``."""
+        return [
+            port.source.connect(self.tx_sink),
+            self.rx_source.connect(port.sink),
+            port.credit_valid.eq(self.credit_valid),
+            port.credit_words.eq(self.credit_words),
+            self.drained.eq(port.drained),
+            port.up.eq(self.up),
+        ]
+
     def add_csrs(self) -> None:
         """CSRStatus registers for the link state and every counter of :data:`COUNTERS`."""
         self._link_state = CSRStatus(2, name="link_state",
@@ -943,14 +954,7 @@ class LinkChannel(LiteXModule):
         self.phy_ab = SimPhy(delay=delay, seed=2 * seed)
         self.phy_ba = SimPhy(delay=delay, seed=2 * seed + 1)
         for port, link in ((a, self.link_a), (b, self.link_b)):
-            self.comb += [
-                port.source.connect(link.tx_sink),
-                link.rx_source.connect(port.sink),
-                port.credit_valid.eq(link.credit_valid),
-                port.credit_words.eq(link.credit_words),
-                link.drained.eq(port.drained),
-                port.up.eq(link.up),
-            ]
+            self.comb += link.port_connections(port)
         self.comb += [
             self.link_a.phy_tx.connect(self.phy_ab.sink),
             self.phy_ab.source.connect(self.link_b.phy_rx),

@@ -66,14 +66,7 @@ class NicCore(LiteXModule):
 
         # Router link ports <-> link layers ---------------------------------------------------
         for port, link in zip(self.router.links, self.links):
-            self.comb += [
-                port.source.connect(link.tx_sink),
-                link.rx_source.connect(port.sink),
-                port.credit_valid.eq(link.credit_valid),
-                port.credit_words.eq(link.credit_words),
-                link.drained.eq(port.drained),
-                port.up.eq(link.up),
-            ]
+            self.comb += link.port_connections(port)
 
         # Injection: barrier packets and host packets share the router's local input. -------
         self.inject = packet.Arbiter([self.barrier.source, self.host.tx_source],
