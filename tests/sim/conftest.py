@@ -10,17 +10,17 @@ from pathlib import Path
 import pytest
 
 from paranic import simcluster
-from simtest import BUILD, HERE, ROOT, RUN, TESTS, sim_socket  # noqa: F401  (ROOT, TESTS: see below)
-
-# tests/userlib's modules import BUILD, ROOT and TESTS from a module named `conftest`;
-# whichever conftest Python saw last answers, so this one offers the same names.
+from paranic.launch import BuildError, build_userlib
+from simtest import BUILD, HERE, ROOT, RUN, TESTS, sim_socket
 
 
 @pytest.fixture(scope="session")
 def userlib_build() -> Path:
     """libparanic (with the sim backend), its C test programs, and tests/sim's own."""
-    r = subprocess.run(["make", "-C", str(ROOT / "userlib"), "-j2"], capture_output=True, text=True)
-    assert r.returncode == 0, f"make failed:\n{r.stdout}\n{r.stderr}"
+    try:
+        build_userlib()
+    except BuildError as e:
+        pytest.fail(str(e))
     out = BUILD / "simtests"
     out.mkdir(parents=True, exist_ok=True)
     for src in HERE.glob("*.c"):

@@ -160,6 +160,9 @@ def test_killed_client(sim4):
     traffic: the harness detaches it, disables its context (the survivors' packets for
     it are dropped and counted, nobody blocks), resets and frees it, a new process
     takes the same context, and all four finish; the simulator carries on."""
+    # The previous test's clients may still be detaching: count from a quiet simulator.
+    _wait(lambda: sim4.counters()["clients"] == 0 and sim4.counters()["job_nodes"] == 0, 60,
+          "the previous test's clients detached")
     log0 = len(sim4.log_text())
     r = launch(sim4, [str(TESTS / "rawdata_test"), "kill", "sim"], 4, "kill",
                extra=["-f", "-k", "3:300:phase-b", "-r", "500"], timeout=300)

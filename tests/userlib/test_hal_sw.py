@@ -11,7 +11,8 @@ import subprocess
 
 import pytest
 
-from conftest import BUILD, ROOT, TESTS
+from paranic.hdlsim import ROOT
+from paranic.launch import BIN, TESTS, USERLIB_BUILD as BUILD
 
 CASES_2 = ["vectors", "stamp", "errors", "fullring", "barrier"]
 CASES_3 = CASES_2 + ["multisend"]
@@ -104,26 +105,26 @@ def test_sw_backend_specifics(userlib_build):
 
 def test_launcher(userlib_build):
     """pn_launch passes the node identity, collects output per node, reports failures."""
-    r = subprocess.run([str(TESTS / "pn_launch"), "-n", "3", "-c", "pytest-launch", "--",
+    r = subprocess.run([str(BIN / "pn_launch"), "-n", "3", "-c", "pytest-launch", "--",
                         "sh", "-c", 'echo "$PARANIC_NODE/$PARANIC_NODES/$PARANIC_CLUSTER"'],
                        capture_output=True, text=True, timeout=30)
     assert r.returncode == 0
     assert sorted(ln for ln in r.stdout.splitlines() if ":" in ln and not ln.startswith("launch")) == [
         "0: 0/3/pytest-launch", "1: 1/3/pytest-launch", "2: 2/3/pytest-launch"]
-    r = subprocess.run([str(TESTS / "pn_launch"), "-n", "2", "-f", "-t", "20", "--",
+    r = subprocess.run([str(BIN / "pn_launch"), "-n", "2", "-f", "-t", "20", "--",
                         "sh", "-c", 'if [ "$PARANIC_NODE" = 1 ]; then exit 3; fi; sleep 30'],
                        capture_output=True, text=True, timeout=40)
     assert r.returncode == 1
     assert "launch: node 1 exited with status 3" in r.stdout
     assert "launch: fail fast, killing the others" in r.stdout
-    r = subprocess.run([str(TESTS / "pn_launch"), "-n", "1", "-t", "1", "--", "sleep", "10"],
+    r = subprocess.run([str(BIN / "pn_launch"), "-n", "1", "-t", "1", "--", "sleep", "10"],
                        capture_output=True, text=True, timeout=20)
     assert r.returncode == 124 and "launch: timeout after 1 s" in r.stdout
 
 
 def test_bench_output(run_nodes):
     """The micro-benchmark prints one JSON object per measurement (not a timing test)."""
-    r = run_nodes([str(TESTS / "pn_bench"), "--max", "4096", "--scale", "0.02"], 2, "bench", timeout=120)
+    r = run_nodes([str(BIN / "pn_bench"), "--max", "4096", "--scale", "0.02"], 2, "bench", timeout=120)
     assert r.rc == 0, r.out
     rows = [json.loads(ln) for ln in r.nodes[0] if ln.startswith("{")]
     sizes = [1 << i for i in range(13)]

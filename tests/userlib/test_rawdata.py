@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from conftest import TESTS
+from paranic.launch import TESTS
 
 
 def rawdata(run_nodes, case, n, name=None, extra=None, env=None, timeout=90):

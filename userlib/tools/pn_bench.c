@@ -3,8 +3,8 @@
  * pn_bench: micro-benchmarks of the HAL and rawdata layers (used by `paranic bench`).
  *
  *   pn_launch -n 2 -- pn_bench [--backend B] [--layer hal|rawdata|all]
- *       [--bench pairwise,pingpong,stream,overhead|all] [--min BYTES] [--max BYTES]
- *       [--scale F]
+ *       [--bench pairwise,pingpong,stream,overhead,barrier|all] [--min BYTES] [--max BYTES]
+ *       [--scale F] [--barriers N]
  *
  * Nodes 0 and 1 measure (further nodes only join the barriers); node 0 prints one
  * JSON object per line:
@@ -20,6 +20,10 @@
  *           last; MBps = iters * bytes / time.
  * overhead  node 0 alone: send to itself and receive (the software cost of a send
  *           plus a receive, no peer); bytes 0 .. 256.
+ * barrier   every node of the job: N back-to-back pn_barrier calls (default 2000 *
+ *           scale); node 0 prints {"bench": "barrier", "nodes": N, "iters": ...,
+ *           "ns_per_iter": ..., ...}: one barrier episode, entry to entry. Only with
+ *           --bench barrier (not part of "all").
  * ns are the backend's time base (pn_now_ns: wall clock for sw, simulated time for
  * sim), wall_ns the process's monotonic clock, cycles pn_cycles (target clock).
  * Iterations per size: scale * clamp(64 MiB / (bytes + 64), 8, 20000).
@@ -195,6 +199,29 @@ static void run(const char *bench, const struct layer *L, size_t n)
 		report(bench, L->name, n, it, ns, wall, cyc, (double)ns / it, (double)n * it * 1e3 / (double)ns);
 }
 
+static void barriers(unsigned count)
+{
+	uint64_t t0, w0, c0, ns, wall, cyc;
+	unsigned warm = count / 10 + 1;
+
+	for (unsigned i = 0; i < warm; i++)
+		TRY(pn_barrier(h));
+	t0 = pn_now_ns(h);
+	w0 = t_now_ns();
+	c0 = pn_cycles(h);
+	for (unsigned i = 0; i < count; i++)
+		TRY(pn_barrier(h));
+	ns = pn_now_ns(h) - t0;
+	wall = t_now_ns() - w0;
+	cyc = pn_cycles(h) - c0;
+	if (me == 0)
+		say("{\"bench\": \"barrier\", \"layer\": \"hal\", \"backend\": \"%s\", \"nodes\": %u, "
+		    "\"iters\": %u, \"ns_per_iter\": %.1f, \"wall_ns_per_iter\": %.1f, \"cycles_per_iter\": %.1f, "
+		    "\"latency_ns\": %.1f}",
+		    pn_backend_name(h), N, count, (double)ns / count, (double)wall / count, (double)cyc / count,
+		    (double)ns / count);
+}
+
 static void overhead(const struct layer *L, size_t n)
 {
 	unsigned it = (unsigned)(200000 * scale) + 2, warm = it / 10 + 1;
@@ -220,6 +247,7 @@ int main(int argc, char **argv)
 {
 	const char *layer = "all", *benches = "all";
 	size_t lo = 1, hi = 1 << 20;
+	long nbarriers = -1;
 	pn_open_opts_t o;
 	int r;
 
@@ -237,12 +265,19 @@ int main(int argc, char **argv)
 			hi = strtoul(argv[++a], NULL, 0);
 		else if (!strcmp(argv[a], "--scale") && a + 1 < argc)
 			scale = atof(argv[++a]);
+		else if (!strcmp(argv[a], "--barriers") && a + 1 < argc)
+			nbarriers = strtol(argv[++a], NULL, 0);
 		else {
 			fprintf(stderr, "usage: %s [--backend B] [--layer hal|rawdata|all] "
-					"[--bench pairwise,pingpong,stream,overhead|all] [--min N] [--max N] "
-					"[--scale F]\n", argv[0]);
+					"[--bench pairwise,pingpong,stream,overhead,barrier|all] [--min N] [--max N] "
+					"[--scale F] [--barriers N]\n", argv[0]);
 			return 2;
 		}
+	}
+	if (!(scale > 0) || lo > hi || hi > PN_RD_MAX_MSG || nbarriers == 0 || nbarriers > 100000000) {
+		say("FAIL bench: bad arguments (--scale > 0, --min <= --max <= %u, 0 < --barriers <= 1e8)",
+		    PN_RD_MAX_MSG);
+		return 2;
 	}
 	if ((r = pn_rd_open(&rd, &o)) < 0) {
 		say("FAIL open: %d (%s)", r, pn_strerror(r));
@@ -256,6 +291,14 @@ int main(int argc, char **argv)
 	me = (unsigned)pn_node_id(h);
 	N = (unsigned)pn_num_nodes(h);
 	ctx = (unsigned)pn_ctx_id(h);
+	if (strstr(benches, "barrier")) {
+		unsigned cnt = nbarriers > 0 ? (unsigned)nbarriers : (unsigned)(2000 * scale) + 2;
+		pn_barrier(h);
+		barriers(cnt);
+		pn_close(h);
+		pn_rd_close(rd);
+		return 0;
+	}
 	if (N < 2) {
 		say("FAIL bench: needs 2 nodes");
 		return 1;
