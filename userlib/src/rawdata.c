@@ -18,7 +18,9 @@
  * last, and the same tag. The message starts at the packet with FIRST and SOM; the
  * receiver appends payloads in arrival order (one deterministic path per pair, and
  * a sender never interleaves two of its messages: pn_rd_send returns only once the
- * whole message has been handed to the NIC) and the message is complete when its
+ * whole message has been posted, the TX engine sends descriptors in order, and a
+ * switch between PIO and DMA waits for the other engine to finish) and the message
+ * is complete when its
  * length is reached on an EOM packet.
  */
 #define _GNU_SOURCE
@@ -72,9 +74,13 @@ struct pn_rd {
 	size_t want_cap;
 	struct rd_msg dmsg;             /* the message placed into want_buf */
 	int direct_busy, direct_done;
-	/* DMA bounce buffers */
+	/* DMA bounce buffers, used in turn across messages; ticket: the descriptor count
+	 * that frees each */
 	void *bounce[2];
 	uint32_t ticket[2];
+	unsigned next_bounce;
+	int pio_pending;   /* the last send was PIO: a DMA send must wait for it first */
+	int dma_pending;   /* a bounce-buffer DMA may still run: a PIO send must wait for it */
 	pn_rd_stats_t st;
 };
 
@@ -384,6 +390,45 @@ int pn_rd_recv(pn_rd_t *rd, int src, void *buf, size_t cap, unsigned *src_out, s
 
 /* ---- send side ------------------------------------------------------------------------- */
 
+/* A message above the PIO threshold: DMA, in place when buf is registered (and wait
+ * for it: the caller may reuse buf on return), else through the bounce buffers. */
+static int send_dma(pn_rd_t *rd, unsigned dst_node, uint64_t tag, const void *buf, size_t len)
+{
+	pn_hal_t *h = rd->h;
+	int r = 0;
+
+	if (pn_mem_is_registered(h, buf, len)) {
+		/* In place, chunks of the largest descriptor. */
+		for (size_t off = 0; off < len && r == 0; off += PN_MAX_DMA_LENGTH) {
+			size_t c = len - off < PN_MAX_DMA_LENGTH ? len - off : PN_MAX_DMA_LENGTH;
+			r = pn_send_dma(h, dst_node, rd->ctx, off ? tag & ~RD_TAG_FIRST : tag,
+					(const uint8_t *)buf + off, c);
+		}
+		if (r == 0)
+			r = pn_tx_wait(h);
+		return r;
+	}
+	/* Two bounce buffers, used in turn: copy a chunk while the NIC sends the previous
+	 * one (of this message or the last). Return once the last chunk is posted: the
+	 * caller's buffer is free, the NIC reads only the bounce buffers. */
+	for (size_t off = 0; off < len && r == 0; off += PN_RD_CHUNK) {
+		size_t c = len - off < PN_RD_CHUNK ? len - off : PN_RD_CHUNK;
+		unsigned k = rd->next_bounce++ & 1;
+
+		if (!rd->bounce[k] && (r = pn_dma_alloc(h, PN_RD_CHUNK, &rd->bounce[k])) < 0) {
+			rd->bounce[k] = NULL;
+			break;
+		}
+		if ((r = pn_tx_wait_until(h, rd->ticket[k])) < 0)
+			break;
+		memcpy(rd->bounce[k], (const uint8_t *)buf + off, c);
+		r = pn_send_dma(h, dst_node, rd->ctx, off ? tag & ~RD_TAG_FIRST : tag, rd->bounce[k], c);
+		rd->ticket[k] = pn_tx_posted(h);
+		rd->dma_pending = 1;
+	}
+	return r;
+}
+
 int pn_rd_send(pn_rd_t *rd, unsigned dst_node, const void *buf, size_t len)
 {
 	pn_hal_t *h;
@@ -401,37 +446,19 @@ int pn_rd_send(pn_rd_t *rd, unsigned dst_node, const void *buf, size_t len)
 		return -EMSGSIZE;
 	tag = RD_TAG(len, rd->peers[dst_node].tx_seq, rd->epoch) | RD_TAG_FIRST;
 
+	/* PIO and DMA are separate engines of the NIC and would not keep the order of our
+	 * messages: before switching from one to the other, wait for what is in flight. */
 	if ((long)len <= h->pio_threshold && len <= h->pio_max) {
+		if (rd->dma_pending && (r = pn_tx_wait(h)) < 0)
+			return r;
+		rd->dma_pending = 0;
 		r = pn_send_pio(h, dst_node, rd->ctx, tag, buf, len);
-	} else if ((r = pn_tx_wait(h)) < 0) {
-		/* (a PIO packet still in the window must go first: PIO and DMA are separate
-		 * engines and would not keep the order of our messages) */
-	} else if (pn_mem_is_registered(h, buf, len)) {
-		/* In place, chunks of the largest descriptor. */
-		for (size_t off = 0; off < len && r == 0; off += PN_MAX_DMA_LENGTH) {
-			size_t c = len - off < PN_MAX_DMA_LENGTH ? len - off : PN_MAX_DMA_LENGTH;
-			r = pn_send_dma(h, dst_node, rd->ctx, off ? tag & ~RD_TAG_FIRST : tag,
-					(const uint8_t *)buf + off, c);
-		}
-		if (r == 0)
-			r = pn_tx_wait(h);
+		rd->pio_pending = r == 0;
 	} else {
-		/* Two bounce buffers: copy a chunk while the NIC sends the previous one. */
-		for (size_t off = 0, i = 0; off < len && r == 0; off += PN_RD_CHUNK, i++) {
-			size_t c = len - off < PN_RD_CHUNK ? len - off : PN_RD_CHUNK;
-			int k = (int)(i & 1);
-			if (!rd->bounce[k] && (r = pn_dma_alloc(h, PN_RD_CHUNK, &rd->bounce[k])) < 0) {
-				rd->bounce[k] = NULL;
-				break;
-			}
-			if ((r = pn_tx_wait_until(h, rd->ticket[k])) < 0)
-				break;
-			memcpy(rd->bounce[k], (const uint8_t *)buf + off, c);
-			r = pn_send_dma(h, dst_node, rd->ctx, off ? tag & ~RD_TAG_FIRST : tag, rd->bounce[k], c);
-			rd->ticket[k] = pn_tx_posted(h);
-		}
-		if (r == 0)
-			r = pn_tx_wait(h);
+		if (rd->pio_pending && (r = pn_tx_wait(h)) < 0)
+			return r;
+		rd->pio_pending = 0;
+		r = send_dma(rd, dst_node, tag, buf, len);
 	}
 	if (r < 0)
 		return r;
