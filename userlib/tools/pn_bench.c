@@ -46,6 +46,38 @@ static uint8_t *usbuf, *urbuf; /* plain memory: what rawdata callers usually hav
 static size_t bufsz;
 #define HAL_CTX 1
 static double scale = 1.0;
+/* On sim, each iteration is timed too (pn_now_ns is a load from the simulator's shared
+ * clock there) and the median reported: simulated time keeps running while a client
+ * process is descheduled, which the mean would count. */
+static int per_iter;
+static uint64_t *samples;
+static unsigned nsamples;
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static double median_ns(void)
+{
+	if (!nsamples)
+		return -1;
+	qsort(samples, nsamples, sizeof(*samples), cmp_u64);
+	return nsamples & 1 ? (double)samples[nsamples / 2]
+			    : (samples[nsamples / 2 - 1] + samples[nsamples / 2]) / 2.0;
+}
+
+static inline void sample(uint64_t *last, unsigned i, unsigned warm)
+{
+	uint64_t now;
+	if (!per_iter)
+		return;
+	now = pn_now_ns(h);
+	if (i >= warm)
+		samples[nsamples++] = now - *last;
+	*last = now;
+}
 
 /* ---- one message at the HAL level: PIO up to the threshold, DMA above ---------------- */
 
@@ -116,11 +148,12 @@ static unsigned iters_for(size_t n)
 static void report(const char *bench, const char *layer, size_t n, unsigned it, uint64_t ns, uint64_t wall,
 		   uint64_t cyc, double latency, double mbps)
 {
+	double med = median_ns();
 	say("{\"bench\": \"%s\", \"layer\": \"%s\", \"backend\": \"%s\", \"bytes\": %zu, \"iters\": %u, "
-	    "\"ns_per_iter\": %.1f, \"wall_ns_per_iter\": %.1f, \"cycles_per_iter\": %.1f, "
-	    "\"latency_ns\": %.1f, \"MBps\": %.2f}",
-	    bench, layer, pn_backend_name(h), n, it, (double)ns / it, (double)wall / it, (double)cyc / it, latency,
-	    mbps);
+	    "\"ns_per_iter\": %.1f, \"median_ns_per_iter\": %.1f, \"wall_ns_per_iter\": %.1f, "
+	    "\"cycles_per_iter\": %.1f, \"latency_ns\": %.1f, \"MBps\": %.2f}",
+	    bench, layer, pn_backend_name(h), n, it, (double)ns / it, med, (double)wall / it, (double)cyc / it,
+	    latency, mbps);
 }
 
 #define TRY(x)                                                                          \
@@ -136,8 +169,9 @@ static void run(const char *bench, const struct layer *L, size_t n)
 {
 	unsigned it = iters_for(n), warm = it / 10 + 1;
 	unsigned peer = 1 - me;
-	uint64_t t0 = 0, w0 = 0, c0 = 0, ns, wall, cyc;
+	uint64_t t0 = 0, w0 = 0, c0 = 0, ns, wall, cyc, last = 0;
 
+	nsamples = 0;
 	pn_barrier(h);
 	if (me > 1)
 		return;
@@ -148,9 +182,11 @@ static void run(const char *bench, const struct layer *L, size_t n)
 				w0 = t_now_ns();
 				c0 = pn_cycles(h);
 			}
+			sample(&last, i, warm + 1);
 			TRY(L->send(peer, n));
 			TRY(L->recv(peer, n));
 		}
+		sample(&last, warm + it, warm + 1);
 	} else if (!strcmp(bench, "pingpong")) {
 		for (unsigned i = 0; i < warm + it; i++) {
 			if (i == warm) {
@@ -158,6 +194,7 @@ static void run(const char *bench, const struct layer *L, size_t n)
 				w0 = t_now_ns();
 				c0 = pn_cycles(h);
 			}
+			sample(&last, i, warm + 1);
 			if (me == 0) {
 				TRY(L->send(peer, n));
 				TRY(L->recv(peer, n));
@@ -166,7 +203,8 @@ static void run(const char *bench, const struct layer *L, size_t n)
 				TRY(L->send(peer, n));
 			}
 		}
-	} else { /* stream */
+		sample(&last, warm + it, warm + 1);
+	} else { /* stream: the mean (messages overlap) */
 		for (int round = 0; round < 2; round++) {   /* a warm-up round, then the measured one */
 			unsigned cnt = round ? it : warm;
 			if (round) {
@@ -191,10 +229,11 @@ static void run(const char *bench, const struct layer *L, size_t n)
 	TRY(pn_tx_wait(h));
 	if (me != 0)
 		return;
+	double per = nsamples ? median_ns() : (double)ns / it;   /* one iteration */
 	if (!strcmp(bench, "pairwise"))
-		report(bench, L->name, n, it, ns, wall, cyc, (double)ns / it, n * 1e3 / ((double)ns / it));
+		report(bench, L->name, n, it, ns, wall, cyc, per, n * 1e3 / per);
 	else if (!strcmp(bench, "pingpong"))
-		report(bench, L->name, n, it, ns, wall, cyc, (double)ns / it / 2, n * 1e3 / ((double)ns / it / 2));
+		report(bench, L->name, n, it, ns, wall, cyc, per / 2, n * 1e3 / (per / 2));
 	else
 		report(bench, L->name, n, it, ns, wall, cyc, (double)ns / it, (double)n * it * 1e3 / (double)ns);
 }
@@ -204,28 +243,36 @@ static void barriers(unsigned count)
 	uint64_t t0, w0, c0, ns, wall, cyc;
 	unsigned warm = count / 10 + 1;
 
+	uint64_t last = 0;
+
+	nsamples = 0;
 	for (unsigned i = 0; i < warm; i++)
 		TRY(pn_barrier(h));
 	t0 = pn_now_ns(h);
 	w0 = t_now_ns();
 	c0 = pn_cycles(h);
-	for (unsigned i = 0; i < count; i++)
+	last = t0;
+	for (unsigned i = 0; i < count; i++) {
 		TRY(pn_barrier(h));
+		sample(&last, i + 1, 1);
+	}
 	ns = pn_now_ns(h) - t0;
 	wall = t_now_ns() - w0;
 	cyc = pn_cycles(h) - c0;
+	double per = nsamples ? median_ns() : (double)ns / count;
 	if (me == 0)
 		say("{\"bench\": \"barrier\", \"layer\": \"hal\", \"backend\": \"%s\", \"nodes\": %u, "
-		    "\"iters\": %u, \"ns_per_iter\": %.1f, \"wall_ns_per_iter\": %.1f, \"cycles_per_iter\": %.1f, "
-		    "\"latency_ns\": %.1f}",
-		    pn_backend_name(h), N, count, (double)ns / count, (double)wall / count, (double)cyc / count,
-		    (double)ns / count);
+		    "\"iters\": %u, \"ns_per_iter\": %.1f, \"median_ns_per_iter\": %.1f, \"wall_ns_per_iter\": %.1f, "
+		    "\"cycles_per_iter\": %.1f, \"latency_ns\": %.1f}",
+		    pn_backend_name(h), N, count, (double)ns / count, nsamples ? per : -1.0, (double)wall / count,
+		    (double)cyc / count, per);
 }
 
 static void overhead(const struct layer *L, size_t n)
 {
 	unsigned it = (unsigned)(200000 * scale) + 2, warm = it / 10 + 1;
 	uint64_t t0 = 0, w0 = 0, c0 = 0;
+	nsamples = 0;
 	pn_barrier(h);
 	if (me != 0)
 		return;
@@ -289,6 +336,13 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	me = (unsigned)pn_node_id(h);
+	per_iter = !strcmp(pn_backend_name(h), "sim");
+	size_t cap = (size_t)(20000 * scale) + 2;   /* iters_for()'s largest */
+	if (nbarriers > 0 && (size_t)nbarriers >= cap)
+		cap = (size_t)nbarriers + 1;
+	samples = calloc(cap, sizeof(*samples));
+	if (!samples)
+		return 1;
 	N = (unsigned)pn_num_nodes(h);
 	ctx = (unsigned)pn_ctx_id(h);
 	if (strstr(benches, "barrier")) {

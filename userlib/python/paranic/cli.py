@@ -1,4 +1,5 @@
-"""The `paranic` command: benchmarks, topologies, protocol information."""
+"""The `paranic` command: the demo, benchmarks, running programs on a cluster,
+topologies, protocol information."""
 
 from __future__ import annotations
 
@@ -51,13 +52,39 @@ def _cmd_topo(a: argparse.Namespace) -> int:
     return 0
 
 
+MSG_BENCHES = ("pairwise", "pingpong", "stream", "messages", "overhead", "barrier")
+
+
 def _cmd_bench(a: argparse.Namespace) -> int:
     if a.what == "router":
         from .bench import router_cli
 
         return router_cli.run(a)
+    if a.what in MSG_BENCHES:
+        from .bench import msg_cli
+
+        return msg_cli.run(a.what, a)
     print(f"paranic bench: unknown benchmark {a.what!r}", file=sys.stderr)
     return 2
+
+
+def _cmd_run(a: argparse.Namespace) -> int:
+    from . import runjob
+
+    return runjob.run(a)
+
+
+def _cmd_selftest(a: argparse.Namespace) -> int:
+    from . import runjob
+
+    a.program = [sys.executable, "-m", "paranic.selftest"]
+    return runjob.run(a)
+
+
+def _cmd_demo(a: argparse.Namespace) -> int:
+    from . import demo
+
+    return demo.run(a)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -74,12 +101,33 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=_cmd_topo)
 
-    p = sub.add_parser("bench", help="benchmarks (router)")
-    p.add_argument("what", choices=["router"])
-    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p = sub.add_parser("bench", help="benchmarks: router, pairwise, pingpong, stream, messages (all three), "
+                                     "overhead, barrier",
+                       description="router: the gateware router in Verilator. The others run pn_bench "
+                                   "through libparanic: hw_ns on the cluster simulator, sw_ns natively.")
+    p.add_argument("what", choices=["router", *MSG_BENCHES])
+    p.add_argument("--json", action="store_true", help="print one JSON object {\"rows\": [...], ...}")
     p.add_argument("--plot", metavar="FILE.png", help="write a plot")
-    p.add_argument("--quick", action="store_true", help="fewer sweep points")
+    p.add_argument("--quick", action="store_true", help="fewer sweep points / iterations")
+    from .bench import msg_cli
+    msg_cli.add_arguments(p)
     p.set_defaults(func=_cmd_bench)
+
+    p = sub.add_parser("run", help="run a program on N nodes of a sw or simulated cluster",
+                       description="paranic run [--backend sw|sim] [--nodes N] -- PROGRAM ARGS")
+    from . import runjob
+    runjob.add_arguments(p)
+    p.set_defaults(func=_cmd_run)
+
+    p = sub.add_parser("selftest", help="check a cluster: rawdata all-to-all, HAL PIO and DMA round the "
+                                        "ring, barriers, one Python process per node (the bindings)")
+    runjob.add_arguments(p)
+    p.set_defaults(func=_cmd_selftest, program=[])
+
+    p = sub.add_parser("demo", help="ParaStation's benchmarks on the simulated cluster (make demo)")
+    from . import demo
+    demo.add_arguments(p)
+    p.set_defaults(func=_cmd_demo)
 
     a = ap.parse_args(argv)
     return a.func(a)

@@ -28,6 +28,7 @@ import signal
 import struct
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -51,9 +52,13 @@ HARNESS_CXXFLAGS = ("-std=c++17", "-O2", "-g", "-Wall", "-Wextra", "-Wno-unused-
 DEFAULT_PHY_DELAY = 8
 
 
+_TAG = threading.local()  # the topology being built by this thread (log prefix)
+
+
 def _log(msg: str, quiet: bool) -> None:
     if not quiet:
-        print(f"paranic-sim build: {msg}", file=sys.stderr, flush=True)
+        tag = getattr(_TAG, "value", "")
+        print(f"paranic-sim build{' ' + tag if tag else ''}: {msg}", file=sys.stderr, flush=True)
 
 
 def _sha(*parts: bytes | str) -> str:
@@ -287,6 +292,7 @@ def build(topo: str | Topology = "ring:4", mtu: int = P.DEFAULT_MTU, n_ctx: int 
     if t.nodes > 16 or (t.is_torus and (t.x > 4 or t.y > 4)):
         raise ValueError(f"{t}: the simulator supports rings up to 16 nodes and tori up to 4x4")
     jobs = jobs or int(os.environ.get("PARANIC_SIM_JOBS", "1"))
+    _TAG.value = topo_tag(t)
     simroot = BUILD_ROOT / "sim"
     simroot.mkdir(parents=True, exist_ok=True)
     lock = open(simroot / f"cluster-{topo_tag(t)}.lock", "w")

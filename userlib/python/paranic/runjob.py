@@ -1,0 +1,117 @@
+"""`paranic run --backend sim|sw --nodes N -- PROGRAM ARGS`: one process per node.
+
+The processes get ``PARANIC_BACKEND``, ``PARANIC_NODE``, ``PARANIC_NODES`` and
+``PARANIC_CLUSTER`` (and, on ``sim``, ``PARANIC_SIM_SOCKET``), so that
+``pn_open(&h, NULL)`` in each attaches to its node. On ``sim`` the Verilator cluster
+is started first (built once and cached; the smallest of ring:4, ring:8 and
+torus:4x4 that holds N nodes, or ``--topo``) unless ``PARANIC_SIM_SOCKET`` names a
+running simulator, and stopped at the end. On ``sw`` a fresh software cluster is
+created and removed at the end. Output: each line prefixed with its node id.
+Exit status: 0 when every process exited 0, 124 on timeout, else 1 (2: bad usage).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import socket
+import sys
+from pathlib import Path
+
+from paranic import launch as L
+from paranic import protocol as P
+from paranic.topo import Topology
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--backend", choices=["sw", "sim"], default=os.environ.get("PARANIC_BACKEND", "sw"),
+                   help="sw: software NIC on this machine (default); sim: the Verilator cluster")
+    p.add_argument("--nodes", "-n", type=int, default=2, help="processes, one per node (default 2)")
+    p.add_argument("--topo", help="sim: the simulated cluster (default: ring:4, ring:8 or torus:4x4 by --nodes)")
+    p.add_argument("--cluster", help="cluster name (default run-<pid>)")
+    p.add_argument("--timeout", type=int, default=0, help="kill everything after S seconds (default: never)")
+    p.add_argument("--ber", type=float, default=0.0, help="sim: bit-error rate of every cable")
+    p.add_argument("program", nargs=argparse.REMAINDER, help="-- PROGRAM ARGS...")
+
+
+def _sim_alive(path: str) -> bool:
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        s.connect(path)
+        return True
+    except OSError:
+        return False
+    finally:
+        s.close()
+
+
+def run(a: argparse.Namespace) -> int:
+    prog = list(a.program)
+    if prog and prog[0] == "--":
+        prog = prog[1:]
+    if not prog:
+        print("paranic run: no program given (paranic run [options] -- PROGRAM ARGS)", file=sys.stderr)
+        return 2
+    if shutil.which(prog[0]) is None:
+        print(f"paranic run: {prog[0]}: not found or not executable", file=sys.stderr)
+        return 2
+    if not 1 <= a.nodes <= P.MAX_NODES:
+        print(f"paranic run: --nodes must be 1..{P.MAX_NODES}", file=sys.stderr)
+        return 2
+    if a.timeout < 0:
+        print("paranic run: --timeout must be >= 0", file=sys.stderr)
+        return 2
+    cluster = a.cluster or f"run-{os.getpid()}"
+    try:
+        if L.cluster_name(cluster) != cluster:
+            raise ValueError
+    except ValueError:
+        print(f"paranic run: bad cluster name {cluster!r} (letters, digits, _ . -; at most 64)", file=sys.stderr)
+        return 2
+    try:
+        L.build_userlib(quiet=False)
+    except L.BuildError as e:
+        print(f"paranic run: {e}", file=sys.stderr)
+        return 1
+    env = L.clean_env()
+    for k in ("PARANIC_SIM_SOCKET", "PARANIC_RUN_DIR", "PARANIC_PIO_THRESHOLD", "PARANIC_MTU",
+              "PARANIC_CONTEXTS", "PARANIC_RX_SLOTS", "PARANIC_TX_ENTRIES"):
+        if k in os.environ:   # settings the user gave for the job's processes
+            env[k] = os.environ[k]
+    timeout = a.timeout or 10 * 365 * 86400
+    sim = None
+    try:
+        if a.backend == "sim":
+            given = os.environ.get("PARANIC_SIM_SOCKET")
+            if given and _sim_alive(given):
+                print(f"paranic run: using the simulator at {given}", file=sys.stderr)
+            else:
+                from paranic import simcluster
+                from paranic.bench.msg import barrier_topology
+                try:
+                    topo = Topology.parse(a.topo) if a.topo else Topology.parse(barrier_topology(a.nodes))
+                except ValueError as e:
+                    print(f"paranic run: {e}", file=sys.stderr)
+                    return 2
+                if topo.nodes < a.nodes:
+                    print(f"paranic run: {topo} has {topo.nodes} nodes, fewer than --nodes {a.nodes}",
+                          file=sys.stderr)
+                    return 2
+                print(f"paranic run: starting the {topo} simulator", file=sys.stderr, flush=True)
+                sock = simcluster.RUN_DIR / f"sim-{cluster}.sock"
+                sim = simcluster.start(str(topo), socket=sock, ber=a.ber, timeout=300)
+                env = sim.env(env)
+        r = L.launch(prog, a.nodes, cluster, backend=a.backend, timeout=timeout, env=env, stream=sys.stdout)
+        return r.rc
+    except (RuntimeError, TimeoutError, ValueError) as e:
+        print(f"paranic run: {e}", file=sys.stderr)
+        return 1
+    finally:
+        if sim is not None:
+            rc = sim.stop()
+            if rc != 0:
+                print(f"paranic run: the simulator exited with {rc}; log: {sim.log}", file=sys.stderr)
+            log = Path(sim.log)
+            if rc == 0 and log.exists():
+                log.unlink()
