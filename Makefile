@@ -7,10 +7,10 @@ HEADER  := userlib/include/paranic/pn_protocol.h
 .PHONY: all deps test test-all demo bench headers clean help
 
 help:
-	@echo "make demo      run the main job (router benchmark on the simulated network)"
+	@echo "make demo      the main job: ParaStation's benchmarks through libparanic on the simulated cluster"
 	@echo "make test      run the test suite (fast tests; slow ones: make test-all)"
 	@echo "make test-all  run every test, including the long adversarial runs"
-	@echo "make bench     run the benchmarks"
+	@echo "make bench     every benchmark, plots into docs/img (router, messages, barrier up to 16 nodes)"
 	@echo "make headers   regenerate $(HEADER) from paranic/protocol.py"
 	@echo "make deps      install Debian packages (needs root) and the Python venv"
 
@@ -27,10 +27,13 @@ test-all: deps
 	$(PYTEST) -q -m "slow or not slow"
 
 demo: deps
-	$(PARANIC) bench router --plot docs/img/router.png
+	$(PARANIC) demo
 
 bench: deps
 	$(PARANIC) bench router --plot docs/img/router.png
+	$(PARANIC) bench messages --plot docs/img/messages.png
+	$(PARANIC) bench overhead
+	$(PARANIC) bench barrier --nodes 2,4,8,16 --plot docs/img/barrier.png
 
 clean:
 	rm -rf build .pytest_cache
