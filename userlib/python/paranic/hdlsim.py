@@ -87,7 +87,7 @@ def build_verilator(name: str, sources: Sequence[Path], toplevel: str,
     if build_dir.exists():
         shutil.rmtree(build_dir)
     runner = get_runner("verilator")
-    runner.build(verilog_sources=[str(s) for s in sources], hdl_toplevel=toplevel,
+    runner.build(sources=[str(s) for s in sources], hdl_toplevel=toplevel,
                  build_args=args, build_dir=str(build_dir), always=True,
                  log_file=str(BUILD_ROOT / "sim" / f"{name}.build.log"))
     stamp.write_text(digest)
