@@ -51,7 +51,7 @@ from paranic.launch import LIBRARY, USERLIB_BUILD, BuildError, build_userlib
 #: Directory holding ``paranic/pn_*.h``.
 INCLUDE = ROOT / "userlib" / "include"
 #: The public headers the cdef is made of (pn_protocol.h comes in through pn_hal.h).
-HEADERS = ("pn_hal.h", "pn_rawdata.h", "pn_sim.h")
+HEADERS = ("pn_hal.h", "pn_rawdata.h", "pn_sim.h", "pn_ports.h")
 #: Where the generated cdef and constants are cached (one JSON file per header version).
 CDEF_CACHE = USERLIB_BUILD / "cffi"
 #: Blocking receives wait in slices this long, so that signals (Ctrl-C) get through.
@@ -109,7 +109,7 @@ def _c_int(expr: str) -> Optional[int]:
 
 
 def _headers_key(include: Path) -> str:
-    h = hashlib.sha256(f"format {_CACHE_FORMAT}\n".encode())
+    h = hashlib.sha256(f"format {_CACHE_FORMAT}\nheaders {' '.join(HEADERS)}\n".encode())
     for f in sorted((include / "paranic").glob("*.h")):
         h.update(f.name.encode() + b"\0" + f.read_bytes() + b"\0")
     return h.hexdigest()[:16]

@@ -1,0 +1,2140 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * ports: tagged messages between process endpoints over the HAL (pn_ports.h).
+ *
+ * Design in brief (docs/ports.md has the whole story):
+ *
+ * Connections. A port talks to another over a connection per direction: the sender
+ * sends CONNECT (its epoch, a connection number), the receiver answers ACCEPT with
+ * the eager window it grants. Every packet of the connection carries a 16-bit key made
+ * from the sender's epoch and the connection number, so packets of a previous
+ * connection or of a previous process on the same context are recognised and dropped
+ * (and answered with NACK, which resets the sender's side). CONNECT is repeated until
+ * an ACCEPT comes, for at most the timeout (-ECONNREFUSED).
+ *
+ * Order. Messages (eager ones and RTS) carry a sequence number per connection; the
+ * receiver matches them strictly in that order, holding back one that overtook an
+ * earlier one (PIO and DMA are separate engines of the NIC). So messages of one
+ * sender port to one receiver port are matched in the order they were sent.
+ *
+ * Eager and rendezvous. A message of at most eager_max bytes for which the sender has
+ * credit goes at once: one PIO packet (header + data) when it fits the PIO threshold,
+ * else one DMA descriptor from a bounce slot. Otherwise the sender sends RTS (with its
+ * request id); the receiver, once a matching receive is posted, answers CTS with the
+ * receive's id (rid), and the sender streams the data by DMA with the rid in the tag,
+ * from the caller's buffer when registered, else through two bounce buffers; the
+ * receiver copies each packet from its RX slot straight into the posted buffer.
+ *
+ * Credits. A receiver grants each sender `window` bytes of eager credit; a message
+ * costs len + PN_PORT_MSG_COST. The receiver counts what it has consumed (handed to a
+ * receive) and reports the cumulative count (CREDIT, and in every CTS and PONG) when
+ * a quarter of the window has been consumed since the last report. A sender out of
+ * credit sends by rendezvous, which needs no credit, so it never waits for credit and
+ * a receive posted for a later message is never blocked by earlier unconsumed ones.
+ * The receiver drops (and counts) eager messages beyond the window: the memory one
+ * sender can make a receiver hold is bounded by the window.
+ *
+ * Liveness. While an operation depends on a peer (a send waiting for CTS, a receive
+ * waiting for rendezvous data or for the rest of an eager message) and nothing has
+ * been heard from it for a quarter of the timeout, the port sends PING; a live port
+ * answers PONG from any library call. No answer within the timeout: the operations
+ * end with -ETIMEDOUT and the connection is dropped. A closing port sends CLOSE.
+ *
+ * Non-blocking inside: the progress engine never waits in the HAL. It sends a PIO
+ * packet only when the window is free, posts a descriptor only when the TX ring has
+ * room, and leaves what cannot go now for the next call.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "hal_backend.h"
+#include "paranic/pn_ports.h"
+#include "ports_wire.h"
+
+#define HDR ((uint32_t)sizeof(struct pw_msg))
+#define EAGER_SLOTS 8
+#define PROGRESS_BUDGET 256
+#define LIVE_CHECK_NS 1000000ull
+#define CONNECT_RETRY_MIN_NS 1000000ull
+#define CONNECT_RETRY_MAX_NS 50000000ull
+
+/* ---- structures ------------------------------------------------------------------------- */
+
+enum rq_type { RQ_SEND = 1, RQ_RECV = 2 };
+enum rq_state {
+	RQ_QUEUED,   /* send: waiting for its connection or earlier sends */
+	RQ_RTS,      /* send: RTS sent, waiting for CTS */
+	RQ_STREAM,   /* send: streaming the data */
+	RQ_DRAIN,    /* send: all data posted in place, waiting for the DMA to finish */
+	RQ_POSTED,   /* recv: posted, not matched */
+	RQ_MATCHED,  /* recv: matched an eager message still arriving */
+	RQ_RNDV,     /* recv: matched an RTS, data arriving */
+	RQ_DONE,
+};
+
+struct peer;
+struct rqlist {
+	struct pn_port_req *head, *tail;
+};
+
+struct pn_port_req {
+	struct pn_port_req *next, *prev;
+	struct rqlist *list;
+	uint8_t type, state, on_stack, registered;
+	struct peer *peer;
+	/* send */
+	uint16_t channel;
+	uint64_t tag;
+	const uint8_t *sbuf;
+	size_t len, off;
+	uint32_t sid, rid, ticket;
+	uint16_t key;
+	/* recv */
+	int m_node, m_ctx, m_chan;
+	uint64_t m_tag, m_mask;
+	uint8_t *rbuf;
+	size_t cap, got;
+	pn_port_status_t st;
+};
+
+/* An incoming message: eager (data in its own buffer or placed in a receive) or RTS. */
+struct imsg {
+	struct imsg *next, *prev;   /* unexpected queue (port) or held list (peer, by seq) */
+	int where;                  /* 0 none, 1 unexpected queue, 2 held */
+	struct peer *peer;
+	uint8_t kind, complete, direct, discard, delivered;
+	uint16_t channel;
+	uint64_t tag;
+	uint32_t len, seq, sreq, got, conn;
+	uint64_t cost;
+	uint8_t *data;              /* own buffer (malloc) */
+	struct pn_port_req *req;    /* the receive it goes to */
+};
+
+struct cts {
+	struct cts *next;
+	struct peer *peer;
+	uint32_t sreq, rid, conn;
+};
+
+enum { TX_NONE, TX_CONNECTING, TX_OPEN };
+enum {
+	CTL_CONNECT = 1u << 0,
+	CTL_ACCEPT = 1u << 1,
+	CTL_CREDIT = 1u << 2,
+	CTL_PING1 = 1u << 3,   /* we (the sender of the connection us -> peer) ask the peer */
+	CTL_PING2 = 1u << 4,   /* we (the receiver of the connection peer -> us) ask the peer */
+	CTL_PONG1 = 1u << 5,   /* answer to the peer's PING1 (we are its receiver) */
+	CTL_PONG2 = 1u << 6,   /* answer to the peer's PING2 (we are its sender) */
+	CTL_NACK1 = 1u << 7,   /* the peer's sender-side packets (key nack1_key) are unknown here */
+	CTL_NACK2 = 1u << 8,   /* the peer's receiver-side packets (key nack2_key) are unknown here */
+};
+
+struct peer {
+	struct peer *all_next;
+	struct peer *ctl_next;
+	struct peer *send_next;
+	uint8_t in_ctl, in_send;
+	uint32_t ctl;
+	uint16_t node;
+	uint8_t ctx;
+	/* connection us -> peer (we send) */
+	uint8_t tx_state;
+	uint32_t tx_conn;
+	uint16_t tx_key;
+	uint32_t tx_remote_epoch;
+	uint32_t tx_seq;
+	uint64_t tx_window, tx_sent_cost, tx_consumed;
+	uint64_t connect_t0, connect_last, connect_wait;
+	struct rqlist sendq;
+	uint32_t n_rts;
+	/* connection peer -> us (we receive) */
+	uint8_t rx_known;
+	uint32_t rx_epoch, rx_conn;
+	uint16_t rx_key;
+	uint32_t rx_seq;
+	struct imsg *held;
+	struct imsg *eager_active;
+	uint64_t rx_arrived, rx_consumed, rx_reported;
+	uint32_t n_rndv;
+	/* liveness */
+	uint64_t last_heard, ping_sent, ping_last;
+	uint16_t nack1_key, nack2_key;
+	uint32_t pong1_conn, pong2_conn;
+};
+
+struct idtab {
+	void **ptr;
+	uint16_t *gen;
+	uint32_t *free;
+	uint32_t cap, nfree;
+};
+#define ID_IDX_BITS 20
+#define ID_IDX_MASK ((1u << ID_IDX_BITS) - 1)
+
+struct pn_port {
+	pn_hal_t *h;
+	uint32_t node, nodes, ctx, nctx, mtu, pio_max;
+	uint32_t epoch;
+	long eager_max;
+	uint64_t window;
+	uint64_t timeout_ns, ping_ns;
+	uint64_t now;
+	int in_progress;
+	struct peer ***peers;          /* [node][ctx], allocated on first use */
+	struct peer *all_peers;
+	struct peer *ctl_peers, **ctl_tail;
+	struct peer *send_peers;
+	struct cts *cts_head, *cts_tail;
+	/* receive side */
+	struct imsg *unx_head, *unx_tail;
+	struct rqlist posted;
+	struct idtab rtab;             /* rid -> rendezvous receive */
+	/* send side */
+	struct idtab stab;             /* sreq -> send waiting for CTS */
+	struct rqlist streamq, drainq;
+	void *bounce[2];
+	uint32_t bounce_ticket[2];
+	unsigned bounce_next;
+	uint8_t *eslot;                /* EAGER_SLOTS slots of eslot_bytes (DMA-able) */
+	size_t eslot_bytes;
+	uint32_t eslot_ticket[EAGER_SLOTS];
+	unsigned eslot_next;
+	uint64_t last_live;
+	uint8_t pio_buf[PN_PIO_WINDOW_BYTES];
+	pn_port_stats_t st;
+};
+
+/* ---- small helpers ------------------------------------------------------------------------ */
+
+static inline uint32_t sts(const pn_hal_t *h, unsigned word)
+{
+	return __atomic_load_n(&h->map.status[word], __ATOMIC_ACQUIRE);
+}
+
+static inline int pio_free(const pn_hal_t *h)
+{
+	return (int32_t)(sts(h, PN_STS_PIO_DONE_WORD) - h->pio_posted) >= 0;
+}
+
+static inline int tx_room(const pn_hal_t *h)
+{
+	return h->tx_tail - sts(h, PN_STS_TX_DONE_WORD) < h->map.tx_entries;
+}
+
+static inline int tx_reached(const pn_hal_t *h, uint32_t ticket)
+{
+	return (int32_t)(sts(h, PN_STS_TX_DONE_WORD) - ticket) >= 0;
+}
+
+static inline uint64_t msg_cost(size_t len)
+{
+	return (uint64_t)len + PN_PORT_MSG_COST;
+}
+
+static void rq_append(struct rqlist *l, struct pn_port_req *r)
+{
+	r->list = l;
+	r->next = NULL;
+	r->prev = l->tail;
+	if (l->tail)
+		l->tail->next = r;
+	else
+		l->head = r;
+	l->tail = r;
+}
+
+static void rq_unlink(struct pn_port_req *r)
+{
+	struct rqlist *l = r->list;
+	if (!l)
+		return;
+	if (r->prev)
+		r->prev->next = r->next;
+	else
+		l->head = r->next;
+	if (r->next)
+		r->next->prev = r->prev;
+	else
+		l->tail = r->prev;
+	r->next = r->prev = NULL;
+	r->list = NULL;
+}
+
+/* ---- id tables (request ids on the wire: index + generation) ----------------------------- */
+
+static int id_alloc(struct idtab *t, void *ptr, uint32_t *id)
+{
+	uint32_t i;
+	if (!t->nfree) {
+		uint32_t ncap = t->cap ? t->cap * 2 : 64;
+		if (ncap > (1u << ID_IDX_BITS))
+			return -ENOMEM;
+		void **np = realloc(t->ptr, ncap * sizeof(*np));
+		if (!np)
+			return -ENOMEM;
+		t->ptr = np;
+		uint16_t *ng = realloc(t->gen, ncap * sizeof(*ng));
+		if (!ng)
+			return -ENOMEM;
+		t->gen = ng;
+		uint32_t *nf = realloc(t->free, ncap * sizeof(*nf));
+		if (!nf)
+			return -ENOMEM;
+		t->free = nf;
+		for (i = t->cap; i < ncap; i++) {
+			t->ptr[i] = NULL;
+			t->gen[i] = (uint16_t)(i * 7u + 1u);
+		}
+		for (i = ncap; i > t->cap; i--)
+			t->free[t->nfree++] = i - 1;
+		t->cap = ncap;
+	}
+	i = t->free[--t->nfree];
+	t->gen[i] = (uint16_t)((t->gen[i] + 1) & 0xfff);
+	t->ptr[i] = ptr;
+	*id = i | ((uint32_t)t->gen[i] << ID_IDX_BITS);
+	return 0;
+}
+
+static void *id_get(const struct idtab *t, uint32_t id)
+{
+	uint32_t i = id & ID_IDX_MASK;
+	if (i >= t->cap || !t->ptr[i] || t->gen[i] != (id >> ID_IDX_BITS))
+		return NULL;
+	return t->ptr[i];
+}
+
+static void id_free(struct idtab *t, uint32_t id)
+{
+	uint32_t i = id & ID_IDX_MASK;
+	if (i < t->cap && t->ptr[i] && t->gen[i] == (id >> ID_IDX_BITS)) {
+		t->ptr[i] = NULL;
+		t->free[t->nfree++] = i;
+	}
+}
+
+static void id_destroy(struct idtab *t)
+{
+	free(t->ptr);
+	free(t->gen);
+	free(t->free);
+	memset(t, 0, sizeof(*t));
+}
+
+/* ---- peers -------------------------------------------------------------------------------- */
+
+static struct peer *peer_get(pn_port_t *p, unsigned node, unsigned ctx)
+{
+	struct peer **row, *pe;
+	if (node >= p->nodes || ctx >= p->nctx)
+		return NULL;
+	row = p->peers[node];
+	if (!row) {
+		row = calloc(p->nctx, sizeof(*row));
+		if (!row)
+			return NULL;
+		p->peers[node] = row;
+	}
+	pe = row[ctx];
+	if (!pe) {
+		pe = calloc(1, sizeof(*pe));
+		if (!pe)
+			return NULL;
+		pe->node = (uint16_t)node;
+		pe->ctx = (uint8_t)ctx;
+		pe->last_heard = p->now;
+		pe->all_next = p->all_peers;
+		p->all_peers = pe;
+		row[ctx] = pe;
+	}
+	return pe;
+}
+
+static void ctl_set(pn_port_t *p, struct peer *pe, uint32_t flags)
+{
+	pe->ctl |= flags;
+	if (!pe->in_ctl) {
+		pe->in_ctl = 1;
+		pe->ctl_next = NULL;
+		*p->ctl_tail = pe;
+		p->ctl_tail = &pe->ctl_next;
+	}
+}
+
+static void send_list_add(pn_port_t *p, struct peer *pe)
+{
+	if (!pe->in_send) {
+		pe->in_send = 1;
+		pe->send_next = p->send_peers;
+		p->send_peers = pe;
+	}
+}
+
+/* ---- completion --------------------------------------------------------------------------- */
+
+static void req_finish(pn_port_t *p, struct pn_port_req *r, int err)
+{
+	rq_unlink(r);
+	r->state = RQ_DONE;
+	r->st.error = err;
+	if (r->type == RQ_RECV && !err) {
+		p->st.recv_msgs++;
+		p->st.recv_bytes += r->st.len;
+	}
+}
+
+static void fill_status(pn_port_status_t *st, const struct peer *pe, const struct imsg *m)
+{
+	st->src_node = pe->node;
+	st->src_ctx = pe->ctx;
+	st->channel = m->channel;
+	st->tag = m->tag;
+	st->len = m->len;
+	st->error = 0;
+}
+
+/* ---- the receive side: unexpected queue, matching, consuming ----------------------------- */
+
+static int req_matches(const struct pn_port_req *r, const struct peer *pe, uint16_t chan, uint64_t tag)
+{
+	return (r->m_node < 0 || r->m_node == pe->node) && (r->m_ctx < 0 || r->m_ctx == pe->ctx) &&
+	       (r->m_chan < 0 || r->m_chan == chan) && ((tag ^ r->m_tag) & r->m_mask) == 0;
+}
+
+static void unx_append(pn_port_t *p, struct imsg *m)
+{
+	m->where = 1;
+	m->next = NULL;
+	m->prev = p->unx_tail;
+	if (p->unx_tail)
+		p->unx_tail->next = m;
+	else
+		p->unx_head = m;
+	p->unx_tail = m;
+	p->st.unexpected_msgs++;
+}
+
+static void unx_unlink(pn_port_t *p, struct imsg *m)
+{
+	if (m->where != 1)
+		return;
+	if (m->prev)
+		m->prev->next = m->next;
+	else
+		p->unx_head = m->next;
+	if (m->next)
+		m->next->prev = m->prev;
+	else
+		p->unx_tail = m->prev;
+	m->next = m->prev = NULL;
+	m->where = 0;
+	p->st.unexpected_msgs--;
+}
+
+static void buf_release(pn_port_t *p, struct imsg *m)
+{
+	if (m->data) {
+		free(m->data);
+		m->data = NULL;
+		p->st.unexpected_bytes -= m->len;
+	}
+}
+
+static int buf_get(pn_port_t *p, struct imsg *m)
+{
+	if (m->data || m->discard)
+		return 0;
+	m->data = malloc(m->len ? m->len : 1);
+	if (!m->data) {
+		p->st.nomem++;
+		m->discard = 1;
+		return -ENOMEM;
+	}
+	p->st.unexpected_bytes += m->len;
+	if (p->st.unexpected_bytes > p->st.unexpected_peak)
+		p->st.unexpected_peak = p->st.unexpected_bytes;
+	return 0;
+}
+
+static void imsg_free(pn_port_t *p, struct imsg *m)
+{
+	unx_unlink(p, m);
+	buf_release(p, m);
+	if (m->peer && m->peer->eager_active == m)
+		m->peer->eager_active = NULL;
+	free(m);
+}
+
+/* An eager message's credit comes back: report it when a quarter of the window is due. */
+static void consume(pn_port_t *p, struct imsg *m)
+{
+	struct peer *pe = m->peer;
+	if (m->kind != PW_EAGER || !pe->rx_known || m->conn != pe->rx_conn)
+		return;
+	pe->rx_consumed += m->cost;
+	if (pe->rx_consumed - pe->rx_reported >= p->window / 4)
+		ctl_set(p, pe, CTL_CREDIT);
+}
+
+static void rndv_start(pn_port_t *p, struct pn_port_req *r, struct peer *pe, uint32_t sreq, uint32_t len);
+
+/* Give message m to receive r (which fits it). */
+static void attach(pn_port_t *p, struct pn_port_req *r, struct imsg *m)
+{
+	struct peer *pe = m->peer;
+	rq_unlink(r);
+	fill_status(&r->st, pe, m);
+	r->peer = pe;
+	if (m->kind == PW_RTS) {
+		uint32_t sreq = m->sreq, len = m->len;
+		imsg_free(p, m);
+		rndv_start(p, r, pe, sreq, len);
+		return;
+	}
+	if (m->complete) {
+		if (m->len)
+			memcpy(r->rbuf, m->data, m->len);
+		consume(p, m);
+		imsg_free(p, m);
+		req_finish(p, r, 0);
+		return;
+	}
+	unx_unlink(p, m);
+	m->req = r;
+	r->state = RQ_MATCHED;
+	if (!m->data && m->got == 0)
+		m->direct = 1;   /* nothing arrived yet: the data goes straight into r's buffer */
+}
+
+/* The first posted receive that matches m and can hold it; those that match but are
+ * too small end with -EMSGSIZE (m stays for the next). */
+static struct pn_port_req *find_posted(pn_port_t *p, const struct peer *pe, const struct imsg *m)
+{
+	for (struct pn_port_req *r = p->posted.head, *nx; r; r = nx) {
+		nx = r->next;
+		if (!req_matches(r, pe, m->channel, m->tag))
+			continue;
+		if (m->len > r->cap) {
+			fill_status(&r->st, pe, m);
+			req_finish(p, r, -EMSGSIZE);
+			continue;
+		}
+		return r;
+	}
+	return NULL;
+}
+
+/* Message m is next in its connection's order: match it with the posted receives, or
+ * queue it as unexpected. */
+static void deliver(pn_port_t *p, struct imsg *m)
+{
+	struct peer *pe = m->peer;
+	m->delivered = 1;
+	if (m->discard) {
+		if (m->complete)
+			imsg_free(p, m);
+		return;
+	}
+	struct pn_port_req *r = find_posted(p, pe, m);
+	if (r) {
+		attach(p, r, m);
+		return;
+	}
+	if (m->kind == PW_EAGER && !m->complete)
+		buf_get(p, m);
+	if (m->discard) {   /* no memory for it */
+		if (m->complete)
+			imsg_free(p, m);
+		return;
+	}
+	unx_append(p, m);
+}
+
+static void release_held(pn_port_t *p, struct peer *pe)
+{
+	while (pe->held && pe->held->seq == pe->rx_seq) {
+		struct imsg *m = pe->held;
+		pe->held = m->next;
+		m->next = NULL;
+		m->where = 0;
+		pe->rx_seq++;
+		deliver(p, m);
+	}
+}
+
+static void hold(struct peer *pe, struct imsg *m)
+{
+	struct imsg **pp = &pe->held;
+	while (*pp && (int32_t)((*pp)->seq - m->seq) < 0)
+		pp = &(*pp)->next;
+	m->next = *pp;
+	m->where = 2;
+	*pp = m;
+}
+
+/* A new message of the connection: in order, ahead (held), or a duplicate. */
+static void arrive(pn_port_t *p, struct peer *pe, struct imsg *m)
+{
+	if (m->seq == pe->rx_seq) {
+		pe->rx_seq++;
+		deliver(p, m);
+		release_held(p, pe);
+	} else {
+		p->st.held++;
+		if (m->kind == PW_EAGER)
+			buf_get(p, m);
+		hold(pe, m);
+	}
+}
+
+static void eager_complete(pn_port_t *p, struct imsg *m)
+{
+	struct pn_port_req *r = m->req;
+	m->complete = 1;
+	if (m->peer->eager_active == m)
+		m->peer->eager_active = NULL;
+	if (m->discard) {
+		if (m->delivered)
+			imsg_free(p, m);
+		return;
+	}
+	if (r) {
+		if (!m->direct && m->len)
+			memcpy(r->rbuf, m->data, m->len);
+		consume(p, m);
+		imsg_free(p, m);
+		req_finish(p, r, 0);
+	}
+}
+
+/* Drop what the connection peer -> us had in flight: partial and held messages, RTS
+ * not yet taken, rendezvous receives waiting for data (they end with err). Complete
+ * eager messages stay in the queue: their data is whole. */
+static void rx_reset(pn_port_t *p, struct peer *pe, int err)
+{
+	struct imsg *m;
+	if (pe->eager_active) {
+		m = pe->eager_active;
+		pe->eager_active = NULL;
+		p->st.aborted++;
+		if (m->req) {
+			req_finish(p, m->req, err);
+			m->req = NULL;
+			imsg_free(p, m);
+		} else if (m->where == 2 || !m->delivered) {
+			m->discard = 1;   /* freed below with the held ones */
+			m->complete = 1;
+		} else {
+			imsg_free(p, m);
+		}
+	}
+	while ((m = pe->held)) {
+		pe->held = m->next;
+		m->where = 0;
+		buf_release(p, m);
+		free(m);
+	}
+	for (m = p->unx_head; m;) {
+		struct imsg *nx = m->next;
+		if (m->peer == pe && (m->kind == PW_RTS || !m->complete))
+			imsg_free(p, m);
+		m = nx;
+	}
+	for (uint32_t i = 0; i < p->rtab.cap && pe->n_rndv; i++) {
+		struct pn_port_req *r = p->rtab.ptr[i];
+		if (r && r->peer == pe) {
+			p->rtab.ptr[i] = NULL;
+			p->rtab.free[p->rtab.nfree++] = i;
+			pe->n_rndv--;
+			req_finish(p, r, err);
+		}
+	}
+	/* CTS not yet sent for it are dropped by ctl_flush (connection number). */
+	pe->n_rndv = 0;
+	pe->rx_known = 0;
+	pe->rx_seq = 0;
+	pe->rx_arrived = pe->rx_consumed = pe->rx_reported = 0;
+	pe->ctl &= ~(CTL_CREDIT | CTL_PONG1 | CTL_PING2);
+}
+
+/* ---- the send side ------------------------------------------------------------------------ */
+
+static void send_fail(pn_port_t *p, struct pn_port_req *r, int err)
+{
+	if (r->state == RQ_RTS) {
+		id_free(&p->stab, r->sid);
+		r->peer->n_rts--;
+	}
+	req_finish(p, r, err);
+}
+
+/* Drop the connection us -> peer: sends waiting for it or for CTS end with err; a
+ * stream stops (one posted in place finishes its DMA first). */
+static void tx_reset(pn_port_t *p, struct peer *pe, int err, int queued_too)
+{
+	struct pn_port_req *r, *nx;
+	if (queued_too)
+		while ((r = pe->sendq.head))
+			req_finish(p, r, err);
+	for (uint32_t i = 0; i < p->stab.cap && pe->n_rts; i++) {
+		r = p->stab.ptr[i];
+		if (r && r->peer == pe)
+			send_fail(p, r, err);
+	}
+	for (r = p->streamq.head; r; r = nx) {
+		nx = r->next;
+		if (r->peer != pe)
+			continue;
+		if (r->registered && r->off) {   /* the NIC may still read the buffer */
+			rq_unlink(r);
+			r->state = RQ_DRAIN;
+			r->st.error = err;
+			rq_append(&p->drainq, r);
+		} else {
+			req_finish(p, r, err);
+		}
+	}
+	pe->n_rts = 0;
+	pe->tx_state = TX_NONE;
+	pe->ctl &= ~(CTL_CONNECT | CTL_PING1 | CTL_PONG2);
+	if (pe->sendq.head)
+		send_list_add(p, pe);
+}
+
+/* ---- sending packets (never waits) --------------------------------------------------------- */
+
+static int pio_ready(pn_port_t *p)
+{
+	if (pio_free(p->h))
+		return 1;
+	pn_progress(p->h);
+	return pio_free(p->h);
+}
+
+static int send_ctl(pn_port_t *p, struct peer *pe, unsigned kind, uint16_t key, const struct pw_ctl *c)
+{
+	return pn_send_pio(p->h, pe->node, pe->ctx, PW_TAG(kind, key, 0), c, sizeof(*c));
+}
+
+static void ctl_init(const pn_port_t *p, struct pw_ctl *c, uint32_t dst_epoch)
+{
+	memset(c, 0, sizeof(*c));
+	c->src_epoch = p->epoch;
+	c->dst_epoch = dst_epoch;
+}
+
+/* Send what the control flags and the CTS queue ask for, while the PIO window is free.
+ * Returns the number of packets sent. */
+static int ctl_flush(pn_port_t *p)
+{
+	struct pw_ctl c;
+	int n = 0;
+
+	while (p->cts_head) {
+		struct cts *q = p->cts_head;
+		struct peer *pe = q->peer;
+		if (pe->rx_known && pe->rx_conn == q->conn) {
+			if (!pio_ready(p))
+				return n;
+			ctl_init(p, &c, pe->rx_epoch);
+			c.a = q->sreq;
+			c.b = q->rid;
+			c.conn = pe->rx_conn;
+			c.credit = pe->rx_consumed;
+			pe->rx_reported = pe->rx_consumed;
+			pe->ctl &= ~CTL_CREDIT;
+			send_ctl(p, pe, PW_CTS, pe->rx_key, &c);
+			n++;
+		}
+		p->cts_head = q->next;
+		if (!p->cts_head)
+			p->cts_tail = NULL;
+		free(q);
+	}
+	while (p->ctl_peers) {
+		struct peer *pe = p->ctl_peers;
+		while (pe->ctl) {
+			uint32_t f = pe->ctl & -pe->ctl;   /* lowest flag first */
+			unsigned kind = 0;
+			uint16_t key = 0;
+			if (!pio_ready(p))
+				return n;
+			ctl_init(p, &c, 0);
+			switch (f) {
+			case CTL_CONNECT:
+				kind = PW_CONNECT;
+				key = pe->tx_key;
+				c.conn = pe->tx_conn;
+				p->st.connects++;
+				break;
+			case CTL_ACCEPT:
+				kind = PW_ACCEPT;
+				key = pe->rx_key;
+				c.dst_epoch = pe->rx_epoch;
+				c.a = (uint32_t)p->window;
+				c.conn = pe->rx_conn;
+				break;
+			case CTL_CREDIT:
+				kind = PW_CREDIT;
+				key = pe->rx_key;
+				c.dst_epoch = pe->rx_epoch;
+				c.conn = pe->rx_conn;
+				c.credit = pe->rx_consumed;
+				pe->rx_reported = pe->rx_consumed;
+				p->st.credit_pkts++;
+				break;
+			case CTL_PING1:
+			case CTL_PING2:
+				kind = PW_PING;
+				c.a = f == CTL_PING1 ? 1 : 2;
+				key = f == CTL_PING1 ? pe->tx_key : pe->rx_key;
+				c.dst_epoch = f == CTL_PING1 ? pe->tx_remote_epoch : pe->rx_epoch;
+				c.conn = f == CTL_PING1 ? pe->tx_conn : pe->rx_conn;
+				p->st.pings++;
+				break;
+			case CTL_PONG1:
+				kind = PW_PONG;
+				c.a = 1;
+				key = pe->rx_key;
+				c.dst_epoch = pe->rx_epoch;
+				c.conn = pe->pong1_conn;
+				if (pe->rx_known && pe->rx_conn == pe->pong1_conn) {
+					c.credit = pe->rx_consumed;
+					pe->rx_reported = pe->rx_consumed;
+				}
+				break;
+			case CTL_PONG2:
+				kind = PW_PONG;
+				c.a = 2;
+				key = pe->tx_key;
+				c.dst_epoch = pe->tx_remote_epoch;
+				c.conn = pe->pong2_conn;
+				break;
+			case CTL_NACK1:
+			case CTL_NACK2:
+				kind = PW_NACK;
+				c.a = f == CTL_NACK1 ? 1 : 2;
+				c.b = f == CTL_NACK1 ? pe->nack1_key : pe->nack2_key;
+				break;
+			}
+			pe->ctl &= ~f;
+			if (kind) {
+				send_ctl(p, pe, kind, key, &c);
+				n++;
+			}
+		}
+		p->ctl_peers = pe->ctl_next;
+		pe->in_ctl = 0;
+		if (!p->ctl_peers)
+			p->ctl_tail = &p->ctl_peers;
+	}
+	return n;
+}
+
+static int eslot_ready(pn_port_t *p, size_t need)
+{
+	pn_hal_t *h = p->h;
+	if (p->eslot && p->eslot_bytes < need) {   /* eager_max grew: replace once idle */
+		for (int i = 0; i < EAGER_SLOTS; i++)
+			if (!tx_reached(h, p->eslot_ticket[i]))
+				return 0;
+		pn_dma_free(h, p->eslot);
+		p->eslot = NULL;
+	}
+	if (!p->eslot) {
+		size_t b = ((size_t)HDR + (size_t)p->eager_max + 63) & ~(size_t)63;
+		if (b < need)
+			b = (need + 63) & ~(size_t)63;
+		if (pn_dma_alloc(h, b * EAGER_SLOTS, (void **)&p->eslot) < 0) {
+			p->eslot = NULL;
+			return -ENOMEM;
+		}
+		p->eslot_bytes = b;
+		for (int i = 0; i < EAGER_SLOTS; i++)
+			p->eslot_ticket[i] = pn_tx_posted(h);
+	}
+	return tx_reached(h, p->eslot_ticket[p->eslot_next]) && tx_room(h);
+}
+
+/* Start send r (the head of its peer's queue, connection open). 1: started (and maybe
+ * done), 0: no resources now, <0: r failed. */
+static int send_start(pn_port_t *p, struct peer *pe, struct pn_port_req *r)
+{
+	pn_hal_t *h = p->h;
+	struct pw_rts m;
+	uint64_t cost = msg_cost(r->len);
+	int eager = (long)r->len <= p->eager_max && pe->tx_sent_cost - pe->tx_consumed + cost <= pe->tx_window;
+	int rc = 0;
+
+	memset(&m, 0, sizeof(m));
+	m.m.tag = r->tag;
+	m.m.len = (uint32_t)r->len;
+	m.m.channel = r->channel;
+	if (eager) {
+		size_t total = HDR + r->len;
+		if ((long)total <= h->pio_threshold && total <= p->pio_max) {
+			if (!pio_ready(p))
+				return 0;
+			memcpy(p->pio_buf, &m, HDR);
+			if (r->len)
+				memcpy(p->pio_buf + HDR, r->sbuf, r->len);
+			rc = pn_send_pio(h, pe->node, pe->ctx, PW_TAG(PW_EAGER, pe->tx_key, pe->tx_seq), p->pio_buf, total);
+		} else {
+			int ok = eslot_ready(p, total);
+			if (ok <= 0) {
+				if (ok < 0)
+					eager = 0;   /* no DMA memory: go by rendezvous */
+				else
+					return 0;
+			}
+			if (eager) {
+				uint8_t *slot = p->eslot + (size_t)p->eslot_next * p->eslot_bytes;
+				memcpy(slot, &m, HDR);
+				memcpy(slot + HDR, r->sbuf, r->len);
+				rc = pn_send_dma(h, pe->node, pe->ctx, PW_TAG(PW_EAGER, pe->tx_key, pe->tx_seq), slot, total);
+				p->eslot_ticket[p->eslot_next] = pn_tx_posted(h);
+				p->eslot_next = (p->eslot_next + 1) % EAGER_SLOTS;
+			}
+		}
+		if (eager) {
+			rq_unlink(r);
+			if (rc < 0) {
+				req_finish(p, r, rc);
+				return rc;
+			}
+			pe->tx_seq++;
+			pe->tx_sent_cost += cost;
+			p->st.sent_msgs++;
+			p->st.sent_bytes += r->len;
+			p->st.eager_msgs++;
+			req_finish(p, r, 0);
+			return 1;
+		}
+	}
+	/* Rendezvous: RTS now, the data after CTS. */
+	if (!pio_ready(p))
+		return 0;
+	rq_unlink(r);
+	if ((rc = id_alloc(&p->stab, r, &r->sid)) < 0) {
+		req_finish(p, r, rc);
+		return rc;
+	}
+	m.sreq = r->sid;
+	rc = pn_send_pio(h, pe->node, pe->ctx, PW_TAG(PW_RTS, pe->tx_key, pe->tx_seq), &m, sizeof(m));
+	if (rc < 0) {
+		id_free(&p->stab, r->sid);
+		req_finish(p, r, rc);
+		return rc;
+	}
+	pe->tx_seq++;
+	if ((long)r->len <= p->eager_max)
+		p->st.credit_fallbacks++;
+	p->st.sent_msgs++;
+	p->st.sent_bytes += r->len;
+	p->st.rndv_msgs++;
+	r->state = RQ_RTS;
+	r->key = pe->tx_key;
+	if (!pe->n_rts++)
+		pe->last_heard = p->now;   /* the liveness clock starts now */
+	return 1;
+}
+
+static void connect_start(pn_port_t *p, struct peer *pe)
+{
+	pe->tx_state = TX_CONNECTING;
+	pe->tx_conn++;
+	pe->tx_key = pw_conn_key(p->epoch, pe->tx_conn);
+	pe->connect_t0 = pe->connect_last = p->now;
+	pe->connect_wait = CONNECT_RETRY_MIN_NS;
+	ctl_set(p, pe, CTL_CONNECT);
+}
+
+/* Start queued sends, peer by peer, in each peer's order. */
+static int send_pump(pn_port_t *p)
+{
+	int n = 0;
+	struct peer **pp = &p->send_peers;
+	while (*pp) {
+		struct peer *pe = *pp;
+		if (pe->tx_state == TX_NONE && pe->sendq.head)
+			connect_start(p, pe);
+		if (pe->tx_state == TX_OPEN) {
+			struct pn_port_req *r;
+			while ((r = pe->sendq.head)) {
+				int rc = send_start(p, pe, r);
+				if (rc == 0)
+					break;
+				n++;
+			}
+		}
+		if (!pe->sendq.head) {
+			*pp = pe->send_next;
+			pe->in_send = 0;
+		} else {
+			pp = &pe->send_next;
+		}
+	}
+	return n;
+}
+
+/* Stream rendezvous data (the head of the stream queue first). */
+static int stream_pump(pn_port_t *p)
+{
+	pn_hal_t *h = p->h;
+	struct pn_port_req *s;
+	int n = 0;
+
+	while ((s = p->streamq.head)) {
+		struct peer *pe = s->peer;
+		uint64_t tag = PW_TAG(PW_RDATA, s->key, s->rid);
+		if (s->registered) {
+			while (s->off < s->len && tx_room(h)) {
+				size_t c = s->len - s->off < PN_MAX_DMA_LENGTH ? s->len - s->off : PN_MAX_DMA_LENGTH;
+				int rc = pn_send_dma(h, pe->node, pe->ctx, tag, s->sbuf + s->off, c);
+				if (rc < 0) {
+					req_finish(p, s, rc);
+					break;
+				}
+				s->off += c;
+				s->ticket = pn_tx_posted(h);
+				n++;
+			}
+			if (s->state == RQ_DONE)
+				continue;
+			if (s->off < s->len)
+				return n;
+			rq_unlink(s);
+			s->state = RQ_DRAIN;
+			rq_append(&p->drainq, s);
+			continue;
+		}
+		while (s->off < s->len) {
+			unsigned k = p->bounce_next;
+			size_t c = s->len - s->off < PN_PORT_CHUNK ? s->len - s->off : PN_PORT_CHUNK;
+			int rc;
+			if (!p->bounce[k] && pn_dma_alloc(h, PN_PORT_CHUNK, &p->bounce[k]) < 0) {
+				p->bounce[k] = NULL;
+				if (!p->bounce[k ^ 1]) {
+					req_finish(p, s, -ENOMEM);
+					break;
+				}
+				p->bounce_next ^= 1;
+				continue;
+			}
+			if (!tx_reached(h, p->bounce_ticket[k]) || !tx_room(h))
+				return n;
+			memcpy(p->bounce[k], s->sbuf + s->off, c);
+			rc = pn_send_dma(h, pe->node, pe->ctx, tag, p->bounce[k], c);
+			if (rc < 0) {
+				req_finish(p, s, rc);
+				break;
+			}
+			p->bounce_ticket[k] = pn_tx_posted(h);
+			p->bounce_next ^= 1;
+			s->off += c;
+			n++;
+		}
+		if (s->state != RQ_DONE)
+			req_finish(p, s, 0);
+	}
+	return n;
+}
+
+static int drain_check(pn_port_t *p)
+{
+	int n = 0;
+	for (struct pn_port_req *s = p->drainq.head, *nx; s; s = nx) {
+		nx = s->next;
+		if (tx_reached(p->h, s->ticket)) {
+			req_finish(p, s, s->st.error);
+			n++;
+		}
+	}
+	return n;
+}
+
+/* ---- the rendezvous receive --------------------------------------------------------------- */
+
+static void rndv_start(pn_port_t *p, struct pn_port_req *r, struct peer *pe, uint32_t sreq, uint32_t len)
+{
+	struct cts *q = malloc(sizeof(*q));
+	if (!q || id_alloc(&p->rtab, r, &r->rid) < 0) {
+		free(q);
+		p->st.nomem++;
+		req_finish(p, r, -ENOMEM);
+		return;
+	}
+	r->state = RQ_RNDV;
+	r->got = 0;
+	if (!pe->n_rndv++)
+		pe->last_heard = p->now;
+	q->next = NULL;
+	q->peer = pe;
+	q->sreq = sreq;
+	q->rid = r->rid;
+	q->conn = pe->rx_conn;
+	if (p->cts_tail)
+		p->cts_tail->next = q;
+	else
+		p->cts_head = q;
+	p->cts_tail = q;
+	if (len == 0) {   /* nothing will come: done once the CTS is queued */
+		id_free(&p->rtab, r->rid);
+		pe->n_rndv--;
+		req_finish(p, r, 0);
+	}
+}
+
+/* ---- packets in --------------------------------------------------------------------------- */
+
+static void nack(pn_port_t *p, struct peer *pe, int side, uint16_t key)
+{
+	p->st.stale++;
+	if (side == 1) {
+		pe->nack1_key = key;
+		ctl_set(p, pe, CTL_NACK1);
+	} else {
+		pe->nack2_key = key;
+		ctl_set(p, pe, CTL_NACK2);
+	}
+}
+
+static int rx_key_ok(const struct peer *pe, uint16_t key)
+{
+	return pe->rx_known && key == pe->rx_key;
+}
+
+static void heard(pn_port_t *p, struct peer *pe)
+{
+	pe->last_heard = p->now;
+	pe->ping_sent = 0;
+}
+
+static void on_eager(pn_port_t *p, struct peer *pe, const pn_header_t *hd)
+{
+	pn_hal_t *h = p->h;
+	uint16_t key = PW_TAG_EPOCH(hd->tag);
+	uint32_t seq = PW_TAG_LOW(hd->tag);
+	const uint8_t *pl;
+	struct imsg *m;
+
+	if (!rx_key_ok(pe, key)) {
+		nack(p, pe, 1, key);
+		pn_recv_skip(h);
+		return;
+	}
+	heard(p, pe);
+	pn_recv_payload(h, (const void **)&pl);
+	if (hd->flags & PN_FLAG_SOM) {
+		struct pw_msg w;
+		uint32_t n;
+		if (hd->length < HDR) {
+			p->st.stray++;
+			pn_recv_skip(h);
+			return;
+		}
+		memcpy(&w, pl, HDR);
+		n = hd->length - HDR;
+		if (w.len > PN_PORT_EAGER_LIMIT || n > w.len || (int32_t)(seq - pe->rx_seq) < 0) {
+			p->st.stray++;
+			pn_recv_skip(h);
+			return;
+		}
+		if (n < w.len && pe->eager_active) {   /* a new multi-packet message: the last broke off */
+			struct imsg *a = pe->eager_active;
+			pe->eager_active = NULL;
+			p->st.aborted++;
+			if (a->req) {
+				req_finish(p, a->req, -ECONNRESET);
+				imsg_free(p, a);
+			} else {
+				a->discard = 1;
+				a->complete = 1;
+				if (a->delivered)
+					imsg_free(p, a);
+			}
+		}
+		if (n == w.len && seq == pe->rx_seq && p->posted.head &&
+		    pe->rx_arrived - pe->rx_consumed + msg_cost(w.len) <= p->window) {
+			/* The common case, without a message record: whole, in order, and a
+			 * receive is waiting for it. */
+			struct imsg tmp;
+			struct pn_port_req *r;
+			memset(&tmp, 0, sizeof(tmp));
+			tmp.kind = PW_EAGER;
+			tmp.channel = w.channel;
+			tmp.tag = w.tag;
+			tmp.len = w.len;
+			if ((r = find_posted(p, pe, &tmp))) {
+				pe->rx_seq++;
+				pe->rx_arrived += msg_cost(w.len);
+				rq_unlink(r);
+				fill_status(&r->st, pe, &tmp);
+				r->peer = pe;
+				if (n)
+					memcpy(r->rbuf, pl + HDR, n);
+				pn_recv_skip(h);
+				tmp.peer = pe;
+				tmp.conn = pe->rx_conn;
+				tmp.cost = msg_cost(w.len);
+				consume(p, &tmp);
+				req_finish(p, r, 0);
+				release_held(p, pe);
+				return;
+			}
+		}
+		m = calloc(1, sizeof(*m));
+		if (!m) {   /* keep the order going: the message is lost */
+			p->st.nomem++;
+			if (seq == pe->rx_seq) {
+				pe->rx_seq++;
+				release_held(p, pe);
+			}
+			pn_recv_skip(h);
+			return;
+		}
+		m->peer = pe;
+		m->kind = PW_EAGER;
+		m->channel = w.channel;
+		m->tag = w.tag;
+		m->len = w.len;
+		m->seq = seq;
+		m->conn = pe->rx_conn;
+		m->cost = msg_cost(w.len);
+		if (pe->rx_arrived - pe->rx_consumed + m->cost > p->window) {
+			p->st.overrun++;
+			m->discard = 1;
+		} else {
+			pe->rx_arrived += m->cost;
+		}
+		arrive(p, pe, m);
+		if (!m->discard) {
+			uint8_t *dst = m->direct ? m->req->rbuf : m->data;
+			if (n && dst)
+				memcpy(dst, pl + HDR, n);
+		}
+		m->got = n;
+		pn_recv_skip(h);
+		if (m->got == m->len)
+			eager_complete(p, m);
+		else
+			pe->eager_active = m;
+		return;
+	}
+	m = pe->eager_active;
+	if (!m || m->seq != seq || hd->length > m->len - m->got) {
+		p->st.stray++;
+		pn_recv_skip(h);
+		return;
+	}
+	if (!m->discard) {
+		uint8_t *dst = m->direct ? m->req->rbuf : m->data;
+		if (dst && hd->length)
+			memcpy(dst + m->got, pl, hd->length);
+	}
+	m->got += hd->length;
+	pn_recv_skip(h);
+	if (m->got == m->len)
+		eager_complete(p, m);
+}
+
+static void on_rts(pn_port_t *p, struct peer *pe, const pn_header_t *hd, const struct pw_rts *w)
+{
+	uint16_t key = PW_TAG_EPOCH(hd->tag);
+	uint32_t seq = PW_TAG_LOW(hd->tag);
+	struct imsg *m;
+
+	if (!rx_key_ok(pe, key)) {
+		nack(p, pe, 1, key);
+		return;
+	}
+	heard(p, pe);
+	if (w->m.len > PN_PORT_MAX_MSG || (int32_t)(seq - pe->rx_seq) < 0) {
+		p->st.stray++;
+		return;
+	}
+	m = calloc(1, sizeof(*m));
+	if (!m) {
+		p->st.nomem++;
+		return;
+	}
+	m->peer = pe;
+	m->kind = PW_RTS;
+	m->complete = 1;
+	m->channel = w->m.channel;
+	m->tag = w->m.tag;
+	m->len = w->m.len;
+	m->seq = seq;
+	m->sreq = w->sreq;
+	m->conn = pe->rx_conn;
+	arrive(p, pe, m);
+}
+
+static void on_rdata(pn_port_t *p, struct peer *pe, const pn_header_t *hd)
+{
+	pn_hal_t *h = p->h;
+	struct pn_port_req *r = id_get(&p->rtab, PW_TAG_LOW(hd->tag));
+
+	if (!rx_key_ok(pe, PW_TAG_EPOCH(hd->tag)) || !r || r->peer != pe || r->state != RQ_RNDV ||
+	    hd->length > r->st.len - r->got) {
+		p->st.stray++;
+		pn_recv_skip(h);
+		return;
+	}
+	heard(p, pe);
+	if (hd->length)
+		pn_recv_body(h, r->rbuf + r->got, hd->length);
+	else
+		pn_recv_skip(h);
+	r->got += hd->length;
+	if (r->got == r->st.len) {
+		id_free(&p->rtab, r->rid);
+		pe->n_rndv--;
+		req_finish(p, r, 0);
+	}
+}
+
+static void credit_update(struct peer *pe, const struct pw_ctl *c)
+{
+	if (c->credit && c->conn == pe->tx_conn && (int64_t)(c->credit - pe->tx_consumed) > 0 &&
+	    c->credit <= pe->tx_sent_cost)
+		pe->tx_consumed = c->credit;
+}
+
+static int tx_peer_ok(const pn_port_t *p, const struct peer *pe, const struct pw_ctl *c)
+{
+	return pe->tx_state == TX_OPEN && c->src_epoch == pe->tx_remote_epoch && c->dst_epoch == p->epoch &&
+	       c->conn == pe->tx_conn;
+}
+
+static void on_ctl(pn_port_t *p, struct peer *pe, unsigned kind, const pn_header_t *hd, const struct pw_ctl *c)
+{
+	uint16_t key = PW_TAG_EPOCH(hd->tag);
+
+	switch (kind) {
+	case PW_CONNECT:
+		if (pe->rx_known && pe->rx_epoch == c->src_epoch && (int32_t)(c->conn - pe->rx_conn) < 0)
+			break;   /* a late copy of an older connection's request */
+		if (!pe->rx_known || pe->rx_epoch != c->src_epoch || pe->rx_conn != c->conn) {
+			if (pe->rx_known)
+				rx_reset(p, pe, -ECONNRESET);
+			if (pe->tx_state != TX_NONE && pe->tx_remote_epoch != c->src_epoch &&
+			    pe->tx_state == TX_OPEN) {
+				/* the peer is a new process: what we sent to the old one is lost */
+				p->st.resets++;
+				tx_reset(p, pe, -ECONNRESET, 0);
+			}
+			pe->rx_known = 1;
+			pe->rx_epoch = c->src_epoch;
+			pe->rx_conn = c->conn;
+			pe->rx_key = pw_conn_key(c->src_epoch, c->conn);
+		}
+		if (key != pe->rx_key)
+			break;
+		heard(p, pe);
+		ctl_set(p, pe, CTL_ACCEPT);
+		break;
+	case PW_ACCEPT:
+		if (pe->tx_state == TX_CONNECTING && c->dst_epoch == p->epoch && c->conn == pe->tx_conn) {
+			pe->tx_state = TX_OPEN;
+			pe->tx_remote_epoch = c->src_epoch;
+			pe->tx_seq = 0;
+			pe->tx_window = c->a;
+			pe->tx_sent_cost = pe->tx_consumed = 0;
+			pe->ctl &= ~CTL_CONNECT;
+			heard(p, pe);
+			if (pe->sendq.head)
+				send_list_add(p, pe);
+		}
+		break;
+	case PW_CTS: {
+		struct pn_port_req *r;
+		if (!tx_peer_ok(p, pe, c))
+			break;
+		heard(p, pe);
+		credit_update(pe, c);
+		r = id_get(&p->stab, c->a);
+		if (!r || r->peer != pe || r->state != RQ_RTS) {
+			p->st.stray++;
+			break;
+		}
+		id_free(&p->stab, r->sid);
+		pe->n_rts--;
+		r->rid = c->b;
+		r->state = RQ_STREAM;
+		rq_append(&p->streamq, r);
+		break;
+	}
+	case PW_CREDIT:
+		if (tx_peer_ok(p, pe, c)) {
+			heard(p, pe);
+			credit_update(pe, c);
+		}
+		break;
+	case PW_PING:
+		if (c->dst_epoch != p->epoch)
+			break;   /* for a previous process on this context: it is gone, nothing to say */
+		if (c->a == 1) {   /* from the sender of peer -> us */
+			if (pe->rx_known && pe->rx_epoch == c->src_epoch && pe->rx_conn == c->conn) {
+				heard(p, pe);
+				pe->pong1_conn = c->conn;
+				ctl_set(p, pe, CTL_PONG1);
+			} else {
+				nack(p, pe, 1, key);
+			}
+		} else if (c->a == 2) {   /* from the receiver of us -> peer */
+			if (tx_peer_ok(p, pe, c)) {
+				heard(p, pe);
+				pe->pong2_conn = c->conn;
+				ctl_set(p, pe, CTL_PONG2);
+			} else {
+				nack(p, pe, 2, key);
+			}
+		}
+		break;
+	case PW_PONG:
+		if (c->dst_epoch != p->epoch)
+			break;
+		if (c->a == 1 && tx_peer_ok(p, pe, c)) {
+			heard(p, pe);
+			credit_update(pe, c);
+		} else if (c->a == 2 && pe->rx_known && pe->rx_epoch == c->src_epoch && pe->rx_conn == c->conn) {
+			heard(p, pe);
+		}
+		break;
+	case PW_NACK:
+		if (c->a == 1 && pe->tx_state != TX_NONE && c->b == pe->tx_key) {
+			p->st.resets++;
+			tx_reset(p, pe, -ECONNRESET, pe->tx_state == TX_OPEN ? 1 : 0);
+		} else if (c->a == 2 && pe->rx_known && c->b == pe->rx_key) {
+			p->st.resets++;
+			rx_reset(p, pe, -ECONNRESET);
+		}
+		break;
+	case PW_CLOSE:
+		if (pe->tx_state != TX_NONE && (pe->tx_state == TX_CONNECTING || pe->tx_remote_epoch == c->src_epoch)) {
+			p->st.resets++;
+			tx_reset(p, pe, -ECONNRESET, 1);
+		}
+		if (pe->rx_known && pe->rx_epoch == c->src_epoch)
+			rx_reset(p, pe, -ECONNRESET);
+		break;
+	default:
+		p->st.foreign++;
+	}
+}
+
+/* Take one packet from the RX ring: 1 if one was handled, 0 if none. */
+static int poll_one(pn_port_t *p)
+{
+	pn_hal_t *h = p->h;
+	pn_header_t hd;
+	struct peer *pe;
+	unsigned kind;
+	int r = pn_recv_header(h, &hd);
+
+	if (r <= 0)
+		return 0;
+	kind = PW_TAG_KIND(hd.tag);
+	if (hd.type != PN_TYPE_DATA || PW_TAG_MAGIC(hd.tag) != PW_MAGIC || kind < PW_EAGER || kind > PW_NACK ||
+	    !(pe = peer_get(p, hd.src_node, hd.src_ctx))) {
+		p->st.foreign++;
+		pn_recv_skip(h);
+		return 1;
+	}
+	if (kind == PW_EAGER) {
+		on_eager(p, pe, &hd);
+	} else if (kind == PW_RDATA) {
+		on_rdata(p, pe, &hd);
+	} else {
+		union {
+			struct pw_rts m;
+			struct pw_ctl c;
+		} u;
+		size_t want = kind == PW_RTS ? sizeof(u.m) : sizeof(u.c);
+		if (hd.length != want || !(hd.flags & PN_FLAG_SOM) || !(hd.flags & PN_FLAG_EOM)) {
+			p->st.stray++;
+			pn_recv_skip(h);
+			return 1;
+		}
+		pn_recv_body(h, &u, want);
+		if (kind == PW_RTS)
+			on_rts(p, pe, &hd, &u.m);
+		else
+			on_ctl(p, pe, kind, &hd, &u.c);
+	}
+	return 1;
+}
+
+/* ---- liveness ------------------------------------------------------------------------------ */
+
+static void live_check(pn_port_t *p)
+{
+	for (struct peer *pe = p->all_peers; pe; pe = pe->all_next) {
+		int need1, need2;
+		if (pe->tx_state == TX_CONNECTING) {
+			if (p->now - pe->connect_t0 >= p->timeout_ns) {
+				p->st.refused++;
+				tx_reset(p, pe, -ECONNREFUSED, 1);
+				continue;
+			}
+			if (p->now - pe->connect_last >= pe->connect_wait) {
+				pe->connect_last = p->now;
+				pe->connect_wait *= 2;
+				if (pe->connect_wait > CONNECT_RETRY_MAX_NS)
+					pe->connect_wait = CONNECT_RETRY_MAX_NS;
+				ctl_set(p, pe, CTL_CONNECT);
+			}
+		}
+		need1 = pe->n_rts > 0;
+		need2 = pe->n_rndv > 0 || (pe->eager_active && !pe->eager_active->discard);
+		if (!need1 && !need2) {
+			pe->ping_sent = 0;
+			continue;
+		}
+		if (p->now - pe->last_heard < p->ping_ns)
+			continue;
+		if (!pe->ping_sent) {
+			pe->ping_sent = pe->ping_last = p->now;
+		} else if (p->now - pe->ping_sent >= p->timeout_ns) {
+			p->st.timeouts++;
+			pe->ping_sent = 0;
+			if (need1)
+				tx_reset(p, pe, -ETIMEDOUT, 1);
+			if (need2)
+				rx_reset(p, pe, -ETIMEDOUT);
+			continue;
+		} else if (p->now - pe->ping_last < p->ping_ns) {
+			continue;
+		}
+		pe->ping_last = p->now;
+		ctl_set(p, pe, (need1 ? CTL_PING1 : 0) | (need2 ? CTL_PING2 : 0));
+	}
+}
+
+/* ---- progress ----------------------------------------------------------------------------- */
+
+static int progress(pn_port_t *p)
+{
+	int n = 0;
+	if (p->in_progress)
+		return 0;
+	p->in_progress = 1;
+	p->now = pn_monotonic_ns();
+	while (n < PROGRESS_BUDGET && poll_one(p))
+		n++;
+	if (p->cts_head || p->ctl_peers)
+		n += ctl_flush(p);
+	if (p->send_peers)
+		n += send_pump(p);
+	if (p->streamq.head)
+		n += stream_pump(p);
+	if (p->drainq.head)
+		n += drain_check(p);
+	if (p->now - p->last_live >= LIVE_CHECK_NS) {
+		p->last_live = p->now;
+		live_check(p);
+		if (p->ctl_peers)
+			n += ctl_flush(p);
+	}
+	if (!n)
+		pn_progress(p->h);
+	p->in_progress = 0;
+	return n;
+}
+
+static void hook(pn_hal_t *h, void *arg)
+{
+	(void)h;
+	progress(arg);
+}
+
+int pn_port_progress(pn_port_t *p)
+{
+	if (!p)
+		return -EINVAL;
+	return progress(p);
+}
+
+/* ---- argument checks ----------------------------------------------------------------------- */
+
+static int check_dst(const pn_port_t *p, unsigned node, unsigned ctx, int channel)
+{
+	if (node >= p->nodes)
+		return -EHOSTUNREACH;
+	if (ctx >= p->nctx)
+		return -EINVAL;
+	if (channel < 0 || channel > PN_PORT_MAX_CHANNEL)
+		return -EINVAL;
+	return 0;
+}
+
+static int check_buf(const void *buf, size_t len)
+{
+	if (len > (size_t)SSIZE_MAX || (!buf && len))
+		return -EINVAL;
+	if (len > PN_PORT_MAX_MSG)
+		return -EMSGSIZE;
+	return 0;
+}
+
+static int check_match(const pn_port_t *p, int node, int ctx, int channel)
+{
+	if (node < PN_PORT_ANY || ctx < PN_PORT_ANY || channel < PN_PORT_ANY || channel > PN_PORT_MAX_CHANNEL)
+		return -EINVAL;
+	if (node >= (int)p->nodes)
+		return -EHOSTUNREACH;
+	if (ctx >= (int)p->nctx)
+		return -EINVAL;
+	return 0;
+}
+
+/* ---- send API ----------------------------------------------------------------------------- */
+
+static void req_init_send(struct pn_port_req *r, struct peer *pe, int channel, uint64_t tag, const void *buf,
+			  size_t len, const pn_port_t *p)
+{
+	memset(r, 0, sizeof(*r));
+	r->type = RQ_SEND;
+	r->state = RQ_QUEUED;
+	r->peer = pe;
+	r->channel = (uint16_t)channel;
+	r->tag = tag;
+	r->sbuf = buf;
+	r->len = len;
+	r->registered = len > 0 && pn_mem_is_registered(p->h, buf, len);
+	r->st.src_node = (int)p->node;
+	r->st.src_ctx = (int)p->ctx;
+	r->st.channel = channel;
+	r->st.tag = tag;
+	r->st.len = len;
+}
+
+static void send_enqueue(pn_port_t *p, struct peer *pe, struct pn_port_req *r)
+{
+	rq_append(&pe->sendq, r);
+	if (pe->tx_state == TX_NONE)
+		connect_start(p, pe);
+	if (pe->tx_state == TX_OPEN && pe->sendq.head == r)
+		send_start(p, pe, r);
+	if (pe->sendq.head)
+		send_list_add(p, pe);
+}
+
+int pn_port_isend(pn_port_t *p, unsigned node, unsigned ctx, int channel, uint64_t tag, const void *buf,
+		  size_t len, pn_port_req_t **req)
+{
+	struct pn_port_req *r;
+	struct peer *pe;
+	int rc;
+
+	if (!p || !req)
+		return -EINVAL;
+	*req = NULL;
+	if ((rc = check_dst(p, node, ctx, channel)) < 0 || (rc = check_buf(buf, len)) < 0)
+		return rc;
+	p->now = pn_monotonic_ns();
+	if (!(pe = peer_get(p, node, ctx)) || !(r = malloc(sizeof(*r))))
+		return -ENOMEM;
+	req_init_send(r, pe, channel, tag, buf, len, p);
+	send_enqueue(p, pe, r);
+	progress(p);
+	*req = r;
+	return 0;
+}
+
+static int wait_req(pn_port_t *p, struct pn_port_req *r, int64_t timeout_ns, int stop_when_matched)
+{
+	struct pn_backoff b = {0};
+	uint64_t t0 = pn_monotonic_ns();
+	for (;;) {
+		int n = progress(p);
+		if (r->state == RQ_DONE)
+			return 0;
+		if (timeout_ns >= 0 && (!stop_when_matched || r->state == RQ_POSTED) &&
+		    pn_monotonic_ns() - t0 >= (uint64_t)timeout_ns)
+			return -ETIMEDOUT;
+		if (n)
+			pn_backoff_reset(&b);
+		else
+			pn_backoff_step(&b);
+	}
+}
+
+int pn_port_send(pn_port_t *p, unsigned node, unsigned ctx, int channel, uint64_t tag, const void *buf,
+		 size_t len)
+{
+	struct pn_port_req r;
+	struct peer *pe;
+	int rc;
+
+	if (!p)
+		return -EINVAL;
+	if ((rc = check_dst(p, node, ctx, channel)) < 0 || (rc = check_buf(buf, len)) < 0)
+		return rc;
+	p->now = pn_monotonic_ns();
+	if (!(pe = peer_get(p, node, ctx)))
+		return -ENOMEM;
+	req_init_send(&r, pe, channel, tag, buf, len, p);
+	r.on_stack = 1;
+	send_enqueue(p, pe, &r);
+	if (r.state != RQ_DONE)
+		wait_req(p, &r, -1, 0);
+	return r.st.error;
+}
+
+/* ---- receive API -------------------------------------------------------------------------- */
+
+static void req_init_recv(struct pn_port_req *r, int node, int ctx, int channel, uint64_t tag, uint64_t mask,
+			  void *buf, size_t cap)
+{
+	memset(r, 0, sizeof(*r));
+	r->type = RQ_RECV;
+	r->state = RQ_POSTED;
+	r->m_node = node;
+	r->m_ctx = ctx;
+	r->m_chan = channel;
+	r->m_tag = tag;
+	r->m_mask = mask;
+	r->rbuf = buf;
+	r->cap = cap;
+	r->st.src_node = r->st.src_ctx = r->st.channel = PN_PORT_ANY;
+}
+
+/* Match a new receive against the unexpected queue, else post it. */
+static void recv_post(pn_port_t *p, struct pn_port_req *r)
+{
+	for (struct imsg *m = p->unx_head; m; m = m->next) {
+		if (!req_matches(r, m->peer, m->channel, m->tag))
+			continue;
+		if (m->len > r->cap) {
+			fill_status(&r->st, m->peer, m);
+			req_finish(p, r, -EMSGSIZE);
+			return;
+		}
+		attach(p, r, m);
+		return;
+	}
+	rq_append(&p->posted, r);
+}
+
+int pn_port_irecv(pn_port_t *p, int src_node, int src_ctx, int channel, uint64_t tag, uint64_t mask, void *buf,
+		  size_t cap, pn_port_req_t **req)
+{
+	struct pn_port_req *r;
+	int rc;
+
+	if (!p || !req)
+		return -EINVAL;
+	*req = NULL;
+	if ((rc = check_match(p, src_node, src_ctx, channel)) < 0)
+		return rc;
+	if (cap > (size_t)SSIZE_MAX || (!buf && cap))
+		return -EINVAL;
+	if (!(r = malloc(sizeof(*r))))
+		return -ENOMEM;
+	req_init_recv(r, src_node, src_ctx, channel, tag, mask, buf, cap);
+	progress(p);
+	recv_post(p, r);
+	*req = r;
+	return 0;
+}
+
+int pn_port_recv(pn_port_t *p, int src_node, int src_ctx, int channel, uint64_t tag, uint64_t mask, void *buf,
+		 size_t cap, pn_port_status_t *st, int64_t timeout_ns)
+{
+	struct pn_port_req r;
+	int rc;
+
+	if (!p)
+		return -EINVAL;
+	if ((rc = check_match(p, src_node, src_ctx, channel)) < 0)
+		return rc;
+	if (cap > (size_t)SSIZE_MAX || (!buf && cap))
+		return -EINVAL;
+	req_init_recv(&r, src_node, src_ctx, channel, tag, mask, buf, cap);
+	r.on_stack = 1;
+	progress(p);
+	recv_post(p, &r);
+	if (r.state != RQ_DONE && wait_req(p, &r, timeout_ns, 1) == -ETIMEDOUT) {
+		rq_unlink(&r);
+		return -ETIMEDOUT;
+	}
+	if (st)
+		*st = r.st;
+	return r.st.error ? r.st.error : (int)r.st.len;
+}
+
+int pn_port_probe(pn_port_t *p, int src_node, int src_ctx, int channel, uint64_t tag, uint64_t mask,
+		  pn_port_status_t *st)
+{
+	struct pn_port_req r;
+	int rc;
+
+	if (!p)
+		return -EINVAL;
+	if ((rc = check_match(p, src_node, src_ctx, channel)) < 0)
+		return rc;
+	req_init_recv(&r, src_node, src_ctx, channel, tag, mask, NULL, 0);
+	progress(p);
+	for (struct imsg *m = p->unx_head; m; m = m->next)
+		if (req_matches(&r, m->peer, m->channel, m->tag)) {
+			if (st)
+				fill_status(st, m->peer, m);
+			return 1;
+		}
+	return 0;
+}
+
+/* ---- requests ----------------------------------------------------------------------------- */
+
+static int req_collect(pn_port_req_t **req, pn_port_status_t *st)
+{
+	struct pn_port_req *r = *req;
+	int err = r->st.error;
+	if (st)
+		*st = r->st;
+	free(r);
+	*req = NULL;
+	return err ? err : 1;
+}
+
+int pn_port_test(pn_port_t *p, pn_port_req_t **req, pn_port_status_t *st)
+{
+	if (!p || !req || !*req)
+		return -EINVAL;
+	if ((*req)->state != RQ_DONE)
+		progress(p);
+	if ((*req)->state != RQ_DONE)
+		return 0;
+	return req_collect(req, st);
+}
+
+int pn_port_wait(pn_port_t *p, pn_port_req_t **req, pn_port_status_t *st, int64_t timeout_ns)
+{
+	if (!p || !req || !*req)
+		return -EINVAL;
+	if ((*req)->state != RQ_DONE && wait_req(p, *req, timeout_ns, 0) == -ETIMEDOUT)
+		return -ETIMEDOUT;
+	return req_collect(req, st);
+}
+
+int pn_port_cancel(pn_port_t *p, pn_port_req_t **req)
+{
+	struct pn_port_req *r;
+	if (!p || !req || !*req)
+		return -EINVAL;
+	r = *req;
+	if (r->state == RQ_DONE)
+		return -EALREADY;
+	if (r->state != RQ_POSTED && r->state != RQ_QUEUED)
+		return -EBUSY;
+	rq_unlink(r);
+	free(r);
+	*req = NULL;
+	return 0;
+}
+
+/* ---- open / close / information ------------------------------------------------------------ */
+
+void pn_port_opts_init(pn_port_opts_t *o)
+{
+	if (!o)
+		return;
+	memset(o, 0, sizeof(*o));
+	pn_open_opts_init(&o->hal);
+	o->eager_max = -1;
+	o->eager_window = -1;
+	o->timeout_ms = -1;
+}
+
+static int env_long(const char *name, long *v)
+{
+	const char *s = getenv(name);
+	char *end;
+	if (!s || !*s)
+		return 0;
+	errno = 0;
+	*v = strtol(s, &end, 0);
+	return errno || *end ? -EINVAL : 0;
+}
+
+static uint32_t new_epoch(void)
+{
+	uint32_t e = 0;
+	if (getrandom(&e, sizeof(e), GRND_NONBLOCK) != sizeof(e)) {
+		uint64_t t = pn_monotonic_ns();
+		e = (uint32_t)getpid() * 2654435761u ^ (uint32_t)t ^ (uint32_t)(t >> 29);
+	}
+	return e ? e : 1;
+}
+
+int pn_port_open(pn_port_t **out, const pn_port_opts_t *opts)
+{
+	pn_port_opts_t o;
+	pn_port_t *p;
+	long v;
+	int r;
+
+	if (!out)
+		return -EINVAL;
+	*out = NULL;
+	if (opts)
+		o = *opts;
+	else
+		pn_port_opts_init(&o);
+	if (o.eager_max == -1) {
+		v = PN_PORT_DEFAULT_EAGER_MAX;
+		if ((r = env_long("PARANIC_EAGER_MAX", &v)) < 0)
+			return r;
+		o.eager_max = v;
+	}
+	if (o.eager_window == -1) {
+		v = 0;
+		if ((r = env_long("PARANIC_EAGER_WINDOW", &v)) < 0)
+			return r;
+		o.eager_window = v;
+	}
+	if (o.timeout_ms == -1) {
+		v = PN_PORT_DEFAULT_TIMEOUT_MS;
+		if ((r = env_long("PARANIC_PORT_TIMEOUT_MS", &v)) < 0)
+			return r;
+		o.timeout_ms = v;
+	}
+	if (o.eager_max < 0 || o.eager_max > (long)PN_PORT_EAGER_LIMIT || o.eager_window < 0 ||
+	    o.eager_window > UINT32_MAX || o.timeout_ms < 1 || o.timeout_ms > 3600000)
+		return -EINVAL;
+	if (o.eager_window == 0) {
+		o.eager_window = 8 * (o.eager_max + PN_PORT_MSG_COST);
+		if (o.eager_window < 65536)
+			o.eager_window = 65536;
+	}
+	if (o.eager_window < o.eager_max + PN_PORT_MSG_COST)
+		return -EINVAL;
+
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	if (!opts) {
+		/* as pn_open(NULL): PARANIC_CTX picks the context */
+		r = pn_open(&p->h, NULL);
+	} else {
+		r = pn_open(&p->h, &o.hal);
+	}
+	if (r < 0) {
+		free(p);
+		return r;
+	}
+	p->node = (uint32_t)pn_node_id(p->h);
+	p->nodes = (uint32_t)pn_num_nodes(p->h);
+	p->ctx = (uint32_t)pn_ctx_id(p->h);
+	p->nctx = (uint32_t)pn_num_ctx(p->h);
+	p->mtu = (uint32_t)pn_mtu(p->h);
+	p->pio_max = (uint32_t)pn_pio_max(p->h);
+	p->epoch = new_epoch();
+	p->eager_max = o.eager_max;
+	p->window = (uint64_t)o.eager_window;
+	p->timeout_ns = (uint64_t)o.timeout_ms * 1000000ull;
+	p->ping_ns = p->timeout_ns / 4;
+	p->ctl_tail = &p->ctl_peers;
+	p->now = pn_monotonic_ns();
+	p->peers = calloc(p->nodes, sizeof(*p->peers));
+	if (!p->peers) {
+		pn_close(p->h);
+		free(p);
+		return -ENOMEM;
+	}
+	p->bounce_ticket[0] = p->bounce_ticket[1] = pn_tx_posted(p->h);
+	p->st.epoch = p->epoch;
+	p->st.node = p->node;
+	p->st.ctx = p->ctx;
+	pn_set_wait_hook(p->h, hook, p);
+	*out = p;
+	return 0;
+}
+
+static void free_all(pn_port_t *p)
+{
+	struct peer *pe, *nx;
+	struct pn_port_req *r;
+	struct imsg *m;
+
+	while (p->cts_head) {
+		struct cts *q = p->cts_head;
+		p->cts_head = q->next;
+		free(q);
+	}
+	while ((m = p->unx_head)) {
+		unx_unlink(p, m);
+		m->peer->eager_active = m->peer->eager_active == m ? NULL : m->peer->eager_active;
+		buf_release(p, m);
+		free(m);
+	}
+	for (pe = p->all_peers; pe; pe = pe->all_next) {
+		if (pe->eager_active) {
+			m = pe->eager_active;
+			if (m->where == 0) {
+				buf_release(p, m);
+				free(m);
+			}
+			pe->eager_active = NULL;
+		}
+		while ((m = pe->held)) {
+			pe->held = m->next;
+			buf_release(p, m);
+			free(m);
+		}
+		while ((r = pe->sendq.head)) {
+			rq_unlink(r);
+			if (!r->on_stack)
+				free(r);
+		}
+	}
+	/* Requests the caller still holds (posted, streaming, waiting) are freed with the port. */
+	while ((r = p->posted.head)) {
+		rq_unlink(r);
+		if (!r->on_stack)
+			free(r);
+	}
+	while ((r = p->streamq.head)) {
+		rq_unlink(r);
+		free(r);
+	}
+	while ((r = p->drainq.head)) {
+		rq_unlink(r);
+		free(r);
+	}
+	for (uint32_t i = 0; i < p->stab.cap; i++)
+		if (p->stab.ptr[i])
+			free(p->stab.ptr[i]);
+	for (uint32_t i = 0; i < p->rtab.cap; i++)
+		if (p->rtab.ptr[i])
+			free(p->rtab.ptr[i]);
+	id_destroy(&p->stab);
+	id_destroy(&p->rtab);
+	for (pe = p->all_peers; pe; pe = nx) {
+		nx = pe->all_next;
+		free(pe);
+	}
+	for (uint32_t n = 0; n < p->nodes; n++)
+		free(p->peers[n]);
+	free(p->peers);
+}
+
+int pn_port_close(pn_port_t *p)
+{
+	pn_hal_t *h;
+	struct pn_backoff b = {0};
+	uint64_t t0;
+
+	if (!p)
+		return -EINVAL;
+	h = p->h;
+	t0 = pn_monotonic_ns();
+	/* DMA in flight first (a CLOSE must not overtake data), at most the timeout. */
+	while (!(tx_reached(h, h->tx_tail) && pio_free(h)) && pn_monotonic_ns() - t0 < p->timeout_ns) {
+		if (progress(p))
+			pn_backoff_reset(&b);
+		else
+			pn_backoff_step(&b);
+	}
+	for (struct peer *pe = p->all_peers; pe; pe = pe->all_next) {
+		struct pw_ctl c;
+		if (pe->tx_state == TX_NONE && !pe->rx_known)
+			continue;
+		while (!pio_ready(p) && pn_monotonic_ns() - t0 < p->timeout_ns) {
+			progress(p);
+			pn_backoff_step(&b);
+		}
+		if (!pio_free(h))
+			break;
+		ctl_init(p, &c, pe->tx_state == TX_OPEN ? pe->tx_remote_epoch : pe->rx_epoch);
+		send_ctl(p, pe, PW_CLOSE, 0, &c);
+	}
+	while (!pio_free(h) && pn_monotonic_ns() - t0 < p->timeout_ns) {
+		pn_progress(h);
+		pn_backoff_step(&b);
+	}
+	pn_set_wait_hook(h, NULL, NULL);
+	free_all(p);
+	pn_close(h);
+	free(p);
+	return 0;
+}
+
+pn_hal_t *pn_port_hal(pn_port_t *p)
+{
+	return p ? p->h : NULL;
+}
+
+int pn_port_node(const pn_port_t *p)
+{
+	return p ? (int)p->node : -EINVAL;
+}
+
+int pn_port_ctx(const pn_port_t *p)
+{
+	return p ? (int)p->ctx : -EINVAL;
+}
+
+long pn_port_eager_max(const pn_port_t *p)
+{
+	return p ? p->eager_max : -EINVAL;
+}
+
+long pn_port_set_eager_max(pn_port_t *p, long bytes)
+{
+	long old;
+	if (!p || bytes < 0 || bytes > (long)PN_PORT_EAGER_LIMIT || (uint64_t)bytes + PN_PORT_MSG_COST > p->window)
+		return -EINVAL;
+	old = p->eager_max;
+	p->eager_max = bytes;
+	return old;
+}
+
+int pn_port_stats(pn_port_t *p, pn_port_stats_t *st)
+{
+	if (!p || !st)
+		return -EINVAL;
+	*st = p->st;
+	return 0;
+}
+
+int pn_port_mem_register(pn_port_t *p, void *buf, size_t len)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	uintptr_t a, e;
+	if (!p || !buf || !len || len > (size_t)SSIZE_MAX)
+		return -EINVAL;
+	a = (uintptr_t)buf & ~(uintptr_t)(pg - 1);
+	e = (uintptr_t)buf + len;
+	if (e < (uintptr_t)buf)
+		return -EFAULT;
+	/* madvise(MADV_NORMAL) fails with ENOMEM on any unmapped page of the range. */
+	if (madvise((void *)a, e - a, MADV_NORMAL) < 0)
+		return -EFAULT;
+	return pn_mem_register(p->h, buf, len);
+}
+
+int pn_port_mem_deregister(pn_port_t *p, void *buf)
+{
+	if (!p)
+		return -EINVAL;
+	return pn_mem_deregister(p->h, buf);
+}
+
+int pn_port_barrier(pn_port_t *p)
+{
+	if (!p)
+		return -EINVAL;
+	progress(p);
+	return pn_barrier(p->h);
+}

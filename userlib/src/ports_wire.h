@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The ports layer's wire format (docs/ports.md), private to libparanic (and read by
+ * userlib/tests/ports_test.c, which forges packets with it).
+ *
+ * Every packet is a DATA packet between two port contexts. Its 64-bit tag:
+ *
+ *   bits 63..60  0xA: a ports packet          bits 59..56  kind (PW_*)
+ *   bits 55..40  the connection's key (pw_conn_key: the sending port's epoch and the
+ *                connection number): every packet of connection A -> B carries A's key
+ *                for it, whichever way it goes (EAGER, RTS, RDATA, CONNECT, PING from A;
+ *                ACCEPT, CTS, CREDIT, PONG from B); CLOSE and NACK carry 0
+ *   bits 31..0   EAGER: the message's sequence number on its connection;
+ *                RDATA: the rid of the receive (from the CTS); else 0
+ *
+ * EAGER: the first packet's payload starts with struct pw_msg (then the data); the
+ * others carry data only (the packets of one DMA descriptor, in order).
+ * RTS: struct pw_rts.   All other kinds: struct pw_ctl.
+ * RDATA: data only, appended in arrival order to the receive the rid names.
+ */
+#ifndef PN_PORTS_WIRE_H
+#define PN_PORTS_WIRE_H
+
+#include <stdint.h>
+
+#define PW_MAGIC 0xAull
+
+enum pw_kind {
+	PW_EAGER = 1,    /* a message's data (its first packet starts with pw_msg) */
+	PW_RTS = 2,      /* request to send (pw_rts; sequence number in the tag) */
+	PW_CTS = 3,      /* clear to send (pw_ctl: a = the sender's request id, b = rid; credit) */
+	PW_RDATA = 4,    /* rendezvous data (tag: rid) */
+	PW_CONNECT = 5,  /* open the connection sender -> receiver (pw_ctl: conn = its number) */
+	PW_ACCEPT = 6,   /* answer to CONNECT (pw_ctl: a = the eager window granted, conn) */
+	PW_CREDIT = 7,   /* credit return (pw_ctl: credit, conn) */
+	PW_PING = 8,     /* are you there? (pw_ctl) */
+	PW_PONG = 9,     /* yes (pw_ctl; carries credit, conn like CREDIT) */
+	PW_CLOSE = 10,   /* this port closes (pw_ctl) */
+	PW_NACK = 11,    /* no connection of yours here (pw_ctl: dst_epoch's low 16 bits are yours) */
+};
+
+#define PW_TAG(kind, epoch16, low32) \
+	((PW_MAGIC << 60) | ((uint64_t)(kind) << 56) | ((uint64_t)(uint16_t)(epoch16) << 40) | \
+	 (uint64_t)(uint32_t)(low32))
+#define PW_TAG_MAGIC(t) ((t) >> 60)
+#define PW_TAG_KIND(t) ((unsigned)(((t) >> 56) & 0xf))
+#define PW_TAG_EPOCH(t) ((uint16_t)((t) >> 40))
+#define PW_TAG_LOW(t) ((uint32_t)(t))
+
+/* Header of an eager message, in front of its data in the first packet. */
+struct pw_msg {
+	uint64_t tag;      /* the user's tag */
+	uint32_t len;      /* message length */
+	uint16_t channel;
+	uint16_t flags;    /* 0 */
+};
+
+/* Payload of an RTS. */
+struct pw_rts {
+	struct pw_msg m;
+	uint32_t sreq;     /* the sender's request id (comes back in the CTS) */
+	uint32_t rsvd;     /* 0 */
+};
+
+/* Payload of the control kinds. */
+struct pw_ctl {
+	uint32_t src_epoch;   /* the sender's epoch */
+	uint32_t dst_epoch;   /* the epoch the sender addresses (its peer's, as it knows it) */
+	uint32_t a, b;        /* kind-specific (see enum pw_kind) */
+	uint64_t credit;      /* eager bytes of the addressee's messages the sender has consumed
+			       * on connection `conn` (cumulative; 0: no information) */
+	uint32_t conn;        /* the connection (the number the sender of CONNECT gave it) */
+	uint32_t rsvd;        /* 0 */
+};
+
+/* The 16-bit key of a connection (tag bits 55..40): made from the sending port's epoch
+ * and the connection's number; never 0. */
+static inline uint16_t pw_conn_key(uint32_t epoch, uint32_t conn)
+{
+	uint32_t x = epoch ^ (conn * 0x9e3779b1u);
+	x ^= x >> 16;
+	x *= 0x85ebca6bu;
+	x ^= x >> 13;
+	return (uint16_t)((x ^ (x >> 16)) | 1);
+}
+
+_Static_assert(sizeof(struct pw_msg) == 16, "pw_msg is 16 bytes on the wire");
+_Static_assert(sizeof(struct pw_rts) == 24, "pw_rts is 24 bytes on the wire");
+_Static_assert(sizeof(struct pw_ctl) == 32, "pw_ctl is 32 bytes on the wire");
+
+#endif /* PN_PORTS_WIRE_H */
