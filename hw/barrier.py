@@ -1,4 +1,4 @@
-"""Hardware barrier: barrier packets combined along a k-ary tree over node ids.
+"""Hardware barrier: a combining tree over node ids, or all-to-all arrivals for small jobs.
 
 One call from software: a context writes its ``BARRIER`` doorbell (the host interface
 turns it into an ``enter`` pulse); when every participating node has entered, the
@@ -17,12 +17,21 @@ arrived; the root, when complete, sends *release* (``BAR_RELEASE``) to its child
 and completes; any other node, on release, forwards it to its children and completes.
 Both are header-only packets (two words, ``length`` 0).
 
+With ``mode`` = 1 (:data:`MODE_A2A`, all-to-all, for jobs of at most ``max_a2a_nodes``
+nodes) there is no tree: a node whose host has entered sends one arrive to every other
+node ``0 .. nodes-1`` (order: :func:`a2a_order`, farthest ids first) and completes when
+it has heard the arrive of every other node of this episode. No releases; an episode
+costs one network diameter instead of two tree depths.
+
 Blocks (one concern each, plain Signals as interfaces):
 
 * :class:`BarrierTree` -- parent / children of this node, computed arithmetically.
 * :class:`BarrierRx`   -- parses and checks received barrier packets (never stalls).
 * :class:`BarrierTx`   -- builds arrive / release packets from level requests.
 * :class:`BarrierDone` -- turns a mask of completed contexts into ``done`` pulses.
+* :class:`BarrierPeers` -- all-to-all: effective mode, peer mask, first destination.
+* :class:`BarrierSweepTx` -- all-to-all: one arrive to every peer, farthest first.
+* :class:`BarrierArrivals` -- all-to-all: who has been heard, this and the next episode.
 * :class:`BarrierUnit` -- the episode state machine joining them, plus counters and
   :meth:`BarrierUnit.add_csrs`.
 
@@ -46,6 +55,12 @@ DEFAULT_RADIX_LOG2 = 2
 #: Largest ``radix_log2`` the hardware supports by default (children mask width 2**this):
 #: fan-out 8 can be configured at run time for large clusters on slow links.
 DEFAULT_MAX_RADIX_LOG2 = 3
+#: Largest job (``nodes``) the all-to-all mode supports by default: the arrival masks
+#: are ``2 x max_a2a_nodes`` flip-flops; a larger job runs the tree whatever ``mode`` says.
+DEFAULT_MAX_A2A_NODES = 32
+#: ``mode`` values.
+MODE_TREE = 0
+MODE_A2A = 1
 #: Width of the episode counter (and of the ``tag`` compare; the tag's upper bits must be 0).
 EPISODE_BITS = 32
 COUNTER_BITS = 32
@@ -78,9 +93,43 @@ def tree_depth(nodes: int, radix_log2: int) -> int:
     return depth
 
 
+def a2a_order(i: int, nodes: int) -> list[int]:
+    """The destinations of node ``i``'s all-to-all arrives, in send order.
+
+    Starts at ``(i + nodes // 2) mod nodes``, the id farthest away on a ring, then
+    alternates outwards: one above, one below, two above, two below ... (mod
+    ``nodes``), so the ring distance never grows along the sequence and the nearest
+    neighbours go last: the packets with the longest way go first and all arrive
+    about together. On a torus (ids row-major) the same arithmetic is only roughly
+    farthest-first (docs/architecture.md). ``[]`` for ``nodes`` <= 1 or a non-member.
+    """
+    if not 0 <= i < nodes or nodes < 2:
+        return []
+    start = (i + nodes // 2) % nodes
+    out, up, dn = [start], start, start
+    for k in range(1, nodes - 1):
+        if k % 2:
+            up = (up + 1) % nodes
+            out.append(up)
+        else:
+            dn = (dn - 1) % nodes
+            out.append(dn)
+    return out
+
+
 # ---------------------------------------------------------------------------
 # Blocks
 # ---------------------------------------------------------------------------
+
+
+def _barrier_header(w0: Signal, dst, src, release) -> list:
+    """Comb statements: ``w0`` = word 0 of a header-only barrier packet."""
+    return [
+        hdr(w0, "dst_node").eq(dst),
+        hdr(w0, "src_node").eq(src),
+        hdr(w0, "type").eq(P.PacketType.BARRIER),
+        hdr(w0, "flags").eq(Mux(release, P.Flags.BAR_RELEASE, 0)),
+    ]
 
 
 class BarrierTree(LiteXModule):
@@ -265,11 +314,8 @@ class BarrierTx(LiteXModule):
             ),
         ]
         w0 = Signal(P.WORD_BITS)
+        self.comb += _barrier_header(w0, dst, self.node_id, release)
         self.comb += [
-            hdr(w0, "dst_node").eq(dst),
-            hdr(w0, "src_node").eq(self.node_id),
-            hdr(w0, "type").eq(P.PacketType.BARRIER),
-            hdr(w0, "flags").eq(Mux(release, P.Flags.BAR_RELEASE, 0)),
             self.source.valid.eq(busy),
             self.source.first.eq(~beat),
             self.source.last.eq(beat),
@@ -297,6 +343,192 @@ class BarrierDone(LiteXModule):
         self.sync += self.pending.eq((self.pending & ~oh) | self.add)
 
 
+class BarrierPeers(LiteXModule):
+    """This node's all-to-all peers (registered: one cycle after a config change).
+
+    Inputs ``node_id``, ``nodes``, ``mode``. Outputs ``a2a`` (all-to-all in effect:
+    ``mode`` is :data:`MODE_A2A` and ``nodes <= max_nodes``; otherwise the tree
+    runs), ``peers`` (bit ``j``: node ``j`` is another member, ``j < nodes``, ``j !=
+    node_id``; 0 for a non-member), ``count`` (arrives to send per episode: ``nodes-1``,
+    0 for a non-member) and ``first`` (the first destination, ``(node_id + nodes//2)
+    mod nodes``, see :func:`a2a_order`).
+    """
+
+    def __init__(self, max_nodes: int = DEFAULT_MAX_A2A_NODES) -> None:
+        self.node_id = Signal(P.NODE_BITS)
+        self.nodes = Signal(P.NODE_BITS + 1)
+        self.mode = Signal()
+
+        self.a2a = Signal()
+        self.peers = Signal(max_nodes)
+        self.count = Signal(P.NODE_BITS + 1)
+        self.first = Signal(P.NODE_BITS)
+
+        # # #
+
+        member = Signal()
+        half = Signal(P.NODE_BITS + 1)
+        mid = Signal(P.NODE_BITS + 2)
+        self.comb += [
+            member.eq(self.node_id < self.nodes),
+            half.eq(self.nodes >> 1),
+            mid.eq(self.node_id + half),
+        ]
+        self.sync += [
+            self.a2a.eq((self.mode == MODE_A2A) & (self.nodes <= max_nodes)),
+            self.count.eq(Mux(member, self.nodes - 1, 0)),
+            self.first.eq(Mux(mid >= self.nodes, mid - self.nodes, mid)),
+        ]
+        for j in range(max_nodes):
+            self.sync += self.peers[j].eq(member & (j < self.nodes) & (self.node_id != j))
+
+
+class BarrierSweepTx(LiteXModule):
+    """All-to-all arrives: on ``start`` (accepted only while ``idle``; ``count`` > 0),
+    ``count`` header-only arrive packets with tag ``tag`` (sampled at ``start``), to
+    ``first``, then alternately one above and one below the ids sent so far, modulo
+    ``nodes`` (the order of :func:`a2a_order`). The first packet's words leave 1 and 2
+    cycles after ``start``; packets go back to back (2 cycles each) while
+    ``source.ready``. ``clear`` ends the sweep after the packet already loaded.
+    ``sent`` pulses once per packet.
+    """
+
+    def __init__(self) -> None:
+        self.source = stream.Endpoint(packet_layout())
+        self.node_id = Signal(P.NODE_BITS)
+        self.nodes = Signal(P.NODE_BITS + 1)
+        self.first = Signal(P.NODE_BITS)
+        self.count = Signal(P.NODE_BITS + 1)
+        self.start = Signal()
+        self.tag = Signal(P.WORD_BITS)
+        self.clear = Signal()
+        self.sent = Signal()
+        self.idle = Signal()
+
+        # # #
+
+        busy = Signal()
+        beat = Signal()
+        left = Signal(P.NODE_BITS + 1)   # packets still to load after the current one
+        dst = Signal(P.NODE_BITS)
+        up = Signal(P.NODE_BITS)         # highest id (mod nodes) loaded so far
+        dn = Signal(P.NODE_BITS)         # lowest id (mod nodes) loaded so far
+        down = Signal()                  # the next packet goes below
+        tag = Signal(P.WORD_BITS)
+        up_next = Signal(P.NODE_BITS + 1)
+        dn_next = Signal(P.NODE_BITS + 1)
+        self.comb += [
+            up_next.eq(Mux(up + 1 >= self.nodes, 0, up + 1)),
+            dn_next.eq(Mux(dn == 0, self.nodes - 1, dn - 1)),
+            self.sent.eq(busy & beat & self.source.ready),
+            self.idle.eq(~busy),
+        ]
+        self.sync += [
+            If(self.start & ~busy & ~self.clear & (self.count != 0),
+                busy.eq(1), beat.eq(0), left.eq(self.count - 1), tag.eq(self.tag),
+                dst.eq(self.first), up.eq(self.first), dn.eq(self.first), down.eq(0),
+            ).Elif(self.sent,
+                beat.eq(0),
+                If(self.clear | (left == 0),
+                    busy.eq(0), left.eq(0),
+                ).Else(
+                    left.eq(left - 1), down.eq(~down),
+                    If(down,
+                        dst.eq(dn_next), dn.eq(dn_next),
+                    ).Else(
+                        dst.eq(up_next), up.eq(up_next),
+                    ),
+                ),
+            ).Elif(busy & self.source.ready,
+                beat.eq(1),
+            ),
+        ]
+        w0 = Signal(P.WORD_BITS)
+        self.comb += _barrier_header(w0, dst, self.node_id, 0)
+        self.comb += [
+            self.source.valid.eq(busy),
+            self.source.first.eq(~beat),
+            self.source.last.eq(beat),
+            self.source.data.eq(Mux(beat, tag, w0)),
+        ]
+
+
+class BarrierArrivals(LiteXModule):
+    """All-to-all bookkeeping: which peers' arrives were heard, for the current episode
+    ``episode`` (mask ``cur``) and the next one (mask ``nxt``).
+
+    Event ``ev`` (a well-formed arrive, all-to-all in effect) with ``ev_src``,
+    ``ev_tag``: accepted (``ok``) when ``ev_src`` is in ``peers``, the tag is
+    ``episode`` or ``episode + 1`` (32-bit wrap) and that peer's bit in that mask is
+    still clear; anything else is left to the caller to count as a protocol error.
+    ``advance`` (the node completes): ``nxt`` (with this cycle's next-episode arrive)
+    becomes ``cur``, ``nxt`` is cleared. ``clear`` empties both. ``all_heard``:
+    ``cur``, with this cycle's arrive, covers ``peers`` (so the node can complete in
+    the cycle the last arrive's last word comes in, as a tree node on its release).
+
+    Why two masks are enough (node ``i`` in episode ``e``, i.e. it completed ``e``
+    episodes since ``enable``, every node configured alike, each packet delivered
+    exactly once; per-pair order is *not* needed):
+
+    * no arrive tagged ``e + 2`` or later can reach ``i``: a peer ``j`` sends its
+      ``e + 2`` arrives only in its episode ``e + 2``, i.e. after completing ``e + 1``,
+      which needs ``i``'s ``e + 1`` arrive; ``i`` sends that only in its episode
+      ``e + 1`` (a sweep carries the sender's episode when it starts, and starts at
+      most once per episode), i.e. after ``i`` left ``e``.
+    * no arrive tagged ``e - 1`` or earlier is still on its way: ``i`` completed
+      ``e - 1`` only after hearing ``e - 1`` from every peer, each peer sends ``i``
+      exactly one ``e - 1`` arrive, and duplicates are refused by the mask.
+
+    So every legitimate arrive ``i`` can receive is tagged ``e`` or ``e + 1``; nothing
+    is lost (a fast peer's next-episode arrive waits in ``nxt``) or counted twice.
+    """
+
+    def __init__(self, max_nodes: int = DEFAULT_MAX_A2A_NODES) -> None:
+        self.peers = Signal(max_nodes)
+        self.episode = Signal(EPISODE_BITS)
+        self.ev = Signal()
+        self.ev_src = Signal(P.NODE_BITS)
+        self.ev_tag = Signal(P.WORD_BITS)
+        self.advance = Signal()
+        self.clear = Signal()
+
+        self.ok = Signal()
+        self.all_heard = Signal()
+        self.cur = Signal(max_nodes)
+        self.nxt = Signal(max_nodes)
+
+        # # #
+
+        ep_next = Signal(EPISODE_BITS)
+        src_oh = Signal(max_nodes)
+        is_peer = Signal()
+        hit_cur = Signal()
+        hit_nxt = Signal()
+        self.comb += [
+            ep_next.eq(self.episode + 1),
+            src_oh.eq(Mux(self.ev_src < max_nodes,
+                          1 << self.ev_src[:max(1, (max_nodes - 1).bit_length())], 0)),
+            is_peer.eq((self.peers & src_oh) != 0),
+            hit_cur.eq(self.ev & is_peer & (self.ev_tag == self.episode) &
+                       ((self.cur & src_oh) == 0)),
+            hit_nxt.eq(self.ev & is_peer & (self.ev_tag == ep_next) &
+                       ((self.nxt & src_oh) == 0)),
+            self.ok.eq(hit_cur | hit_nxt),
+            self.all_heard.eq(((self.cur | Mux(hit_cur, src_oh, 0)) & self.peers) == self.peers),
+        ]
+        self.sync += [
+            If(self.clear,
+                self.cur.eq(0), self.nxt.eq(0),
+            ).Elif(self.advance,
+                self.cur.eq(self.nxt | Mux(hit_nxt, src_oh, 0)),
+                self.nxt.eq(0),
+            ).Else(
+                self.cur.eq(self.cur | Mux(hit_cur, src_oh, 0)),
+                self.nxt.eq(self.nxt | Mux(hit_nxt, src_oh, 0)),
+            ),
+        ]
+
+
 # ---------------------------------------------------------------------------
 # The unit
 # ---------------------------------------------------------------------------
@@ -307,12 +539,16 @@ class BarrierUnit(LiteXModule):
 
     Parameters: ``n_ctx`` hardware contexts; ``radix_log2`` reset value of the tree
     fan-out exponent; ``max_radix_log2`` the largest fan-out exponent supported (the
-    children mask is ``2**max_radix_log2`` bits).
+    children mask is ``2**max_radix_log2`` bits); ``mode`` reset value of the mode;
+    ``max_a2a_nodes`` the largest job the all-to-all mode serves (its arrival masks
+    are this wide).
 
     Inputs: ``node_id``; configuration ``nodes`` (participating nodes 0..nodes-1,
-    reset 1), ``radix_log2``, ``enable`` (reset 1; 0 holds the episode state in
-    reset), ``participants`` (mask of contexts that must all enter before the node
-    counts as entered; 0, the reset value, means any one context). ``enter`` +
+    reset 1), ``radix_log2``, ``mode`` (:data:`MODE_TREE` or :data:`MODE_A2A`;
+    all-to-all only takes effect for ``nodes <= max_a2a_nodes``), ``enable`` (reset 1;
+    0 holds the episode state in reset), ``participants`` (mask of contexts that must
+    all enter before the node counts as entered; 0, the reset value, means any one
+    context). ``enter`` +
     ``enter_ctx``: a context's BARRIER doorbell (one-cycle pulse).
     Outputs: ``done`` + ``done_ctx`` (one pulse per completed context), ``source``.
     Input stream ``sink``: BARRIER packets ejected by the router for this node.
@@ -324,18 +560,25 @@ class BarrierUnit(LiteXModule):
                 "enter_merged", "enter_dropped")
 
     def __init__(self, n_ctx: int = P.DEFAULT_CONTEXTS, radix_log2: int = DEFAULT_RADIX_LOG2,
-                 max_radix_log2: int = DEFAULT_MAX_RADIX_LOG2) -> None:
+                 max_radix_log2: int = DEFAULT_MAX_RADIX_LOG2, mode: int = MODE_TREE,
+                 max_a2a_nodes: int = DEFAULT_MAX_A2A_NODES) -> None:
         if not 1 <= n_ctx <= P.MAX_CONTEXTS:
             raise ValueError(f"n_ctx {n_ctx} not in 1..{P.MAX_CONTEXTS}")
         if not 0 <= radix_log2 <= max_radix_log2:
             raise ValueError(f"radix_log2 {radix_log2} not in 0..{max_radix_log2}")
+        if mode not in (MODE_TREE, MODE_A2A):
+            raise ValueError(f"mode {mode} not {MODE_TREE} (tree) or {MODE_A2A} (all-to-all)")
+        if not 1 <= max_a2a_nodes <= P.MAX_NODES:
+            raise ValueError(f"max_a2a_nodes {max_a2a_nodes} not in 1..{P.MAX_NODES}")
         self.n_ctx = n_ctx
         self.max_radix_log2 = max_radix_log2
+        self.max_a2a_nodes = max_a2a_nodes
         fanout = 1 << max_radix_log2
 
         self.node_id = Signal(P.NODE_BITS)
         self.nodes = Signal(P.NODE_BITS + 1, reset=1)
         self.radix_log2 = Signal(max(1, max_radix_log2.bit_length()), reset=radix_log2)
+        self.mode = Signal(reset=mode)
         self.enable = Signal(reset=1)
         self.participants = Signal(n_ctx)
 
@@ -352,7 +595,7 @@ class BarrierUnit(LiteXModule):
         self.cur_mask = Signal(n_ctx)    # contexts in the current episode
         self.next_mask = Signal(n_ctx)   # contexts that entered after our arrive was sent
         self.kids = Signal(fanout)       # children arrived this episode
-        self.sent = Signal()             # arrive sent, waiting for release
+        self.sent = Signal()             # arrive(s) sent (or being sent), waiting to complete
         for name in self.COUNTERS:
             setattr(self, name, Signal(COUNTER_BITS, name=name))
 
@@ -362,14 +605,22 @@ class BarrierUnit(LiteXModule):
         self.rx = rx = BarrierRx()
         self.tx = tx = BarrierTx(max_radix_log2)
         self.dn = dn = BarrierDone(n_ctx)
+        self.peers = peers = BarrierPeers(max_a2a_nodes)
+        self.sweep = sw = BarrierSweepTx()
+        self.arrivals = arr = BarrierArrivals(max_a2a_nodes)
+        a2a = peers.a2a
         self.comb += [
             tree.node_id.eq(self.node_id), tree.nodes.eq(self.nodes),
             tree.radix_log2.eq(self.radix_log2),
+            peers.node_id.eq(self.node_id), peers.nodes.eq(self.nodes), peers.mode.eq(self.mode),
             rx.node_id.eq(self.node_id),
             tx.node_id.eq(self.node_id), tx.parent.eq(tree.parent),
             tx.first_child.eq(tree.first_child),
+            sw.node_id.eq(self.node_id), sw.nodes.eq(self.nodes), sw.first.eq(peers.first),
+            sw.count.eq(peers.count),
             self.sink.connect(rx.sink),
-            tx.source.connect(self.source),
+            # One sender at a time: each starts only while the other is idle (below).
+            If(sw.idle, tx.source.connect(self.source)).Else(sw.source.connect(self.source)),
             self.done.eq(dn.done), self.done_ctx.eq(dn.done_ctx),
         ]
 
@@ -399,27 +650,46 @@ class BarrierUnit(LiteXModule):
                       (tree.kids_valid >> kid_off)[0]),
             kid_oh.eq(Mux(is_kid, 1 << kid_off[:max(1, max_radix_log2)], 0)),
             from_parent.eq(~tree.is_root & (rx.ev_src == tree.parent)),
-            arrive_ok.eq(rx.ev_valid & self.enable & ~rx.ev_release & is_kid & tag_ok &
+            arrive_ok.eq(rx.ev_valid & self.enable & ~a2a & ~rx.ev_release & is_kid & tag_ok &
                          ((self.kids & kid_oh) == 0)),
-            release_ok.eq(rx.ev_valid & self.enable & rx.ev_release & from_parent &
+            release_ok.eq(rx.ev_valid & self.enable & ~a2a & rx.ev_release & from_parent &
                           self.sent & tag_ok),
+            # All-to-all: arrives from peers, this episode or the next (BarrierArrivals).
+            arr.peers.eq(peers.peers), arr.episode.eq(self.episode),
+            arr.ev.eq(rx.ev_valid & self.enable & a2a & ~rx.ev_release),
+            arr.ev_src.eq(rx.ev_src), arr.ev_tag.eq(rx.ev_tag),
+            arr.clear.eq(~self.enable),
         ]
 
         # Episode progress.
         local_ok = Signal()
         gathered = Signal()
-        complete = Signal()
+        complete_tree = Signal()
         send_arrive = Signal()
+        start_sweep = Signal()
+        complete_a2a = Signal()
+        complete = Signal()
         self.comb += [
             local_ok.eq(Mux(self.participants == 0, self.cur_mask != 0,
                             (self.cur_mask & self.participants) == self.participants)),
-            gathered.eq(self.enable & ~self.sent & local_ok &
+            # Tree: arrive to the parent once gathered; complete on the release (root: at once).
+            gathered.eq(self.enable & ~a2a & ~self.sent & local_ok & sw.idle &
                         ((self.kids & tree.kids_valid) == tree.kids_valid)),
-            complete.eq((gathered & tree.is_root) | release_ok),
+            complete_tree.eq((gathered & tree.is_root) | release_ok),
             send_arrive.eq(gathered & ~tree.is_root),
+            # All-to-all: the sweep starts once the host entered; complete once every
+            # peer was heard (possibly in the cycle the sweep starts: the last to enter).
+            start_sweep.eq(self.enable & a2a & ~self.sent & local_ok & (peers.count != 0) &
+                           sw.idle & tx.idle),
+            complete_a2a.eq(self.enable & a2a & local_ok & arr.all_heard &
+                            (self.sent | start_sweep | (peers.count == 0))),
+            complete.eq(complete_tree | complete_a2a),
             tx.arr_req.eq(send_arrive), tx.arr_tag.eq(self.episode),
-            tx.rel_req.eq(complete), tx.rel_mask.eq(tree.kids_valid), tx.rel_tag.eq(self.episode),
+            tx.rel_req.eq(complete_tree), tx.rel_mask.eq(tree.kids_valid),
+            tx.rel_tag.eq(self.episode),
             tx.clear.eq(~self.enable),
+            sw.start.eq(start_sweep), sw.tag.eq(self.episode), sw.clear.eq(~self.enable),
+            arr.advance.eq(complete_a2a),
             dn.add.eq(Mux(complete, self.cur_mask, 0)),
         ]
         self.sync += [
@@ -439,17 +709,17 @@ class BarrierUnit(LiteXModule):
                     self.cur_mask.eq(self.cur_mask | enter_new),
                 ),
                 self.kids.eq(self.kids | Mux(arrive_ok, kid_oh, 0)),
-                If(send_arrive, self.sent.eq(1)),
+                If(send_arrive | start_sweep, self.sent.eq(1)),
             ),
         ]
 
         # Counters.
         incs = {
             "episodes": complete,
-            "tx_packets": tx.sent,
+            "tx_packets": tx.sent | sw.sent,
             "rx_packets": rx.ev_valid | rx.ev_bad,
             "err_format": rx.ev_bad,
-            "err_protocol": rx.ev_valid & ~(arrive_ok | release_ok),
+            "err_protocol": rx.ev_valid & ~(arrive_ok | release_ok | arr.ok),
             "enter_merged": (enter_oh & outstanding) != 0,
             "enter_dropped": self.enter & (~self.enable | (self.enter_ctx >= n_ctx)),
         }
@@ -464,6 +734,10 @@ class BarrierUnit(LiteXModule):
         self._radix_log2 = CSRStorage(len(self.radix_log2), reset=self.radix_log2.reset.value,
             description=f"Tree fan-out 2**radix_log2 (0..{self.max_radix_log2}). "
                         "Same value on every node; change only while enable=0.")
+        self._mode = CSRStorage(1, reset=self.mode.reset.value,
+            description=f"{MODE_TREE}: combining tree. {MODE_A2A}: all-to-all arrives (jobs of "
+                        f"at most {self.max_a2a_nodes} nodes; larger jobs run the tree). "
+                        "Same value on every node; change only while enable=0.")
         self._enable = CSRStorage(1, reset=1,
             description="1: barrier active. 0: episode state held in reset (episode 0); "
                         "enters and received barrier packets are dropped and counted.")
@@ -473,28 +747,34 @@ class BarrierUnit(LiteXModule):
         self.comb += [
             self.nodes.eq(self._nodes.storage),
             self.radix_log2.eq(self._radix_log2.storage),
+            self.mode.eq(self._mode.storage),
             self.enable.eq(self._enable.storage),
             self.participants.eq(self._participants.storage),
         ]
         self._episode = CSRStatus(EPISODE_BITS, description="Current episode number.")
         fanout = 1 << self.max_radix_log2
         self._state = CSRStatus(fields=[
-            CSRField("sent", size=1, description="Arrive sent, waiting for release."),
+            CSRField("sent", size=1, description="Arrive(s) sent, waiting to complete."),
             CSRField("member", size=1, description="node_id < nodes."),
             CSRField("root", size=1, description="This node is the tree root (or no member)."),
+            CSRField("a2a", size=1, description="All-to-all mode in effect."),
             CSRField("kids_valid", size=fanout, offset=8, description="Children that exist."),
             CSRField("kids", size=fanout, offset=8 + max(8, fanout),
                      description="Children arrived this episode."),
         ])
         self._cur_mask = CSRStatus(self.n_ctx, description="Contexts in the current episode.")
+        self._heard = CSRStatus(self.max_a2a_nodes,
+            description="All-to-all: nodes heard from in the current episode (bit = node id).")
         self.comb += [
             self._episode.status.eq(self.episode),
             self._state.fields.sent.eq(self.sent),
             self._state.fields.member.eq(self.tree.member),
             self._state.fields.root.eq(self.tree.is_root),
+            self._state.fields.a2a.eq(self.peers.a2a),
             self._state.fields.kids_valid.eq(self.tree.kids_valid),
             self._state.fields.kids.eq(self.kids),
             self._cur_mask.status.eq(self.cur_mask),
+            self._heard.status.eq(self.arrivals.cur),
         ]
         docs = {
             "episodes": "Barrier episodes completed.",
@@ -502,9 +782,10 @@ class BarrierUnit(LiteXModule):
             "rx_packets": "Barrier packets received (good and bad).",
             "err_format": "Received packets dropped as malformed (payload, short, wrong "
                           "type/length/destination, error flag).",
-            "err_protocol": "Well-formed packets dropped as unexpected (not from a child/the "
-                            "parent, wrong episode, duplicate arrive, release not awaited, "
-                            "unit disabled).",
+            "err_protocol": "Well-formed packets dropped as unexpected (tree: not from a "
+                            "child/the parent, wrong episode, duplicate arrive, release not "
+                            "awaited; all-to-all: not from a peer, a release, a tag not this "
+                            "or the next episode, duplicate; unit disabled).",
             "enter_merged": "Enters from a context that already had one outstanding (count once).",
             "enter_dropped": "Enters while disabled or with enter_ctx >= n_ctx.",
         }

@@ -51,10 +51,13 @@ def dma_cmd_layout(address_width: int = 64):
 class DmaWriter(Module):
     """Writes ``cmd.words`` 64-bit words from ``data`` to host address ``cmd.adr``.
 
-    ``cmd``: stream of (adr, words) (adr a multiple of 8, words >= 1); ``data``:
-    exactly ``words`` beats per command; ``source``: write requests. The command is
-    cut at every ``max_payload_bytes`` boundary, so no request is longer than
-    ``max_payload_bytes`` or crosses a 4 KiB page. One idle cycle per command.
+    ``cmd``: stream of (adr, words) (adr a multiple of 8, words >= 1; a command of 0
+    words is taken and ignored); ``data``: exactly ``words`` beats per command;
+    ``source``: write requests. The command is cut at every ``max_payload_bytes``
+    boundary, so no request is longer than ``max_payload_bytes`` or crosses a 4 KiB
+    page. A command is taken while the writer is idle (``busy`` low), and its first
+    beat goes out in the same cycle if ``data`` is presented with it, so a client
+    that does so loses no cycle between commands.
     """
 
     def __init__(self, address_width: int = 64, max_payload_bytes: int = 256) -> None:
@@ -73,42 +76,53 @@ class DmaWriter(Module):
         adr = Signal(address_width)
         left = Signal(16)
         beat = Signal(max=mp_words + 1)
+        running = self.busy
+        # The command served this cycle: the running one, else the one being taken.
+        c_adr = Signal(address_width)
+        c_left = Signal(16)
+        c_beat = Signal(max=mp_words + 1)
+        active = Signal()
         room = Signal(max=mp_words + 1)
         chunk = Signal(max=mp_words + 1)
-        running = self.busy
 
         self.comb += [
-            room.eq(mp_words - adr[3:mp_bits]) if mp_bits > 3 else room.eq(1),
+            If(running,
+                c_adr.eq(adr), c_left.eq(left), c_beat.eq(beat),
+            ).Else(
+                c_adr.eq(Cat(Signal(3), self.cmd.adr[3:])), c_left.eq(self.cmd.words),
+            ),
+            active.eq(running | (self.cmd.valid & (self.cmd.words != 0))),
+            room.eq(mp_words - c_adr[3:mp_bits]) if mp_bits > 3 else room.eq(1),
             chunk.eq(room),
-            If(left < room, chunk.eq(left)),
+            If(c_left < room, chunk.eq(c_left)),
             self.cmd.ready.eq(~running),
             self.source.we.eq(1),
-            self.source.adr.eq(adr),
+            self.source.adr.eq(c_adr),
             self.source.len.eq(chunk << 1),
             self.source.dat.eq(self.data.data),
             self.source.channel.eq(self.channel),
             self.source.req_id.eq(self.req_id),
-            self.source.first.eq(beat == 0),
-            self.source.last.eq(beat == chunk - 1),
-            If(running,
+            self.source.first.eq(c_beat == 0),
+            self.source.last.eq(c_beat == chunk - 1),
+            If(active,
                 self.source.valid.eq(self.data.valid),
                 self.data.ready.eq(self.source.ready),
             ),
         ]
         self.sync += [
             If(self.cmd.valid & self.cmd.ready,
-                adr.eq(Cat(Signal(3), self.cmd.adr[3:])),
-                left.eq(self.cmd.words),
+                adr.eq(c_adr),
+                left.eq(c_left),
                 beat.eq(0),
                 running.eq(self.cmd.words != 0),
             ),
             If(self.source.valid & self.source.ready,
-                beat.eq(beat + 1),
+                beat.eq(c_beat + 1),
                 If(self.source.last,
                     beat.eq(0),
-                    adr.eq(adr + (chunk << 3)),
-                    left.eq(left - chunk),
-                    If(left == chunk, running.eq(0)),
+                    adr.eq(c_adr + (chunk << 3)),
+                    left.eq(c_left - chunk),
+                    If(c_left == chunk, running.eq(0)),
                 ),
             ),
         ]

@@ -7,6 +7,12 @@ full, writes header + payload into slot ``tail mod slots`` at
 separate later write request on the same (ordered) port, the valid word ``tail + 1``
 at ``P.rx_valid_offset(mtu)``, increments the ring's tail and, if the context armed
 its interrupt, pulses ``irq[ctx]`` and disarms.
+
+Pipelining: the header word is only looked at (not taken) before the check; each
+write command goes out with its first beat, and the next packet's header is latched
+while the valid word is written. A packet of ``n`` words thus costs ``n + 2``
+cycles (``n`` slot beats, the valid word, one check cycle): 132 for an MTU packet,
+the link's own frame time, so a saturated link never backs up into the router.
 """
 
 from __future__ import annotations
@@ -85,12 +91,10 @@ class RxEngine(Module):
         ]
 
         self.submodules.fsm = fsm = FSM(reset_state="IDLE")
-        fsm.act("IDLE",
-            sink.ready.eq(1),
+        d = writer.data
+        fsm.act("IDLE",  # latch the next header word (it stays in the sink)
             If(sink.valid,
                 NextValue(hdr0, sink.data),
-                NextValue(ended, sink.last),
-                NextValue(bad, sink.last & sink.error),
                 NextState("CHECK"),
             ),
         )
@@ -105,84 +109,91 @@ class RxEngine(Module):
                 NextValue(slot_adr, cfg.rx_base_rd.dat_r + (tail & mask) * slot_bytes),
                 NextValue(nwords, P.HEADER_WORDS + ((length + 7) >> 3)),
                 NextValue(sent, 0),
+                NextValue(ended, 0),
+                NextValue(bad, 0),
                 NextState("CMD"),
             ),
         )
         fsm.act("DROP",
-            sink.ready.eq(~ended),
-            If(ended | (sink.valid & sink.last),
+            sink.ready.eq(1),
+            If(sink.valid & sink.last,
                 NextState("IDLE"),
             ),
         )
-        fsm.act("CMD",
+
+        def slot_beat():
+            """One beat of header + payload: the sink's word, or padding after its end."""
+            return [
+                If(~ended,
+                    d.valid.eq(sink.valid),
+                    d.data.eq(sink.data),
+                    sink.ready.eq(d.ready),
+                ).Else(  # packet shorter than its length: pad, never commit
+                    d.valid.eq(1),
+                    d.data.eq(0),
+                ),
+                If(d.valid & d.ready,
+                    NextValue(sent, sent + 1),
+                    If(~ended & sink.last,
+                        NextValue(ended, 1),
+                        If(sink.error | (sent != nwords - 1), NextValue(bad, 1)),
+                    ),
+                    If(ended, NextValue(bad, 1)),
+                    If(sent == nwords - 1,
+                        If(~ended & ~sink.last,  # packet longer than its length
+                            NextValue(bad, 1),
+                            NextState("DRAIN"),
+                        ).Else(
+                            NextState("VALID"),
+                        ),
+                    ),
+                ),
+            ]
+
+        fsm.act("CMD",  # the slot's write command, with its first beat (nwords >= 2)
             self.active.eq(1),
             writer.cmd.valid.eq(1),
             writer.cmd.adr.eq(slot_adr),
             writer.cmd.words.eq(nwords),
-            If(writer.cmd.ready, NextState("STREAM")),
+            If(writer.cmd.ready,
+                NextState("STREAM"),
+                *slot_beat(),
+            ),
         )
-        d = writer.data
         fsm.act("STREAM",
             self.active.eq(1),
-            If(sent == 0,
-                d.valid.eq(1),
-                d.data.eq(hdr0),
-            ).Elif(~ended,
-                d.valid.eq(sink.valid),
-                d.data.eq(sink.data),
-                sink.ready.eq(d.ready),
-            ).Else(  # packet shorter than its length: pad, never commit
-                d.valid.eq(1),
-                d.data.eq(0),
-            ),
-            If(d.valid & d.ready,
-                NextValue(sent, sent + 1),
-                If((sent != 0) & ~ended,
-                    If(sink.last,
-                        NextValue(ended, 1),
-                        If(sink.error | (sent != nwords - 1), NextValue(bad, 1)),
-                    ),
-                ),
-                If((sent != 0) & ended, NextValue(bad, 1)),
-                If(sent == nwords - 1,
-                    If(~ended & ~((sent != 0) & sink.last),
-                        NextValue(bad, 1),
-                        NextState("DRAIN"),
-                    ).Else(
-                        NextState("VCMD"),
-                    ),
-                ),
-            ),
+            *slot_beat(),
         )
-        fsm.act("DRAIN",  # packet longer than its length
+        fsm.act("DRAIN",
             self.active.eq(1),
             sink.ready.eq(1),
-            If(sink.valid & sink.last, NextState("VCMD")),
+            If(sink.valid & sink.last, NextState("VALID")),
         )
-        fsm.act("VCMD",
+        armed = Array(list(st.irq_armed))[ctx]
+        fsm.act("VALID",  # the valid word: command and beat together; latch the next header
             self.active.eq(1),
             If(bad,
                 self.err_rx.eq(1),
                 NextState("IDLE"),
             ).Else(
-                writer.cmd.valid.eq(1),
+                writer.cmd.valid.eq(~writer.busy),
                 writer.cmd.adr.eq(slot_adr + valid_off),
                 writer.cmd.words.eq(1),
-                If(writer.cmd.ready, NextState("VDATA")),
-            ),
-        )
-        armed = Array(list(st.irq_armed))[ctx]
-        fsm.act("VDATA",
-            self.active.eq(1),
-            d.valid.eq(1),
-            d.data.eq(next_count),
-            If(d.ready,
-                st.rx_inc.stb.eq(1),
-                self.rx_packet.eq(1),
-                If(armed,
-                    *[self.irq[i].eq(ctx == i) for i in range(n_ctx)],
-                    st.arm_clr.stb.eq(1),
+                d.valid.eq(1),
+                d.data.eq(next_count),
+                If(d.ready,
+                    st.rx_inc.stb.eq(1),
+                    self.rx_packet.eq(1),
+                    If(armed,
+                        *[self.irq[i].eq(ctx == i) for i in range(n_ctx)],
+                        st.arm_clr.stb.eq(1),
+                    ),
+                    If(sink.valid,
+                        NextValue(hdr0, sink.data),
+                        NextState("CHECK"),
+                    ).Else(
+                        NextState("IDLE"),
+                    ),
                 ),
-                NextState("IDLE"),
             ),
         )

@@ -38,9 +38,9 @@ from .fifo import PacketFifo
 PORT_NAMES = {int(p): p.name.lower() for p in P.Port}
 
 
-def default_buf_words(mtu: int) -> int:
-    """Smallest power of two holding two maximum-size packets."""
-    need = 2 * P.packet_words(mtu)
+def default_buf_words(mtu: int, packets: int = 2) -> int:
+    """Smallest power of two holding ``packets`` maximum-size packets (default two)."""
+    need = packets * P.packet_words(mtu)
     return 1 << (need - 1).bit_length()
 
 

@@ -60,6 +60,7 @@ struct Config {
 	uint32_t max_read = 512;      /* max read request size */
 	uint32_t max_payload = 256;   /* max write payload */
 	uint32_t radix_log2 = 2;      /* barrier tree fan-out 2^radix_log2 */
+	uint32_t barrier_a2a_max = 32; /* jobs of at most this many nodes: all-to-all barrier */
 	uint64_t idle_cycles = 20000; /* nothing in flight this long: throttle */
 	uint32_t idle_burst = 100;    /* cycles run per idle tick */
 	uint32_t idle_tick_us = 20000; /* idle tick */
@@ -256,6 +257,7 @@ private:
 	void try_attach(Client *cl);
 	void configure(Client *cl);
 	void start_job(int nodes);
+	uint32_t barrier_mode(int nodes) const;
 	void hangup(Client *cl);
 	void teardown_step(Client *cl);
 	void free_client(Client *cl);

@@ -38,6 +38,8 @@ static void usage(FILE *f)
 		"  --max-read BYTES     largest DMA read request allowed (default 512)\n"
 		"  --max-payload BYTES  largest DMA write allowed (default 256)\n"
 		"  --radix-log2 K       barrier tree fan-out 2^K (default 2)\n"
+		"  --barrier-a2a-max N  jobs of at most N nodes use the all-to-all barrier, larger\n"
+		"                       ones the tree (default 32; 0: always the tree)\n"
 		"  --idle-cycles N      nothing in flight for N cycles: tick slowly (default 20000)\n"
 		"  --idle-burst N       cycles per slow tick (default 100)\n"
 		"  --idle-tick-us US    slow tick period (default 20000)\n"
@@ -52,7 +54,7 @@ int main(int argc, char **argv)
 {
 	Config c;
 	enum { O_READY = 256, O_SHM, O_LOG, O_MW, O_MR, O_DR, O_DW, O_BER, O_RCB, O_MAXR, O_MAXP, O_RADIX,
-	       O_IDLE, O_BURST, O_TICK, O_MAXC, O_STATS, O_SOCK, O_FREE };
+	       O_A2A, O_IDLE, O_BURST, O_TICK, O_MAXC, O_STATS, O_SOCK, O_FREE };
 	static const struct option opts[] = {
 		{"socket", required_argument, nullptr, O_SOCK},
 		{"ready-file", required_argument, nullptr, O_READY},
@@ -67,6 +69,7 @@ int main(int argc, char **argv)
 		{"max-read", required_argument, nullptr, O_MAXR},
 		{"max-payload", required_argument, nullptr, O_MAXP},
 		{"radix-log2", required_argument, nullptr, O_RADIX},
+		{"barrier-a2a-max", required_argument, nullptr, O_A2A},
 		{"idle-cycles", required_argument, nullptr, O_IDLE},
 		{"idle-burst", required_argument, nullptr, O_BURST},
 		{"idle-tick-us", required_argument, nullptr, O_TICK},
@@ -93,6 +96,7 @@ int main(int argc, char **argv)
 		case O_MAXR: c.max_read = (uint32_t)atoi(optarg); break;
 		case O_MAXP: c.max_payload = (uint32_t)atoi(optarg); break;
 		case O_RADIX: c.radix_log2 = (uint32_t)atoi(optarg); break;
+		case O_A2A: c.barrier_a2a_max = (uint32_t)strtoul(optarg, nullptr, 0); break;
 		case O_IDLE: c.idle_cycles = strtoull(optarg, nullptr, 0); break;
 		case O_BURST: c.idle_burst = (uint32_t)atoi(optarg); break;
 		case O_TICK: c.idle_tick_us = (uint32_t)atoi(optarg); break;

@@ -167,6 +167,7 @@ void Harness::bring_up()
 		s->csr_write(CSR_BARRIER_ENABLE, 1, 0);
 		s->csr_write(CSR_BARRIER_NODES, CSR_BARRIER_NODES_SIZE, SIM_NODES);
 		s->csr_write(CSR_BARRIER_RADIX_LOG2, CSR_BARRIER_RADIX_LOG2_SIZE, cfg.radix_log2);
+		s->csr_write(CSR_BARRIER_MODE, CSR_BARRIER_MODE_SIZE, barrier_mode(SIM_NODES));
 		s->csr_write(CSR_BARRIER_ENABLE, 1, 1);
 		hosts[n]->push_script(s, cycle);
 		link_poll(n, cycle);
@@ -218,9 +219,17 @@ Script *Harness::ctx_script(Client *cl, bool enable, bool reset)
 	return s;
 }
 
-/* A new job: the barrier tree spans nodes 0 .. n-1. Disable every node's barrier unit,
- * then set the size and enable them all (hw/barrier.py: change `nodes` only with every
- * node disabled; all count episodes from 0 together). */
+/* The barrier mode for a job of n nodes (hw/barrier.py): all-to-all arrives up to
+ * --barrier-a2a-max nodes (one network diameter per episode), the combining tree above
+ * (fewer packets per node). */
+uint32_t Harness::barrier_mode(int n) const
+{
+	return (uint32_t)n <= cfg.barrier_a2a_max ? 1u : 0u;
+}
+
+/* A new job: the barrier spans nodes 0 .. n-1. Disable every node's barrier unit,
+ * then set the size and mode and enable them all (hw/barrier.py: change `nodes` and
+ * `mode` only with every node disabled; all count episodes from 0 together). */
 void Harness::start_job(int n)
 {
 	job_want = n;
@@ -236,6 +245,7 @@ void Harness::start_job(int n)
 				Script *t = new Script;
 				t->csr_write(CSR_BARRIER_NODES, CSR_BARRIER_NODES_SIZE, (uint64_t)n);
 				t->csr_write(CSR_BARRIER_RADIX_LOG2, CSR_BARRIER_RADIX_LOG2_SIZE, cfg.radix_log2);
+				t->csr_write(CSR_BARRIER_MODE, CSR_BARRIER_MODE_SIZE, barrier_mode(n));
 				t->csr_write(CSR_BARRIER_ENABLE, 1, 1);
 				t->done = [this, n](Script &) {
 					if (--job_pending)
@@ -243,8 +253,8 @@ void Harness::start_job(int n)
 					job_nodes = n;
 					job_want = 0;
 					g->job_nodes = (uint64_t)n;
-					sim_log("job of %d nodes (barrier tree over nodes 0..%d) at cycle %llu", n, n - 1,
-						(unsigned long long)cycle);
+					sim_log("job of %d nodes (barrier %s over nodes 0..%d) at cycle %llu", n,
+						barrier_mode(n) ? "all-to-all" : "tree", n - 1, (unsigned long long)cycle);
 					for (Client *c : std::vector<Client *>(clients))
 						if (c->st == CState::Waiting)
 							try_attach(c);

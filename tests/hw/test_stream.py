@@ -1,0 +1,227 @@
+"""Migen tests of the streaming rates of the host interface's DMA write path.
+
+Cycle counts, not wall time: the DMA writer loses no cycle between commands whose
+first beat comes with them, the receive engine takes ``packet_words + 2`` cycles per
+packet (it used to take ``+ 5``), and a NicCore's link buffers hold enough packet
+slots for a one-hop stream (the end-to-end rate is checked by
+``tests/cocotb/host/test_stream_cocotb.py``).
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from migen import Module
+from migen.sim import passive, run_simulation
+
+from paranic import protocol as P
+from paranic.hw.dma import DmaWriter
+from paranic.hw.host import HostInterface
+from paranic.hw.link import frame_words
+from paranic.hw.niccore import NicCore
+
+
+@passive
+def _collect_requests(src, cycle: list[int], got: list, beats: list[int], ready=lambda k: True):
+    """Passive sink of write requests: (adr, dwords, data words); beat cycles in ``beats``."""
+    cur = None
+    k = 0
+    while True:
+        yield src.ready.eq(int(ready(k)))
+        k += 1
+        yield
+        if (yield src.valid) and (yield src.ready):
+            beats.append(cycle[0])
+            if (yield src.first):
+                cur = [(yield src.adr), (yield src.len), []]
+            cur[2].append((yield src.dat))
+            if (yield src.last):
+                got.append(cur)
+
+
+@pytest.mark.parametrize("max_payload", [64, 256])
+def test_dma_writer_commands_back_to_back(max_payload):
+    """Commands presented with their first beat: one beat every cycle, across command
+    and request boundaries, and the requests split and addressed as before."""
+    rng = random.Random(max_payload)
+    dut = DmaWriter(64, max_payload)
+    cmds = [(rng.randrange(0, 1 << 20) * 8 + (1 << 40), rng.choice([1, 2, 3, 17, 40, 130]))
+            for _ in range(20)]
+    beats_in = [((adr << 8) + i) for adr, n in cmds for i in range(n)]
+    cycle = [0]
+    got, beats = [], []
+
+    def cmd_feed():
+        for adr, n in cmds:
+            yield dut.cmd.valid.eq(1)
+            yield dut.cmd.adr.eq(adr)
+            yield dut.cmd.words.eq(n)
+            yield
+            while not (yield dut.cmd.ready):
+                yield
+        yield dut.cmd.valid.eq(0)
+
+    def data_feed():
+        for w in beats_in:
+            yield dut.data.valid.eq(1)
+            yield dut.data.data.eq(w)
+            yield
+            while not (yield dut.data.ready):
+                yield
+        yield dut.data.valid.eq(0)
+        for _ in range(5):
+            yield
+
+    @passive
+    def clock():
+        while True:
+            yield
+            cycle[0] += 1
+
+    run_simulation(dut, [cmd_feed(), data_feed(), clock(),
+                         _collect_requests(dut.source, cycle, got, beats)])
+    assert len(beats) == len(beats_in)
+    assert beats[-1] - beats[0] == len(beats_in) - 1, "idle cycles between beats"
+    pos = 0
+    for adr, n in cmds:
+        a, left = adr, n
+        while left:
+            radr, dw, data = got[pos]
+            pos += 1
+            assert radr == a and dw * 4 == len(data) * 8 <= max_payload
+            assert radr // max_payload == (radr + len(data) * 8 - 1) // max_payload
+            assert data == [(adr << 8) + (a - adr) // 8 + i for i in range(len(data))]
+            a += len(data) * 8
+            left -= len(data)
+    assert pos == len(got)
+
+
+def test_dma_writer_command_alone_then_data():
+    """A command taken without data (the status writer's way) still works, back-pressure too."""
+    dut = DmaWriter(64, 256)
+    cycle = [0]
+    got, beats = [], []
+
+    def feed():
+        for adr, n in ((0x1000, 3), (0x2008, 1), (0x30F8, 2)):
+            yield dut.cmd.valid.eq(1)
+            yield dut.cmd.adr.eq(adr)
+            yield dut.cmd.words.eq(n)
+            yield
+            while not (yield dut.cmd.ready):
+                yield
+            yield dut.cmd.valid.eq(0)
+            for i in range(n):
+                yield dut.data.valid.eq(1)
+                yield dut.data.data.eq(adr + i)
+                yield
+                while not (yield dut.data.ready):
+                    yield
+            yield dut.data.valid.eq(0)
+        # a command of 0 words is taken and ignored
+        yield dut.cmd.valid.eq(1)
+        yield dut.cmd.words.eq(0)
+        yield
+        assert (yield dut.cmd.ready)
+        yield dut.cmd.valid.eq(0)
+        for _ in range(8):
+            yield
+        assert not (yield dut.busy)
+
+    @passive
+    def clock():
+        while True:
+            yield
+            cycle[0] += 1
+
+    run_simulation(dut, [feed(), clock(),
+                         _collect_requests(dut.source, cycle, got, beats, ready=lambda k: k % 3 != 1)])
+    assert got == [[0x1000, 6, [0x1000, 0x1001, 0x1002]], [0x2008, 2, [0x2008]],
+                   [0x30F8, 2, [0x30F8]], [0x3100, 2, [0x30F9]]]  # split at 256 bytes
+
+
+@pytest.mark.parametrize("mtu,npk", [(64, 24), (P.DEFAULT_MTU, 6)])
+def test_rx_engine_packet_train(mtu, npk):
+    """Back-to-back packets into the receive engine, DMA writes always accepted: every
+    packet takes exactly packet_words + 2 cycles (slot beats, valid word, one check),
+    so MTU packets (132 cycles) keep up with the link's frame rate; slots intact."""
+    dut = HostInterface(n_ctx=2, mtu=mtu)
+    base = 0x1_0000_0000
+    sb, vo = P.rx_slot_bytes(mtu), P.rx_valid_offset(mtu)
+    pw = P.packet_words(mtu)
+    cycle = [0]
+    mem: dict[int, int] = {}
+    got, beats = [], []
+    taken: list[int] = []   # cycle of each packet's header word leaving rx_sink
+    packets = []
+    for i in range(npk):
+        w0, w1 = P.header_words(dst_node=1, src_node=2, dst_ctx=1, length=mtu, tag=i)
+        packets.append([w0, w1] + [(i << 16) | k for k in range(P.payload_words(mtu))])
+
+    def main():
+        yield dut.cfg_ctx.eq(1)
+        yield dut.cfg_enable.eq(1)
+        yield dut.cfg_rx_base.eq(base)
+        yield dut.cfg_rx_log2.eq(6)
+        yield dut.cfg_write.eq(1)
+        yield
+        yield dut.cfg_write.eq(0)
+        yield dut.cfg_reset.eq(1)
+        yield
+        yield dut.cfg_reset.eq(0)
+        yield
+        ep = dut.rx_sink
+        for words in packets:
+            for i, w in enumerate(words):
+                yield ep.valid.eq(1)
+                yield ep.data.eq(w)
+                yield ep.first.eq(i == 0)
+                yield ep.last.eq(i == len(words) - 1)
+                yield
+                while not (yield ep.ready):
+                    yield
+                if i == 0:
+                    taken.append(cycle[0] - 1)
+        yield ep.valid.eq(0)
+        for _ in range(40):
+            yield
+
+    @passive
+    def clock():
+        while True:
+            yield
+            cycle[0] += 1
+
+    def apply():
+        for adr, _, words in got:
+            for k, w in enumerate(words):
+                mem[adr + 8 * k] = w
+
+    run_simulation(dut, [main(), clock(), _collect_requests(dut.dma_wr.source, cycle, got, beats)])
+    apply()
+    gaps = [b - a for a, b in zip(taken, taken[1:])]
+    assert gaps == [pw + 2] * (npk - 1), gaps
+    for i, words in enumerate(packets):
+        slot = base + i * sb
+        assert [mem.get(slot + 8 * k) for k in range(pw)] == words
+        assert mem[slot + vo] == i + 1
+    # the valid word of each packet is written after its slot, the next slot after it
+    order = [adr for adr, _, _ in got]
+    for i in range(npk - 1):
+        assert order.index(base + i * sb + vo) < order.index(base + (i + 1) * sb)
+    assert beats[-1] - beats[0] == npk * (pw + 2) - 2  # npk*(pw+1) beats, one check cycle each
+    assert frame_words(P.DEFAULT_MTU) == P.packet_words(P.DEFAULT_MTU) + 2
+
+
+def test_niccore_link_buffers_hold_a_stream():
+    """A packet entering a ring needs two free packet slots in the next router: a
+    NicCore's link buffers must have at least four (the router's own default has 3,
+    which holds a one-hop stream to 2 packets in flight: 145 cycles per MTU packet)."""
+    for mtu in (256, P.DEFAULT_MTU):
+        nic = NicCore(n_links=2, n_ctx=2, mtu=mtu)
+        r = nic.router
+        assert r.slots_per_buffer >= 4, (mtu, r.buf_words)
+        # the injection and ejection FIFOs keep the router's default (two packets)
+        assert r.inject.depth_words == r.eject.depth_words < r.buf_words
+    assert isinstance(nic, Module)
