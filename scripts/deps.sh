@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 #  iverilog                  Icarus, the second cocotb simulator
 #  libevent-dev libjson-c-dev zlib1g-dev  LiteX's Verilator simulator
 APT_PACKAGES=(python3-venv python3-dev build-essential perl iverilog
-              libevent-dev libjson-c-dev zlib1g-dev)
+              libevent-dev libjson-c-dev zlib1g-dev netpipe-tcp iperf3)
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do

@@ -1,0 +1,199 @@
+"""The socket emulation libparanic_sock.so (userlib/sock, docs/sockets.md) on the `sw`
+backend: unmodified socket programs under LD_PRELOAD, two processes (nodes) per job.
+
+* userlib/sock/tests/sock_test.c, a plain sockets program, under pn_launch: echo of
+  1 .. 1 MiB + 1 bytes through a wildcard listener, many connections, EOF/EPIPE/SIGPIPE
+  and dup, non-blocking connect/read/write with poll and select, the OS's TCP on
+  127.0.0.1 beside cluster connections in one process (and in one poll set), refusal and
+  a connection to the node's own address, a killed peer (ECONNRESET), and a process
+  outside a job (everything the OS's).
+* Debian's NPtcp (NetPIPE) and iperf3 between two nodes under `paranic run --backend sw
+  --nodes 2`: NPtcp's integrity check up to 1 MiB and a measuring run whose result file
+  must have its rows; iperf3 with a byte count, both directions.
+* The same library on the simulated ring:4 (`paranic run --backend sim`, which starts the
+  cached simulator): sock_test's cross case and NPtcp's integrity check up to 64 KiB.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from paranic.launch import TESTS, USERLIB_BUILD, clean_env
+
+SOCK_SO = USERLIB_BUILD / "libparanic_sock.so"
+SOCK_TEST = TESTS / "sock_test"
+PARANIC = [sys.executable, "-m", "paranic.cli"]
+
+
+def preloaded(*args: str) -> list[str]:
+    return ["env", f"LD_PRELOAD={SOCK_SO}", str(SOCK_TEST), *args]
+
+
+def node_addr(node: int) -> str:
+    """The cluster address of a node, as the library computes it (sock_wire.h)."""
+    r = subprocess.run([str(SOCK_TEST), "addr", str(node)], capture_output=True, text=True, env=clean_env())
+    assert r.returncode == 0, r.stderr
+    return r.stdout.strip()
+
+
+def assert_both_ok(r, case: str) -> None:
+    assert r.rc == 0 and not r.fails(), r.out
+    assert r.launch[-1] == "launch: all nodes exited 0", r.out
+    r.ok(0, case)
+    r.ok(1, case)
+
+
+# ---- the library ------------------------------------------------------------------------------
+
+def test_library_exports_the_socket_calls_only(userlib_build):
+    """The preloaded library exports the interposed calls (and pn_sock_fd_kind); libparanic's
+    own symbols, linked in, stay hidden; it needs nothing but libc."""
+    syms = set(subprocess.run(["nm", "-D", "--defined-only", str(SOCK_SO)], capture_output=True, text=True,
+                              check=True).stdout.split())
+    for fn in ("socket", "bind", "listen", "accept", "accept4", "connect", "read", "write", "readv", "writev",
+               "recv", "send", "recvfrom", "sendto", "recvmsg", "sendmsg", "close", "shutdown", "getsockname",
+               "getpeername", "getsockopt", "setsockopt", "fcntl", "fcntl64", "ioctl", "poll", "ppoll", "select",
+               "pselect", "dup", "dup2", "dup3", "pn_sock_fd_kind"):
+        assert fn in syms, fn
+    assert not [s for s in syms if s.startswith("pn_") and s != "pn_sock_fd_kind"], "libparanic symbols exported"
+    needed = subprocess.run(["readelf", "-d", str(SOCK_SO)], capture_output=True, text=True, check=True).stdout
+    assert "libparanic.so" not in needed
+
+
+# ---- the C test program --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("case", ["echo", "many", "eof", "nonblock", "mixed", "refused", "cross"])
+def test_cases(run_nodes, case):
+    """Two nodes, node 1 serving, node 0 the client (sock_test.c says what each case checks)."""
+    r = run_nodes(preloaded(case), 2, f"sock-{case}", timeout=40)
+    assert_both_ok(r, case)
+    if case == "many":
+        assert "open=64 sequential=200" in r.ok(0, "many") and "accepted=264" in r.ok(1, "many")
+    if case == "nonblock":
+        assert int(r.ok(0, "nonblock").split("eagain=")[1]) > 0
+
+
+def test_nobody_there_refuses(run_nodes):
+    """A node whose process opens no socket (its socket context never opens): connect ends
+    with ECONNREFUSED once the ports layer's connect timeout (300 ms here) has passed."""
+    r = run_nodes(preloaded("noport"), 2, "sock-noport", timeout=30, env={"PARANIC_PORT_TIMEOUT_MS": "300"})
+    assert_both_ok(r, "noport")
+    assert 250 <= float(r.ok(0, "noport").split("ms=")[1]) < 3000, r.out
+
+
+def test_killed_peer_resets(run_nodes):
+    """Node 1 kills itself (SIGKILL) while node 0 waits in read: the read ends with ECONNRESET
+    (the peer's pid is gone; checked every 100 ms), not a hang."""
+    r = run_nodes(preloaded("reset"), 2, "sock-reset", timeout=30, extra=[])
+    line = r.ok(0, "reset client")
+    assert "launch: node 1 killed by signal 9" in r.out, r.out
+    assert float(line.split("ms=")[1]) < 2000, line
+
+
+def test_outside_a_job_everything_is_the_os(userlib_build):
+    """Without PARANIC_NODE/PARANIC_NODES the library passes every call to libc: a 127.0.0.1
+    exchange works and no socket is tracked; no cluster segment appears."""
+    before = set(os.listdir("/dev/shm"))
+    r = subprocess.run(preloaded("os"), capture_output=True, text=True, env=clean_env(), timeout=30)
+    assert r.returncode == 0 and "ok os" in r.stdout, r.stdout + r.stderr
+    assert not [f for f in set(os.listdir("/dev/shm")) - before if f.startswith("paranic")]
+
+
+# ---- Debian's programs under paranic run -----------------------------------------------------------
+
+def paranic_run(script: str, tmp_path: Path, timeout: int = 90, backend: str = "sw") -> subprocess.CompletedProcess:
+    """`paranic run --backend BACKEND --nodes 2 -- sh SCRIPT` in tmp_path (the script picks each
+    node's part). On sim, `paranic run` starts the cached ring:4 simulator (building it first if
+    the gateware changed: hence the generous limit)."""
+    path = tmp_path / "job.sh"
+    path.write_text(script)
+    return subprocess.run([*PARANIC, "run", "--backend", backend, "--nodes", "2", "--timeout", str(timeout), "--",
+                           "sh", str(path)], capture_output=True, text=True, cwd=tmp_path, env=clean_env(),
+                          timeout=timeout + 330)
+
+
+def two_nodes(server: str, client: str) -> str:
+    """Node 1 runs the server, node 0 the client; both with the library preloaded. The client
+    waits up to 10 s for the server's listener (PARANIC_SOCK_CONNECT_WAIT_MS)."""
+    so = shlex.quote(str(SOCK_SO))
+    return (f'if [ "$PARANIC_NODE" = 1 ]; then exec env LD_PRELOAD={so} {server}\n'
+            f'else exec env LD_PRELOAD={so} PARANIC_SOCK_CONNECT_WAIT_MS=10000 {client}; fi\n')
+
+
+def need(program: str, package: str) -> None:
+    if shutil.which(program) is None:
+        pytest.skip(f"{program} is not installed (Debian package {package}: scripts/deps.sh installs it)")
+
+
+def test_nptcp_integrity_and_rows(userlib_build, tmp_path):
+    """NPtcp between two nodes: the integrity check (-i: every message's content verified by
+    NetPIPE) for sizes up to 1 MiB, then a short measuring run whose output file has a row per
+    size with a positive rate and time."""
+    need("NPtcp", "netpipe-tcp")
+    peer = node_addr(1)
+    port = 20000 + os.getpid() % 20000   # NPtcp also listens on the OS's wildcard address
+    r = paranic_run(two_nodes(f"NPtcp -P {port} -i -u 1048576", f"NPtcp -P {port} -h {peer} -i -u 1048576"),
+                    tmp_path)
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, out
+    checks = [ln for ln in r.stdout.splitlines() if ln.startswith("0:") and "-->" in ln]
+    assert len(checks) >= 30 and all(ln.endswith("Integrity check passed") for ln in checks), out
+    assert any(" 786433 bytes" in ln for ln in checks), out   # the largest size below 1 MiB
+
+    result = tmp_path / "np.out"
+    r = paranic_run(two_nodes(f"NPtcp -P {port} -u 65536 -p 0 -n 50",
+                              f"NPtcp -P {port} -h {peer} -u 65536 -p 0 -n 50 -o {result}"), tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    rows = [[float(x) for x in ln.split()] for ln in result.read_text().splitlines() if ln.strip()]
+    sizes = [int(row[0]) for row in rows]
+    assert len(rows) >= 20 and sizes[0] == 1 and sizes[-1] == 65536 and sizes == sorted(set(sizes)), rows
+    assert all(len(row) == 3 and row[1] > 0 and 0 < row[2] < 0.01 for row in rows), rows
+
+
+@pytest.mark.parametrize("reverse", [False, True], ids=["forward", "reverse"])
+def test_iperf3(userlib_build, tmp_path, reverse):
+    """iperf3 (one-off server on node 1, client on node 0) sends 256 MiB over a data
+    connection beside its control connection, client to server or (-R) back, and reports.
+    The sender sends exactly that; the receiver counts what it read before the sender's
+    TEST_END made it close the stream: all but at most the sender's send buffer (set to
+    256 KiB here) and one 128 KiB block, as over TCP, where iperf3's receiver also drops
+    what is still in flight at the end."""
+    need("iperf3", "iperf3")
+    total, sndbuf, block = 256 << 20, 256 << 10, 128 << 10
+    port = 20000 + os.getpid() % 20000
+    report = tmp_path / "iperf.json"
+    client = f"iperf3 -c {node_addr(1)} -p {port} -n {total} -J {'-R' if reverse else ''} --logfile {report}"
+    r = paranic_run(two_nodes(f"env PARANIC_SOCK_SNDBUF={sndbuf} iperf3 -s -1 -p {port}",
+                              f"env PARANIC_SOCK_SNDBUF={sndbuf} {client}"), tmp_path, timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr + (report.read_text() if report.exists() else "")
+    end = json.loads(report.read_text())["end"]
+    sent, received = end["sum_sent"]["bytes"], end["sum_received"]["bytes"]
+    assert sent == total and total - sndbuf - block <= received <= total, end
+    assert end["sum_received"]["bits_per_second"] > 1e8, end
+    stream = json.loads(report.read_text())["start"]["connected"][0]
+    assert stream["remote_host"] == node_addr(1) and stream["local_host"] == node_addr(0), stream
+
+
+def test_on_the_simulator(userlib_build, tmp_path):
+    """The unchanged library over the sim backend (the Verilator cluster, ring:4): 4 MiB
+    written both ways before either side reads, then NPtcp's integrity check up to 64 KiB.
+    The peers' pids are checked on sim too (one host)."""
+    need("NPtcp", "netpipe-tcp")
+    port = 20000 + os.getpid() % 20000
+    so = shlex.quote(str(SOCK_SO))
+    script = (f"env LD_PRELOAD={so} {SOCK_TEST} cross || exit 1\n"
+              + two_nodes(f"NPtcp -P {port} -i -u 65536", f"NPtcp -P {port} -h {node_addr(1)} -i -u 65536"))
+    r = paranic_run(script, tmp_path, timeout=240, backend="sim")
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, out
+    assert "0: ok cross client" in r.stdout and "1: ok cross server" in r.stdout, out
+    checks = [ln for ln in r.stdout.splitlines() if ln.startswith("0:") and "-->" in ln]
+    assert len(checks) >= 20 and all(ln.endswith("Integrity check passed") for ln in checks), out

@@ -1,0 +1,238 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * libparanic_sock.so internals: the socket table, connections over ports, the real
+ * libc functions. docs/sockets.md describes the design.
+ *
+ *   sock_core.c   state, configuration, the port, connections, the protocol, service
+ *   sock_api.c    the interposed socket and file calls (socket ... dup, fcntl, ioctl)
+ *   sock_poll.c   poll, ppoll, select, pselect over mixed sets
+ *
+ * Locking: one mutex (G.lock) around everything that touches the state or the port;
+ * blocking calls release it while they back off. A thread-local flag (sk_in) is set
+ * while the library holds the lock: libc calls made from inside (libparanic's own
+ * open/mmap/close, the sim backend's socket) then pass straight through.
+ */
+#ifndef PN_SOCK_INT_H
+#define PN_SOCK_INT_H
+
+#define _GNU_SOURCE
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/select.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+#include <netinet/in.h>
+#include <time.h>
+
+#include "hal_backend.h"     /* pn_backoff, pn_monotonic_ns */
+#include "paranic/pn_ports.h"
+#include "sock_wire.h"
+
+#define SK_EXPORT __attribute__((visibility("default")))
+#define SK_MAX_FD 65536      /* fds at or above are never ParaNIC sockets */
+#define SK_MAX_OPTS 16
+#define SK_SERVICE_NS 50000ull        /* service() at most this often in busy loops */
+#define SK_LIVE_NS 100000000ull       /* peer pid checked this often */
+#define SK_DRAIN_AFTER_NS 200000ull   /* a blocked write pulls incoming data after this */
+#define SK_RETRY_NS 20000000ull       /* a refused connect is retried this often (connect wait) */
+
+/* The libc functions underneath (dlsym(RTLD_NEXT)). */
+struct sk_real {
+	int (*socket)(int, int, int);
+	int (*bind)(int, const struct sockaddr *, socklen_t);
+	int (*listen)(int, int);
+	int (*accept)(int, struct sockaddr *, socklen_t *);
+	int (*accept4)(int, struct sockaddr *, socklen_t *, int);
+	int (*connect)(int, const struct sockaddr *, socklen_t);
+	ssize_t (*read)(int, void *, size_t);
+	ssize_t (*write)(int, const void *, size_t);
+	ssize_t (*readv)(int, const struct iovec *, int);
+	ssize_t (*writev)(int, const struct iovec *, int);
+	ssize_t (*recv)(int, void *, size_t, int);
+	ssize_t (*send)(int, const void *, size_t, int);
+	ssize_t (*recvfrom)(int, void *, size_t, int, struct sockaddr *, socklen_t *);
+	ssize_t (*sendto)(int, const void *, size_t, int, const struct sockaddr *, socklen_t);
+	ssize_t (*recvmsg)(int, struct msghdr *, int);
+	ssize_t (*sendmsg)(int, const struct msghdr *, int);
+	int (*close)(int);
+	int (*shutdown)(int, int);
+	int (*getsockname)(int, struct sockaddr *, socklen_t *);
+	int (*getpeername)(int, struct sockaddr *, socklen_t *);
+	int (*getsockopt)(int, int, int, void *, socklen_t *);
+	int (*setsockopt)(int, int, int, const void *, socklen_t);
+	int (*fcntl)(int, int, ...);
+	int (*ioctl)(int, unsigned long, ...);
+	int (*poll)(struct pollfd *, nfds_t, int);
+	int (*ppoll)(struct pollfd *, nfds_t, const struct timespec *, const sigset_t *);
+	int (*select)(int, fd_set *, fd_set *, fd_set *, struct timeval *);
+	int (*pselect)(int, fd_set *, fd_set *, fd_set *, const struct timespec *, const sigset_t *);
+	int (*dup)(int);
+	int (*dup2)(int, int);
+	int (*dup3)(int, int, int);
+};
+extern struct sk_real sk_real;
+void sk_resolve(void);
+#define REAL(f) (__builtin_expect(sk_real.f != NULL, 1) ? sk_real.f : (sk_resolve(), sk_real.f))
+
+enum sk_type {
+	SK_CAND = 1,   /* an OS TCP socket not (yet) bound or connected to the cluster */
+	SK_BOUND,      /* bound to this node's cluster address: placeholder fd */
+	SK_LISTEN,     /* listening: on the cluster, and on the OS too when os (bound to any) */
+	SK_CONN,       /* a ParaNIC connection: placeholder fd */
+};
+enum { CS_CONNECTING = 1, CS_OPEN, CS_FAILED };
+
+struct sk_opt {
+	int level, name;
+	socklen_t len;
+	uint8_t val[16];
+};
+
+/* Data that arrived for a connection and waits for the program (taken in order). */
+struct chunk {
+	struct chunk *next;
+	size_t len, off;
+	uint8_t data[];
+};
+
+/* A send in flight (own: a copy the library frees when done). */
+struct psend {
+	struct psend *next;
+	pn_port_req_t *req;
+	size_t len;
+	void *own;
+};
+
+struct conn;
+
+struct sock {
+	int refs;              /* fds referring to it + calls in progress */
+	int type, family, nonblock;
+	int os;                /* the fd is a real OS socket (SK_CAND, an OS-backed SK_LISTEN) */
+	int bound_any;         /* SK_CAND bound by the OS to the wildcard address */
+	uint32_t laddr;        /* cluster address (host order) for SK_BOUND/SK_LISTEN/SK_CONN */
+	uint16_t lport;
+	int so_error;
+	int sndbuf, rcvbuf;    /* what SO_SNDBUF/SO_RCVBUF report */
+	int nopts;
+	struct sk_opt opts[SK_MAX_OPTS];
+	/* SK_LISTEN */
+	struct sock *lnext;    /* G.listeners */
+	struct conn *qh, *qt;  /* connections accepted by the protocol, not yet by accept() */
+	/* SK_CONN */
+	struct conn *c;
+};
+
+struct conn {
+	struct conn *next, *prev;   /* G.conns */
+	struct conn *qnext;         /* a listener's queue */
+	struct sock *sk;            /* owner; NULL while queued and after close */
+	uint32_t id;                /* ours: (generation << 16) | chan */
+	uint16_t chan;
+	int state, error;           /* error: positive errno, sticky (reset, refused ...) */
+	uint32_t peer_id;
+	unsigned peer_node, peer_ctx;
+	int32_t peer_pid;
+	int pid_ok;                 /* peer_pid is on this host */
+	uint32_t laddr, raddr;
+	uint16_t lport, rport;
+	uint8_t eof;                /* the peer's FIN or CLOSE was read */
+	uint8_t peer_closed;        /* the peer's CLOSE was seen: writes get EPIPE */
+	uint8_t got_close;          /* ... and taken: nothing more comes on this connection */
+	uint8_t wr_shut, rd_shut;
+	uint8_t closed;             /* the program closed it: drained until the peer's FIN */
+	uint8_t reading;            /* a read has a receive posted into the program's buffer */
+	struct chunk *sh, *stl;
+	size_t sbytes;
+	struct psend *ph, *pt;
+	size_t pbytes;
+	/* connecting */
+	uint32_t req_id;
+	pn_port_req_t *req_send, *ack_req;
+	struct sk_req req;
+	struct sk_ack ack;
+	uint64_t t0, retry_at, live_at;
+};
+
+struct sk_global {
+	pthread_mutex_t lock;
+	int active;                 /* a job's process (PARANIC_NODE/NODES set) and the config is valid */
+	int open_failed, forked, finished;
+	pn_port_t *port;
+	int local_pids;
+	uint8_t boot[16];
+	unsigned node, nodes, ctx;
+	struct sk_net net;
+	uint32_t my_addr;
+	uint64_t connect_wait_ns, connect_timeout_ns, linger_ns;
+	size_t sndbuf, rcvbuf;
+	int debug;
+	struct conn *conns;
+	struct sock *listeners;
+	struct psend *dh;           /* detached sends (ACKs) */
+	uint64_t chan_used[1024];
+	uint32_t next_chan, gen;
+	uint32_t next_req;
+	uint32_t next_eport;
+	uint64_t last_service;
+	uint8_t *scratch;
+	struct sock *fds[SK_MAX_FD];
+};
+extern struct sk_global G;
+extern __thread int sk_in __attribute__((tls_model("initial-exec")));
+
+void sk_enter(void);
+void sk_leave(void);
+/* Release the lock and back off (spin, yield, sleep), take it again. */
+void sk_pause(struct pn_backoff *b);
+
+/* fd table. sk_peek: lock-free hint (NULL inside the library); sk_get under the lock:
+ * the socket with a reference the caller drops with sk_put. */
+static inline struct sock *sk_peek(int fd)
+{
+	if (sk_in || fd < 0 || fd >= SK_MAX_FD)
+		return NULL;
+	return __atomic_load_n(&G.fds[fd], __ATOMIC_ACQUIRE);
+}
+struct sock *sk_get(int fd);
+void sk_put(struct sock *s);
+void sk_set_fd(int fd, struct sock *s);   /* s NULL: forget; else the fd refers to s (ref taken) */
+struct sock *sk_new(int type, int family);
+void sk_untrack(int fd);                  /* an SK_CAND becomes a plain OS socket */
+
+pn_port_t *sk_port(void);
+int sk_cluster_addr(const struct sockaddr *sa, socklen_t len, uint32_t *addr, uint16_t *port, int *any);
+int sk_fill_addr(int family, uint32_t addr, uint16_t port, struct sockaddr *sa, socklen_t *len);
+int sk_placeholder(int fd);
+uint16_t sk_ephemeral_port(void);
+struct sock *sk_listener_for(uint16_t port, uint32_t addr);
+
+/* connections */
+int sk_connect(struct sock *s, uint32_t addr, uint16_t port, int node);   /* 0 or -errno */
+int sk_connect_wait(struct sock *s);
+int sk_listen(struct sock *s);
+int sk_accept(struct sock *s, int fd, struct sockaddr *sa, socklen_t *len, int flags);
+ssize_t sk_write(struct sock *s, const void *buf, size_t len, int flags, int *sigpipe);
+ssize_t sk_writev(struct sock *s, const struct iovec *iov, int n, int flags, int *sigpipe);
+ssize_t sk_read(struct sock *s, void *buf, size_t len, int flags);
+ssize_t sk_readv(struct sock *s, const struct iovec *iov, int n, int flags);
+int sk_shutdown(struct sock *s, int how);
+size_t sk_available(struct sock *s);
+void sk_destroy(struct sock *s);
+short sk_readiness(struct sock *s, short events);
+void sk_service(int force);
+void sk_pid_check(struct conn *c, uint64_t now);
+
+/* options */
+int sk_getsockopt(struct sock *s, int level, int name, void *val, socklen_t *len);
+int sk_setsockopt(struct sock *s, int level, int name, const void *val, socklen_t len);
+
+/* poll */
+int sk_poll_ns(struct pollfd *fds, nfds_t n, int64_t timeout_ns);
+
+#endif /* PN_SOCK_INT_H */

@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The socket emulation's cluster addressing and its wire format over ports
+ * (docs/sockets.md), private to libparanic_sock.so and read by its test program.
+ *
+ * Addressing. PARANIC_SOCK_NET (default SK_DEFAULT_NET) is an IPv4 network a.b.c.d/len;
+ * node i of the job is the host address base + i + 1 and its socket layer is the port
+ * at (node i, PARANIC_SOCK_CTX). An IPv4-mapped IPv6 address (::ffff:a.b.c.d) is the
+ * same address.
+ *
+ * Wire format. Everything is a ports message between the socket layers' ports; the
+ * 64-bit ports tag is kind << 56 | low 32 bits:
+ *
+ *   kind   channel        low 32 bits         payload
+ *   REQ    SK_CHAN_CTL    destination port    struct sk_req   (connect)
+ *   ACK    SK_CHAN_CTL    the REQ's req_id    struct sk_ack   (accepted, or refused)
+ *   DATA   receiver's     receiver's conn id  stream bytes (1 .. SK_MSG_MAX)
+ *   FIN    connection     receiver's conn id  none: the sender writes no more
+ *   CLOSE  channel        receiver's conn id  none: the sender closed (writes no more, reads no more)
+ *
+ * A connection id is (generation << 16) | channel, the channel its owner receives the
+ * connection's messages on (1 .. 65535); the generation tells reuses of a channel apart.
+ * Messages of one connection are matched in the order they were sent (ports' order).
+ */
+#ifndef PN_SOCK_WIRE_H
+#define PN_SOCK_WIRE_H
+
+#include <arpa/inet.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SK_DEFAULT_NET "10.77.0.0/24"
+#define SK_DEFAULT_CTX 1          /* the socket layer's context on every node */
+
+#define SK_WIRE_MAGIC 0x4b534e50u /* "PNSK" */
+#define SK_WIRE_VERSION 1u
+#define SK_CHAN_CTL 0             /* connection requests and answers */
+#define SK_MSG_MAX (1u << 20)     /* a write is sent as messages of at most this many bytes */
+
+enum sk_kind { SK_T_REQ = 1, SK_T_ACK = 2, SK_T_DATA = 3, SK_T_FIN = 4, SK_T_CLOSE = 5 };
+
+#define SK_KIND_SHIFT 56
+#define SK_TAG(kind, low) (((uint64_t)(kind) << SK_KIND_SHIFT) | (uint64_t)(uint32_t)(low))
+#define SK_TAG_KIND(tag) ((unsigned)((tag) >> SK_KIND_SHIFT))
+#define SK_KIND_MASK (0xffull << SK_KIND_SHIFT)
+#define SK_LOW_MASK 0xffffffffull
+#define SK_ALL_MASK (~0ull)
+
+/* Connection request, client -> the listening node's socket layer (little-endian, as
+ * every ParaNIC wire structure). */
+struct sk_req {
+	uint32_t magic, version;
+	uint32_t req_id;      /* the ACK's tag */
+	uint32_t conn;        /* the client's connection id: where the server sends */
+	uint32_t src_addr, dst_addr;   /* IPv4, host order */
+	uint16_t src_port, dst_port;
+	int32_t pid;          /* liveness on one host (sw, sim) */
+	uint8_t boot[16];     /* the host's boot id: pids are comparable only on one host */
+};
+
+/* Answer to a REQ. */
+struct sk_ack {
+	uint32_t magic;
+	uint32_t req_id;
+	int32_t status;       /* 0: accepted; else a positive errno (ECONNREFUSED) */
+	uint32_t conn;        /* the server's connection id */
+	int32_t pid;
+	uint8_t boot[16];
+};
+
+struct sk_net {
+	uint32_t base, mask;  /* host order */
+};
+
+/* Parse "a.b.c.d/len" (8 <= len <= 30, host bits zero). 0 or -1. */
+static inline int sk_net_parse(const char *s, struct sk_net *n)
+{
+	char ip[32];
+	const char *slash = s ? strchr(s, '/') : NULL;
+	struct in_addr a;
+	char *end;
+	long len;
+
+	if (!slash || (size_t)(slash - s) >= sizeof(ip))
+		return -1;
+	memcpy(ip, s, (size_t)(slash - s));
+	ip[slash - s] = 0;
+	len = strtol(slash + 1, &end, 10);
+	if (*end || len < 8 || len > 30 || inet_pton(AF_INET, ip, &a) != 1)
+		return -1;
+	n->mask = ~0u << (32 - len);
+	n->base = ntohl(a.s_addr);
+	return (n->base & ~n->mask) ? -1 : 0;
+}
+
+/* How many nodes the network can address. */
+static inline uint32_t sk_net_capacity(const struct sk_net *n)
+{
+	return ~n->mask - 1;   /* host parts 1 .. size - 2 (not the broadcast address) */
+}
+
+static inline uint32_t sk_node_addr(const struct sk_net *n, unsigned node)
+{
+	return n->base + node + 1;
+}
+
+/* The node an address belongs to, or -1. */
+static inline int sk_addr_node(const struct sk_net *n, uint32_t addr, unsigned nodes)
+{
+	uint32_t h;
+	if ((addr & n->mask) != n->base)
+		return -1;
+	h = addr - n->base;
+	return h >= 1 && h <= nodes ? (int)(h - 1) : -1;
+}
+
+#endif /* PN_SOCK_WIRE_H */
