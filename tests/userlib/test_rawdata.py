@@ -119,3 +119,17 @@ def test_killed_process_repeated(run_nodes, delay):
 def test_long_traffic(run_nodes, case, n):
     r = rawdata(run_nodes, case, n, name=f"rd-long-{case}", env={"RD_MESSAGES": "2000"}, timeout=600)
     assert_clean(r, n)
+
+
+def test_posted_dma_progresses_while_waiting_elsewhere(run_nodes):
+    """rawdata's send returns once its bounce-buffer DMA is posted; the sw NIC runs in its
+    callers, so a process that then waits on another context (pn_bench's barrier on
+    context 1) must still run context 0's engine, or the peer waits for ever for the
+    message's tail. Pairwise exchange of 256 KiB .. 1 MiB: every iteration completes."""
+    from paranic.launch import BIN
+
+    r = run_nodes([str(BIN / "pn_bench"), "--bench", "pairwise", "--layer", "rawdata", "--min", "262144",
+                   "--max", "1048576", "--scale", "1"], 2, "rd-posted", timeout=120)
+    assert r.rc == 0, r.out
+    rows = [ln for ln in r.nodes[0] if ln.startswith("{")]
+    assert len(rows) == 3 and all('"bench": "pairwise"' in ln for ln in rows), r.out

@@ -28,6 +28,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -128,7 +129,19 @@ struct sw_be {
 	 * n-th delivered packet, or do not stamp the source fields. */
 	uint32_t fault_drop, fault_corrupt, fault_nostamp;
 	uint64_t fault_count;
+	/* The engines (PIO, DMA TX) and the windows they check, and the process's list of
+	 * open sw contexts (see sw_progress). */
+	pthread_mutex_t eng;
+	struct sw_be *next;
 };
+
+/* Every sw context open in this process. A real NIC's engines run on their own; the
+ * software NIC runs in its callers, so a process waiting on one context (a barrier on
+ * context 1, say) also runs the engines of its other contexts, whose posted DMA would
+ * otherwise stall until the process next touched them (and a peer waiting for that
+ * data would wait for ever). Other threads' contexts are only tried (trylock). */
+static pthread_mutex_t sw_open_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct sw_be *sw_open_list;
 
 /* ---- process liveness ------------------------------------------------------------------ */
 
@@ -328,6 +341,7 @@ static inline void sts_store(struct sw_be *be, unsigned word, uint32_t v)
 	__atomic_store_n(&be->meta->status[word], v, __ATOMIC_RELEASE);
 }
 
+/* Under be->eng (the engines count errors too). */
 static void count_error(struct sw_be *be)
 {
 	sts_store(be, PN_STS_ERRORS_WORD, ++be->errors);
@@ -358,7 +372,7 @@ static void sw_pio_try(struct sw_be *be)
 	sts_store(be, PN_STS_PIO_DONE_WORD, ++be->pio_done);
 }
 
-static void sw_pio_doorbell(struct sw_be *be)
+static void sw_pio_doorbell_locked(struct sw_be *be)
 {
 	const volatile uint64_t *win = (const volatile uint64_t *)(be->page + PN_PIO_WINDOW_OFFSET);
 	uint64_t *w = be->pio_hdr;
@@ -385,6 +399,14 @@ static void sw_pio_doorbell(struct sw_be *be)
 	PN_SET(w, PN_HDR_FLAGS, PN_GET(w, PN_HDR_FLAGS) & (PN_FLAG_SOM | PN_FLAG_EOM));
 	be->pio_pending = 1;
 	sw_pio_try(be);
+}
+
+/* Under the engine lock: another thread's progress call may run this engine. */
+static void sw_pio_doorbell(struct sw_be *be)
+{
+	pthread_mutex_lock(&be->eng);
+	sw_pio_doorbell_locked(be);
+	pthread_mutex_unlock(&be->eng);
 }
 
 /* ---- DMA TX engine ----------------------------------------------------------------------- */
@@ -451,12 +473,14 @@ static void sw_tx_run(struct sw_be *be)
 
 static void sw_tx_tail(struct sw_be *be, uint32_t v)
 {
+	pthread_mutex_lock(&be->eng);
 	if (v - be->tx_head > be->tx_entries) {   /* beyond the ring: refused */
 		count_error(be);
-		return;
+	} else {
+		be->tx_tail = v;
+		sw_tx_run(be);
 	}
-	be->tx_tail = v;
-	sw_tx_run(be);
+	pthread_mutex_unlock(&be->eng);
 }
 
 /* ---- barrier ------------------------------------------------------------------------------- */
@@ -791,6 +815,11 @@ static int sw_attach(pn_hal_t *h, const pn_open_opts_t *o, struct pn_hw_map *map
 	be->txr = sw_ctx_area(be, be->node, be->ctx) + be->hdr->txr_off;
 	be->rxr = sw_rxr(be, be->node, be->ctx);
 
+	pthread_mutex_init(&be->eng, NULL);
+	pthread_mutex_lock(&sw_open_lock);
+	be->next = sw_open_list;
+	sw_open_list = be;
+	pthread_mutex_unlock(&sw_open_lock);
 	h->be = be;
 	map->ctx_page = be->page;
 	map->rx_ring = be->rxr;
@@ -812,6 +841,16 @@ static void sw_detach(pn_hal_t *h)
 	struct sw_be *be = h->be;
 	if (!be)
 		return;
+	pthread_mutex_lock(&sw_open_lock);
+	for (struct sw_be **pp = &sw_open_list; *pp; pp = &(*pp)->next)
+		if (*pp == be) {
+			*pp = be->next;
+			break;
+		}
+	pthread_mutex_unlock(&sw_open_lock);
+	pthread_mutex_lock(&be->eng);   /* nobody runs its engines any more */
+	pthread_mutex_unlock(&be->eng);
+	pthread_mutex_destroy(&be->eng);
 	__atomic_store_n(&be->meta->state, SW_CLOSED, __ATOMIC_RELEASE);
 	sw_barrier_leave(be, be->ctx);
 	__atomic_store_n(&be->meta->owner_pid, 0, __ATOMIC_RELEASE);
@@ -837,8 +876,11 @@ static void sw_mmio_write32(pn_hal_t *h, uint32_t off, uint32_t v)
 		    (uint32_t)__atomic_load_n(&be->meta->rx_alloc, __ATOMIC_ACQUIRE) -
 		    __atomic_load_n(&be->meta->rx_head, __ATOMIC_RELAXED))
 			__atomic_store_n(&be->meta->rx_head, v, __ATOMIC_RELEASE);
-		else
-			count_error(be);   /* frees slots that were never filled */
+		else {   /* frees slots that were never filled */
+			pthread_mutex_lock(&be->eng);
+			count_error(be);
+			pthread_mutex_unlock(&be->eng);
+		}
 		break;
 	case PN_REG_BARRIER:
 		sw_barrier_enter(be);
@@ -897,21 +939,29 @@ static uint32_t sw_mmio_read32(pn_hal_t *h, uint32_t off)
 
 static int win_add(struct sw_be *be, void *va, size_t len)
 {
-	if (be->nwin >= SW_MAX_WINDOWS)
-		return -ENOMEM;
-	be->win[be->nwin].base = (uint64_t)(uintptr_t)va;
-	be->win[be->nwin].len = len;
-	be->nwin++;
-	return 0;
+	int r = 0;
+
+	pthread_mutex_lock(&be->eng);
+	if (be->nwin >= SW_MAX_WINDOWS) {
+		r = -ENOMEM;
+	} else {
+		be->win[be->nwin].base = (uint64_t)(uintptr_t)va;
+		be->win[be->nwin].len = len;
+		be->nwin++;
+	}
+	pthread_mutex_unlock(&be->eng);
+	return r;
 }
 
 static void win_del(struct sw_be *be, void *va)
 {
+	pthread_mutex_lock(&be->eng);
 	for (int i = 0; i < be->nwin; i++)
 		if (be->win[i].base == (uint64_t)(uintptr_t)va) {
 			be->win[i] = be->win[--be->nwin];
-			return;
+			break;
 		}
+	pthread_mutex_unlock(&be->eng);
 }
 
 /* The sw NIC reads the sender's memory directly: DMA addresses are virtual addresses. */
@@ -951,13 +1001,30 @@ static int sw_dma_free(pn_hal_t *h, void *va, size_t len)
 	return 0;
 }
 
-static int sw_progress(pn_hal_t *h)
+static void sw_engines(struct sw_be *be)
 {
-	struct sw_be *be = h->be;
 	if (be->pio_pending)
 		sw_pio_try(be);
 	if (be->tx_head != be->tx_tail)
 		sw_tx_run(be);
+}
+
+static int sw_progress(pn_hal_t *h)
+{
+	struct sw_be *be = h->be;
+
+	pthread_mutex_lock(&be->eng);
+	sw_engines(be);
+	pthread_mutex_unlock(&be->eng);
+	if (pthread_mutex_trylock(&sw_open_lock) == 0) {
+		for (struct sw_be *o = sw_open_list; o; o = o->next) {
+			if (o == be || pthread_mutex_trylock(&o->eng) != 0)
+				continue;
+			sw_engines(o);
+			pthread_mutex_unlock(&o->eng);
+		}
+		pthread_mutex_unlock(&sw_open_lock);
+	}
 	return 0;
 }
 
