@@ -24,13 +24,13 @@ def userlib_build() -> Path:
 
 
 def launch(prog: list[str], nodes: int, name: str, timeout: int = 60, extra: list[str] | None = None,
-           env: dict[str, str] | None = None) -> Run:
-    """Run ``pn_launch -n NODES -f -t TIMEOUT [extra] -- prog`` on a fresh sw cluster."""
+           env: dict[str, str] | None = None, ppn: int = 1) -> Run:
+    """Run ``pn_launch -n NODES [-p PPN] -f -t TIMEOUT [extra] -- prog`` on a fresh sw cluster."""
     e = clean_env()
     e.update(env or {})
     try:
         return _launch(prog, nodes, cluster_name(f"pytest-{os.getpid()}-{name}"), timeout=timeout,
-                       extra=extra, env=e)
+                       extra=extra, env=e, ppn=ppn)
     except TimeoutError as err:
         raise AssertionError(str(err)) from None
 

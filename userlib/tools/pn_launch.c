@@ -1,16 +1,18 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * pn_launch: start N processes of a program, one per node of a fresh sw (or other)
- * cluster, and collect their output line by line, prefixed with the node id.
+ * cluster (or PPN per node with -p), and collect their output line by line, prefixed
+ * with the node id ("node.local" when PPN > 1).
  *
- *   pn_launch -n N [-c CLUSTER] [-b BACKEND] [-t TIMEOUT_S] [-k NODE:MS:WORD] [-r MS]
- *             [--keep] -- PROGRAM ARGS...
+ *   pn_launch -n N [-p PPN] [-c CLUSTER] [-b BACKEND] [-t TIMEOUT_S] [-k RANK:MS:WORD]
+ *             [-r MS] [--keep] -- PROGRAM ARGS...
  *
- * Children get PARANIC_NODES=N, PARANIC_NODE=i, PARANIC_CLUSTER (default
- * "launch-<pid>") and PARANIC_BACKEND (when -b is given). The cluster's segment is
- * removed before the start and after the end (unless --keep).
- *   -k NODE:MS:WORD  kill -9 NODE's process MS milliseconds after it printed a line
- *                    starting with WORD (a crash in the middle of a run);
+ * Children get PARANIC_NODES=N, PARANIC_NODE (the node it runs on), PARANIC_PPN,
+ * PARANIC_LOCAL_RANK (0 .. PPN-1 on its node), PARANIC_RANK (node * PPN + local),
+ * PARANIC_CLUSTER (default "launch-<pid>") and PARANIC_BACKEND (when -b is given).
+ * The cluster's segment is removed before the start and after the end (unless --keep).
+ *   -k RANK:MS:WORD  kill -9 process RANK (the node when PPN is 1) MS milliseconds
+ *                    after it printed a line starting with WORD (a crash mid-run);
  *   -f               fail fast: when a process exits with a non-zero status, kill the
  *                    others (they may wait forever for it) and exit 1;
  *   -r MS            restart a node that was killed by a signal, once, MS ms later,
@@ -45,7 +47,7 @@ struct child {
 	uint64_t respawn_at; /* 0: no restart scheduled */
 };
 
-static int nodes = 2, timeout_s = 60, respawn, respawn_ms, keep, kill_node = -1, kill_ms, fail_fast;
+static int nodes = 2, ppn = 1, nkids, timeout_s = 60, respawn, respawn_ms, keep, kill_node = -1, kill_ms, fail_fast;
 static const char *cluster, *backend, *kill_word;
 static char **prog;
 static struct child *kids;
@@ -70,8 +72,14 @@ static int start(int i, int again)
 		close(p[1]);
 		snprintf(v, sizeof(v), "%d", nodes);
 		setenv("PARANIC_NODES", v, 1);
-		snprintf(v, sizeof(v), "%d", i);
+		snprintf(v, sizeof(v), "%d", i / ppn);
 		setenv("PARANIC_NODE", v, 1);
+		snprintf(v, sizeof(v), "%d", ppn);
+		setenv("PARANIC_PPN", v, 1);
+		snprintf(v, sizeof(v), "%d", i % ppn);
+		setenv("PARANIC_LOCAL_RANK", v, 1);
+		snprintf(v, sizeof(v), "%d", i);
+		setenv("PARANIC_RANK", v, 1);
 		setenv("PARANIC_CLUSTER", cluster, 1);
 		if (backend)
 			setenv("PARANIC_BACKEND", backend, 1);
@@ -92,7 +100,10 @@ static int start(int i, int again)
 
 static void emit(int i, const char *s, size_t n)
 {
-	printf("%d: %.*s\n", i, (int)n, s);
+	if (ppn > 1)
+		printf("%d.%d: %.*s\n", i / ppn, i % ppn, (int)n, s);
+	else
+		printf("%d: %.*s\n", i, (int)n, s);
 	fflush(stdout);
 	if (i == kill_node && kill_word && !kids[i].respawned && !kids[i].kill_at &&
 	    n >= strlen(kill_word) && !strncmp(s, kill_word, strlen(kill_word)))
@@ -159,7 +170,7 @@ static void kill_child(int i)
 static void usage(void)
 {
 	fprintf(stderr, "usage: pn_launch -n N [-c CLUSTER] [-b BACKEND] [-t TIMEOUT_S] "
-			"[-k NODE:MS:WORD] [-r MS] [-f] [--keep] -- PROGRAM ARGS...\n");
+			"[-p PPN] [-k RANK:MS:WORD] [-r MS] [-f] [--keep] -- PROGRAM ARGS...\n");
 	exit(2);
 }
 
@@ -175,6 +186,8 @@ int main(int argc, char **argv)
 			break;
 		} else if (!strcmp(argv[a], "-n") && a + 1 < argc) {
 			nodes = atoi(argv[++a]);
+		} else if (!strcmp(argv[a], "-p") && a + 1 < argc) {
+			ppn = atoi(argv[++a]);
 		} else if (!strcmp(argv[a], "-c") && a + 1 < argc) {
 			cluster = argv[++a];
 		} else if (!strcmp(argv[a], "-b") && a + 1 < argc) {
@@ -204,8 +217,9 @@ int main(int argc, char **argv)
 			usage();
 		}
 	}
-	if (a >= argc || nodes < 1 || nodes > PN_MAX_NODES)
+	if (a >= argc || nodes < 1 || nodes > PN_MAX_NODES || ppn < 1 || ppn > 64)
 		usage();
+	nkids = nodes * ppn;
 	prog = &argv[a];
 	if (!cluster) {
 		snprintf(cname, sizeof(cname), "launch-%d", (int)getpid());
@@ -214,10 +228,10 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	pn_sw_cluster_destroy(cluster);   /* a fresh cluster: no state of an earlier run */
 
-	kids = calloc((size_t)nodes, sizeof(*kids));
+	kids = calloc((size_t)nkids, sizeof(*kids));
 	if (!kids)
 		return 1;
-	for (i = 0; i < nodes; i++)
+	for (i = 0; i < nkids; i++)
 		if (start(i, 0) < 0) {
 			perror("pn_launch: start");
 			return 1;
@@ -225,13 +239,13 @@ int main(int argc, char **argv)
 	deadline = t_now_ns() + (uint64_t)timeout_s * 1000000000ull;
 
 	for (;;) {
-		struct pollfd *pf = calloc((size_t)nodes, sizeof(*pf));
-		int *who = calloc((size_t)nodes, sizeof(*who));
+		struct pollfd *pf = calloc((size_t)nkids, sizeof(*pf));
+		int *who = calloc((size_t)nkids, sizeof(*who));
 		int np = 0, st;
 		pid_t pid;
 
 		live = 0;
-		for (i = 0; i < nodes; i++) {
+		for (i = 0; i < nkids; i++) {
 			if (kids[i].fd >= 0) {
 				pf[np].fd = kids[i].fd;
 				pf[np].events = POLLIN;
@@ -252,17 +266,17 @@ int main(int argc, char **argv)
 		free(who);
 
 		while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
-			for (i = 0; i < nodes; i++)
+			for (i = 0; i < nkids; i++)
 				if (kids[i].pid == pid && kids[i].running)
 					break;
-			if (i == nodes)
+			if (i == nkids)
 				continue;
 			kids[i].running = 0;
 			kids[i].status = st;
 			kill(-pid, SIGKILL);   /* whatever it left behind */
 			drain_rest(i);
 			if (WIFSIGNALED(st) && respawn && !kids[i].respawned) {
-				printf("launch: node %d killed by signal %d, respawning in %d ms\n", i, WTERMSIG(st),
+				printf("launch: %s %d killed by signal %d, respawning in %d ms\n", ppn > 1 ? "process" : "node", i, WTERMSIG(st),
 				       respawn_ms);
 				fflush(stdout);
 				kids[i].respawned = 1;
@@ -273,7 +287,7 @@ int main(int argc, char **argv)
 				printf("launch: node %d exited with status %d\n", i, WEXITSTATUS(st));
 				if (fail_fast) {
 					printf("launch: fail fast, killing the others\n");
-					for (int j = 0; j < nodes; j++)
+					for (int j = 0; j < nkids; j++)
 						if (kids[j].running)
 							kill_child(j);
 				}
@@ -282,7 +296,7 @@ int main(int argc, char **argv)
 		}
 
 		uint64_t now = t_now_ns();
-		for (i = 0; i < nodes; i++)
+		for (i = 0; i < nkids; i++)
 			if (kids[i].respawn_at && now >= kids[i].respawn_at) {
 				kids[i].respawn_at = 0;
 				printf("launch: restarting node %d\n", i);
@@ -290,7 +304,7 @@ int main(int argc, char **argv)
 				if (start(i, 1) < 0)
 					return 1;
 			}
-		for (i = 0; i < nodes; i++)
+		for (i = 0; i < nkids; i++)
 			if (kids[i].kill_at && kids[i].running && now >= kids[i].kill_at) {
 				printf("launch: killing node %d (pid %d) with SIGKILL\n", i, (int)kids[i].pid);
 				fflush(stdout);
@@ -299,12 +313,12 @@ int main(int argc, char **argv)
 			}
 		if (now > deadline) {
 			printf("launch: timeout after %d s, killing all; still running:", timeout_s);
-			for (i = 0; i < nodes; i++)
+			for (i = 0; i < nkids; i++)
 				if (kids[i].running)
 					printf(" %d", i);
 			printf("\n");
 			fflush(stdout);
-			for (i = 0; i < nodes; i++)
+			for (i = 0; i < nkids; i++)
 				if (kids[i].running)
 					kill_child(i);
 			while (waitpid(-1, NULL, 0) > 0)
@@ -315,7 +329,7 @@ int main(int argc, char **argv)
 		}
 	}
 
-	for (i = 0; i < nodes; i++) {
+	for (i = 0; i < nkids; i++) {
 		int st = kids[i].status;
 		if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
 			rc = 1;

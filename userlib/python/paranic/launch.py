@@ -49,11 +49,13 @@ def tool(name: str) -> Path:
 
 @dataclass
 class Run:
-    """Output of one pn_launch run, split by node."""
+    """Output of one pn_launch run, split by node (``nodes``, one process per node) and
+    by process (``procs``, keyed by (node, local rank); with ``ppn`` > 1 only these)."""
 
     rc: int
     out: str
     nodes: dict[int, list[str]] = field(default_factory=dict)
+    procs: dict[tuple[int, int], list[str]] = field(default_factory=dict)
     launch: list[str] = field(default_factory=list)
 
     def ok(self, node: int, case: str) -> str:
@@ -63,15 +65,19 @@ class Run:
         return lines[0]
 
     def fails(self) -> list[str]:
-        return [f"{n}: {ln}" for n, lines in self.nodes.items() for ln in lines if ln.startswith("FAIL")]
+        return [f"{n}.{r}: {ln}" for (n, r), lines in self.procs.items() for ln in lines if ln.startswith("FAIL")]
 
     @classmethod
     def parse(cls, rc: int, out: str) -> "Run":
         run = cls(rc, out)
         for line in out.splitlines():
             m = re.match(r"^(\d+): (.*)$", line)
+            mp = re.match(r"^(\d+)\.(\d+): (.*)$", line)
             if m:
                 run.nodes.setdefault(int(m.group(1)), []).append(m.group(2))
+                run.procs.setdefault((int(m.group(1)), 0), []).append(m.group(2))
+            elif mp:
+                run.procs.setdefault((int(mp.group(1)), int(mp.group(2))), []).append(mp.group(3))
             elif line.startswith("launch:"):
                 run.launch.append(line)
         return run
@@ -88,9 +94,12 @@ def cluster_name(name: str) -> str:
 
 
 def launch_cmd(prog: Sequence[str], nodes: int, cluster: str, backend: str | None = None,
-               timeout: int = 60, extra: Sequence[str] | None = None) -> list[str]:
-    """The ``pn_launch`` command line (``extra`` defaults to ``-f``: fail fast)."""
+               timeout: int = 60, extra: Sequence[str] | None = None, ppn: int = 1) -> list[str]:
+    """The ``pn_launch`` command line (``extra`` defaults to ``-f``: fail fast; ``ppn``
+    processes per node)."""
     cmd = [str(tool("pn_launch")), "-n", str(nodes), "-c", cluster, "-t", str(timeout)]
+    if ppn != 1:
+        cmd += ["-p", str(ppn)]
     if backend:
         cmd += ["-b", backend]
     cmd += list(extra) if extra is not None else ["-f"]
@@ -99,12 +108,12 @@ def launch_cmd(prog: Sequence[str], nodes: int, cluster: str, backend: str | Non
 
 def launch(prog: Sequence[str], nodes: int, cluster: str, *, backend: str | None = None, timeout: int = 60,
            extra: Sequence[str] | None = None, env: Mapping[str, str] | None = None,
-           stream=None) -> Run:
+           stream=None, ppn: int = 1) -> Run:
     """Run ``prog`` on ``nodes`` nodes under pn_launch and wait (at most timeout + 30 s).
 
     ``env`` is the complete environment (e.g. :func:`clean_env` plus the simulator's
     socket); ``stream``, a text file, also receives each output line as it comes."""
-    cmd = launch_cmd(prog, nodes, cluster, backend, timeout, extra)
+    cmd = launch_cmd(prog, nodes, cluster, backend, timeout, extra, ppn)
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                          env=dict(env) if env is not None else None, start_new_session=True)
     assert p.stdout is not None
