@@ -10,8 +10,11 @@ cd "$(dirname "$0")/.."
 #  build-essential perl      g++/make for Verilator models, perl for the verilator script
 #  iverilog                  Icarus, the second cocotb simulator
 #  libevent-dev libjson-c-dev zlib1g-dev  LiteX's Verilator simulator
+#  netpipe-tcp iperf3        programs the socket emulation carries (docs/sockets.md)
+#  pvm pvm-dev pvm-examples  PVM over the socket emulation (docs/pvm.md)
 APT_PACKAGES=(python3-venv python3-dev build-essential perl iverilog
-              libevent-dev libjson-c-dev zlib1g-dev netpipe-tcp iperf3)
+              libevent-dev libjson-c-dev zlib1g-dev netpipe-tcp iperf3
+              pvm pvm-dev pvm-examples)
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do

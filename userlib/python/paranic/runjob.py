@@ -79,6 +79,7 @@ def run(a: argparse.Namespace) -> int:
               "PARANIC_CONTEXTS", "PARANIC_RX_SLOTS", "PARANIC_TX_ENTRIES"):
         if k in os.environ:   # settings the user gave for the job's processes
             env[k] = os.environ[k]
+    env.update({k: v for k, v in os.environ.items() if k.startswith("PARANIC_SOCK")})   # libparanic_sock.so's
     timeout = a.timeout or 10 * 365 * 86400
     sim = None
     try:
