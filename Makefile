@@ -10,7 +10,7 @@ help:
 	@echo "make demo      the main job: ParaStation's benchmarks through libparanic on the simulated cluster"
 	@echo "make test      run the test suite (fast tests; slow ones: make test-all)"
 	@echo "make test-all  run every test, including the long adversarial runs"
-	@echo "make bench     every benchmark, plots into docs/img (router, messages, barrier up to 16 nodes)"
+	@echo "make bench     every benchmark, plots into docs/img (router, messages, barrier up to 16 nodes, layers)"
 	@echo "make headers   regenerate $(HEADER) from paranic/protocol.py"
 	@echo "make deps      install Debian packages (needs root) and the Python venv"
 
@@ -34,6 +34,7 @@ bench: deps
 	$(PARANIC) bench messages --plot docs/img/messages.png
 	$(PARANIC) bench overhead
 	$(PARANIC) bench barrier --nodes 2,4,8,16 --plot docs/img/barrier.png
+	$(PARANIC) bench layers --plot docs/img/layers.png
 
 clean:
 	rm -rf build .pytest_cache

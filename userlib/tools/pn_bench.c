@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * pn_bench: micro-benchmarks of the HAL and rawdata layers (used by `paranic bench`).
+ * pn_bench: micro-benchmarks of the HAL, rawdata and ports layers (used by `paranic bench`).
  *
- *   pn_launch -n 2 -- pn_bench [--backend B] [--layer hal|rawdata|all]
+ *   pn_launch -n 2 -- pn_bench [--backend B] [--layer hal,rawdata,ports|all]
  *       [--bench pairwise,pingpong,stream,overhead,barrier|all] [--min BYTES] [--max BYTES]
  *       [--scale F] [--barriers N]
  *
@@ -29,13 +29,18 @@
  * sim), wall_ns the process's monotonic clock, cycles pn_cycles (target clock).
  * Iterations per size: scale * clamp(64 MiB / (bytes + 64), 8, 20000).
  * The HAL layer uses context 1 and registered buffers (PIO up to the threshold, DMA in
- * place above); rawdata its well-known context 0 and plain malloc'd buffers.
+ * place above); rawdata its well-known context 0 and plain malloc'd buffers; ports a
+ * port on context 2 (PORT_CTX, opened only when the layer is named), channel 0, tag 0,
+ * buffers from pn_dma_alloc on the port's context (registered: rendezvous by DMA in
+ * place), a receive naming the peer port. --layer takes a comma-separated list; "all"
+ * (the default) is hal and rawdata, as before ports existed.
  */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "paranic/pn_ports.h"
 #include "paranic/pn_rawdata.h"
 #include "paranic/pn_sim.h"
 #include "tutil.h"
@@ -47,6 +52,9 @@ static uint8_t *sbuf, *rbuf;   /* registered in h (DMA in place) */
 static uint8_t *usbuf, *urbuf; /* plain memory: what rawdata callers usually have */
 static size_t bufsz;
 #define HAL_CTX 1
+#define PORT_CTX 2
+static pn_port_t *port;          /* the ports layer (only when named in --layer) */
+static uint8_t *psbuf, *prbuf;    /* registered in the port's context */
 static double scale = 1.0;
 /* On sim, each iteration is timed too (pn_now_ns is a load from the simulator's shared
  * clock there): the hardware path is deterministic, but simulated time keeps running
@@ -129,6 +137,18 @@ static int rd_recv1(unsigned src, size_t n)
 	return r < 0 ? r : (len == n ? 0 : -EPROTO);
 }
 
+static int port_send1(unsigned dst, size_t n)
+{
+	return pn_port_send(port, dst, PORT_CTX, 0, 0, psbuf, n);
+}
+
+static int port_recv1(unsigned src, size_t n)
+{
+	pn_port_status_t st;
+	int r = pn_port_recv(port, (int)src, PORT_CTX, 0, 0, 0, prbuf, bufsz, &st, -1);
+	return r < 0 ? r : ((size_t)r == n ? 0 : -EPROTO);
+}
+
 struct layer {
 	const char *name;
 	int (*send)(unsigned dst, size_t n);
@@ -144,7 +164,20 @@ static int hal_recv_from(unsigned src, size_t n)
 static const struct layer LAYERS[] = {
 	{"hal", hal_send, hal_recv_from},
 	{"rawdata", rd_send1, rd_recv1},
+	{"ports", port_send1, port_recv1},
 };
+
+/* Is layer `name` in the --layer list ("all": the HAL-level layers hal and rawdata)? */
+static int layer_named(const char *list, const char *name)
+{
+	size_t n = strlen(name);
+	if (!strcmp(list, "all"))
+		return !strcmp(name, "hal") || !strcmp(name, "rawdata");
+	for (const char *p = list; (p = strstr(p, name)) != NULL; p += n)
+		if ((p == list || p[-1] == ',') && (p[n] == 0 || p[n] == ','))
+			return 1;
+	return 0;
+}
 
 static unsigned iters_for(size_t n)
 {
@@ -392,7 +425,7 @@ int main(int argc, char **argv)
 		else if (!strcmp(argv[a], "--barriers") && a + 1 < argc)
 			nbarriers = strtol(argv[++a], NULL, 0);
 		else {
-			fprintf(stderr, "usage: %s [--backend B] [--layer hal|rawdata|all] "
+			fprintf(stderr, "usage: %s [--backend B] [--layer hal,rawdata,ports|all] "
 					"[--bench pairwise,pingpong,stream,overhead,barrier|all] [--min N] [--max N] "
 					"[--scale F] [--barriers N]\n", argv[0]);
 			return 2;
@@ -402,6 +435,19 @@ int main(int argc, char **argv)
 		say("FAIL bench: bad arguments (--scale > 0, --min <= --max <= %u, 0 < --barriers <= 1e8)",
 		    PN_RD_MAX_MSG);
 		return 2;
+	}
+	for (const char *p = layer; strcmp(layer, "all"); ) {   /* every name in the list is known */
+		size_t len = strcspn(p, ",");
+		int known = 0;
+		for (size_t l = 0; l < sizeof(LAYERS) / sizeof(LAYERS[0]); l++)
+			known |= strlen(LAYERS[l].name) == len && !strncmp(p, LAYERS[l].name, len);
+		if (!known) {
+			say("FAIL bench: unknown layer '%.*s' (hal, rawdata, ports or all)", (int)len, p);
+			return 2;
+		}
+		if (!p[len])
+			break;
+		p += len + 1;
 	}
 	if ((r = pn_rd_open(&rd, &o)) < 0) {
 		say("FAIL open: %d (%s)", r, pn_strerror(r));
@@ -443,12 +489,25 @@ int main(int argc, char **argv)
 		return 1;
 	pat_fill(sbuf, bufsz, me, 0);
 	pat_fill(usbuf, bufsz, me, 0);
+	if (layer_named(layer, "ports")) {
+		pn_port_opts_t po;
+		pn_port_opts_init(&po);
+		po.hal = o;
+		po.hal.ctx = PORT_CTX;
+		if ((r = pn_port_open(&port, &po)) < 0) {
+			say("FAIL open port: %d (%s)", r, pn_strerror(r));
+			return 1;
+		}
+		TRY(pn_dma_alloc(pn_port_hal(port), bufsz, (void **)&psbuf));
+		TRY(pn_dma_alloc(pn_port_hal(port), bufsz, (void **)&prbuf));
+		pat_fill(psbuf, bufsz, me, 0);
+	}
 	pn_barrier(h);
 
 	const char *names[] = {"pairwise", "pingpong", "stream"};
 	for (size_t l = 0; l < sizeof(LAYERS) / sizeof(LAYERS[0]); l++) {
 		const struct layer *L = &LAYERS[l];
-		if (strcmp(layer, "all") && strcmp(layer, L->name))
+		if (!layer_named(layer, L->name))
 			continue;
 		for (size_t b = 0; b < 3; b++) {
 			if (strcmp(benches, "all") && !strstr(benches, names[b]))
@@ -463,6 +522,11 @@ int main(int argc, char **argv)
 		}
 	}
 	pn_barrier(h);
+	if (port) {
+		pn_dma_free(pn_port_hal(port), psbuf);
+		pn_dma_free(pn_port_hal(port), prbuf);
+		pn_port_close(port);
+	}
 	pn_dma_free(h, sbuf);
 	pn_dma_free(h, rbuf);
 	free(usbuf);

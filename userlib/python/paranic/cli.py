@@ -60,6 +60,10 @@ def _cmd_bench(a: argparse.Namespace) -> int:
         from .bench import router_cli
 
         return router_cli.run(a)
+    if a.what == "layers":
+        from .bench import layers
+
+        return layers.run(a)
     if a.what in MSG_BENCHES:
         from .bench import msg_cli
 
@@ -102,15 +106,17 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(func=_cmd_topo)
 
     p = sub.add_parser("bench", help="benchmarks: router, pairwise, pingpong, stream, messages (all three), "
-                                     "overhead, barrier",
+                                     "overhead, barrier, layers (ParaStation's Table 3)",
                        description="router: the gateware router in Verilator. The others run pn_bench "
                                    "through libparanic: hw_ns on the cluster simulator, sw_ns natively.")
-    p.add_argument("what", choices=["router", *MSG_BENCHES])
+    p.add_argument("what", choices=["router", *MSG_BENCHES, "layers"])
     p.add_argument("--json", action="store_true", help="print one JSON object {\"rows\": [...], ...}")
     p.add_argument("--plot", metavar="FILE.png", help="write a plot")
     p.add_argument("--quick", action="store_true", help="fewer sweep points / iterations")
     from .bench import msg_cli
     msg_cli.add_arguments(p)
+    from .bench import layers
+    layers.add_arguments(p)
     p.set_defaults(func=_cmd_bench)
 
     p = sub.add_parser("run", help="run a program on N nodes of a sw or simulated cluster",

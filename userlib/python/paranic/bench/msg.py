@@ -132,8 +132,11 @@ class Session:
         return self.sims[topo]
 
     def pn_bench(self, backend: str, nodes: int, args: Sequence[str], *, topo: str = "ring:4",
-                 timeout: int = 3600, show: Callable[[dict], str] = str) -> list[dict]:
-        """Run ``pn_bench ARGS`` on ``nodes`` nodes of ``backend``; node 0's JSON rows."""
+                 timeout: int = 3600, show: Callable[[dict], str] = str, program: str = "pn_bench",
+                 wrap: Sequence[str] = ()) -> list[dict]:
+        """Run ``pn_bench ARGS`` on ``nodes`` nodes of ``backend``; node 0's JSON rows.
+        ``program``: another tool that prints rows the same way (pn_sockbench), started
+        behind ``wrap`` (e.g. ``env LD_PRELOAD=...``)."""
         env = L.clean_env()
         tag = backend
         if backend == "sim":
@@ -143,11 +146,11 @@ class Session:
             _wait_job_ended(sim)
         sink = _Rows(tag, show)
         cluster = L.cluster_name(f"bench-{os.getpid()}-{backend}")
-        run = L.launch([str(L.tool("pn_bench")), *args], nodes, cluster, backend=backend, timeout=timeout,
+        run = L.launch([*wrap, str(L.tool(program)), *args], nodes, cluster, backend=backend, timeout=timeout,
                        env=env, stream=sink)
         if run.rc != 0:
             tail = "\n".join(sink.lines[-20:])
-            raise BenchError(f"pn_bench on {tag} failed (exit {run.rc}):\n{tail}")
+            raise BenchError(f"{program} on {tag} failed (exit {run.rc}):\n{tail}")
         return sink.rows
 
     def scale(self, backend: str) -> float:
@@ -306,10 +309,11 @@ def parastation_table2() -> dict[int, float]:
     return {int(r[0]): float(r[i]) for r in t["rows"]}
 
 
-def parastation_table3() -> dict[str, tuple[float, float]]:
-    """layer -> (µs, MB/s) of Table 3's PC columns (hardware, rawdata, ...)."""
+def parastation_table3(columns: tuple[str, str] = ("pc_latency_us", "pc_MBps")) -> dict[str, tuple[float, float]]:
+    """layer -> (µs, MB/s) of Table 3's PC columns (hardware, rawdata, ...); ``columns``
+    ("pc_os_latency_us", "pc_os_MBps"): the same API over the operating system's TCP."""
     from .seed import seed_figures
     t = seed_figures()["parastation"]["table3_protocol_hierarchy"]
     cols = t["columns"]
-    i_us, i_mb = cols.index("pc_latency_us"), cols.index("pc_MBps")
+    i_us, i_mb = cols.index(columns[0]), cols.index(columns[1])
     return {r[0]: (r[i_us], r[i_mb]) for r in t["rows"]}

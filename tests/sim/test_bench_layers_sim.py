@@ -1,0 +1,39 @@
+"""`paranic bench layers --backend sim --quick` on the cached ring:4 simulator (which it
+starts itself): hardware-path rows for hal, rawdata, ports and sockets (the socket
+program timed with the preload library's pn_sock_now_ns), os-tcp natively, and figures
+within what the gateware allows. About 15 s."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+from paranic import protocol as P
+from simtest import ROOT
+
+PARANIC = [sys.executable, "-m", "paranic.cli"]
+
+
+def test_layers_on_the_simulator(sim_binary, userlib_build):
+    e = {k: v for k, v in os.environ.items() if not k.startswith("PARANIC_") or k == "PARANIC_SEED_FIGURES"}
+    r = subprocess.run([*PARANIC, "bench", "layers", "--backend", "sim", "--quick", "--json"], capture_output=True,
+                       text=True, timeout=300, cwd=ROOT, env=e)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
+    assert "paranic bench: starting the ring:4 simulator" in r.stderr
+    rows = {x["layer"]: x for x in json.loads(r.stdout)["rows"]}
+    assert list(rows) == ["hal", "rawdata", "ports", "sockets", "os-tcp"]
+    from paranic.hw.link import link_efficiency
+    link = P.WORD_BYTES * P.TARGET_CLK_HZ / 1e6 * link_efficiency(P.DEFAULT_MTU)   # 969.7 MB/s
+    for name in ("hal", "rawdata", "ports", "sockets"):
+        x = rows[name]
+        assert x["sw_ns"] is None and x["latency_ns"] == x["hw_ns"], x            # hardware path only
+        # One way over one hop: at least the PIO path's 60 cycles (PCIe model 38);
+        # the upper bound is loose (simulated time runs on while a client waits for a core).
+        assert 480 <= x["hw_ns"] <= 5000, x
+        assert x["hw_cycles"] == round(x["hw_ns"] / P.TARGET_CLK_NS, 1), x
+        # 1 MiB messages: no faster than the link's payload bandwidth, and well above half of it.
+        assert link * 0.5 < x["hw_MBps"] <= link * 1.001 and x["MBps"] == x["hw_MBps"], x
+    os_tcp = rows["os-tcp"]
+    assert os_tcp["hw_ns"] is None and os_tcp["sw_ns"] > 0 and os_tcp["native_only"], os_tcp

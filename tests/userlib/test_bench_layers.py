@@ -1,0 +1,145 @@
+"""`paranic bench layers` (ParaStation's Table 3) on the sw backend, as a user runs it:
+the JSON rows and how their figures hang together, the table, the plot, a subset of
+layers, bad input; and its two programs on their own: pn_bench's ports mode and
+pn_sockbench with and without the preload library (pn_sock_now_ns, pn_sock_fd_kind).
+The simulator run is tests/sim/test_bench_layers_sim.py."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from paranic.bench import layers, msg
+from paranic.launch import BIN, USERLIB_BUILD
+
+ROOT = Path(__file__).resolve().parents[2]
+PARANIC = [sys.executable, "-m", "paranic.cli"]
+READY = ["hal", "rawdata", "ports", "sockets", "os-tcp"]
+
+
+def paranic(*args: str, timeout: int = 300) -> subprocess.CompletedProcess:
+    """`paranic ARGS` in a clean environment (PARANIC_SEED_FIGURES kept: where the
+    reference figures are when the checkout is not beside ../shared)."""
+    e = {k: v for k, v in os.environ.items() if not k.startswith("PARANIC_") or k == "PARANIC_SEED_FIGURES"}
+    return subprocess.run([*PARANIC, *args], capture_output=True, text=True, timeout=timeout, cwd=ROOT, env=e)
+
+
+def table3() -> dict:
+    try:
+        return msg.parastation_table3()
+    except FileNotFoundError:
+        return {}
+
+
+def _png(p: Path) -> bool:
+    return p.is_file() and p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and p.stat().st_size > 10_000
+
+
+def test_layers_sw_quick_json_and_plot(userlib_build, tmp_path):
+    """Every implemented layer, natively: one row each in table order, latency and
+    bandwidth positive, no hardware figures, total = sw, MB/s from the stream's time,
+    added = the difference to the layer below; ParaStation's figures beside them; the
+    not-yet layers named; a plot."""
+    png = tmp_path / "layers.png"
+    r = paranic("bench", "layers", "--backend", "sw", "--quick", "--json", "--plot", str(png))
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
+    res = json.loads(r.stdout)
+    assert res["bench"] == "layers" and res["not_yet"] == ["pvm", "am", "rma"]
+    assert res["config"]["latency_bytes"] == 8 and res["config"]["bandwidth_bytes"] == 1 << 20
+    rows = res["rows"]
+    assert [x["layer"] for x in rows] == READY
+    by = {x["layer"]: x for x in rows}
+    for x in rows:
+        assert {"layer", "latency_ns", "MBps", "hw_ns", "sw_ns"} <= set(x), x
+        assert x["hw_ns"] is None and x["stream_hw_ns"] is None, x          # sw only
+        assert 0 < x["sw_ns"] < 10_000_000 and x["latency_ns"] == x["sw_ns"], x
+        assert x["MBps"] > 0 and x["MBps"] == pytest.approx((1 << 20) * 1e3 / x["stream_sw_ns"], rel=1e-3), x
+        assert x["iters"]["sw"][0] >= 2 and x["iters"]["sw"][1] >= 2, x
+        if x["below"]:
+            assert x["added_ns"] == pytest.approx(x["latency_ns"] - by[x["below"]]["latency_ns"], abs=0.2), x
+    assert [by[n]["below"] for n in READY] == [None, "hal", "hal", "ports", None]
+    assert by["os-tcp"]["native_only"] and by["os-tcp"]["added_ns"] is None
+    t3 = table3()
+    if t3:
+        assert by["hal"]["parastation_latency_us"] == t3["hardware"][0]
+        assert by["sockets"]["parastation_MBps"] == t3["socket"][1]
+        assert by["ports"]["parastation_added_us"] == pytest.approx(t3["port"][0] - t3["rawdata"][0], abs=0.01)
+    assert "layers: sockets on sw" in r.stderr      # progress is visible
+    assert _png(png)
+
+
+def test_layers_subset_table(userlib_build):
+    """--layers picks rows (table order whatever the order given); a layer whose lower
+    layer was not measured has no added figure; the text table lists the not-yet
+    layers."""
+    r = paranic("bench", "layers", "--backend", "sw", "--quick", "--layers", "sockets,hal")
+    assert r.returncode == 0, r.stderr[-3000:]
+    lines = r.stdout.splitlines()
+    assert lines[0].startswith("protocol hierarchy (ParaStation's Table 3)")
+    rows = [ln.split()[0] for ln in lines[3:] if ln and not ln.startswith(("(", " "))]
+    assert rows == ["hal", "sockets", "pvm", "am", "rma"], r.stdout
+    assert all("not yet" in ln for ln in lines if ln.split()[:1] in (["pvm"], ["am"], ["rma"]))
+    sock = next(ln for ln in lines if ln.startswith("sockets"))
+    assert sock.split()[5] == "-", sock      # added_ns (after "hw + sw"): ports not measured
+    assert "rawdata on sw" not in r.stderr and "os-tcp on sw" not in r.stderr
+
+
+@pytest.mark.parametrize("spec, why", [("foo", "unknown layer 'foo'"), ("hal,bogus", "unknown layer 'bogus'"),
+                                       ("pvm", "not implemented yet"), ("hal,rma", "not implemented yet")])
+def test_bad_layers_exit_2(spec, why):
+    """An unknown or not-yet layer: a clear message and exit 2, before anything is built or run."""
+    r = paranic("bench", "layers", "--backend", "sw", "--layers", spec, timeout=60)
+    assert r.returncode == 2, r.stderr
+    assert why in r.stderr and "hal, rawdata, ports, sockets, os-tcp" in r.stderr, r.stderr
+    assert "building" not in r.stderr and r.stdout == ""
+
+
+def test_parse_layers():
+    assert layers.parse_layers(None) == READY == list(layers.READY)
+    assert layers.parse_layers("all") == READY
+    assert layers.parse_layers(" os-tcp , hal ") == ["hal", "os-tcp"]
+    with pytest.raises(ValueError, match="unknown layer 'HAL'"):
+        layers.parse_layers("HAL")
+    assert set(layers.NOT_YET) == {"pvm", "am", "rma"}
+    assert all(layers.BY_NAME[x.below] for x in layers.LAYERS if x.below)   # every "below" is a layer
+
+
+def test_pn_bench_ports_mode(run_nodes):
+    """pn_bench --layer ports: ping-pong (eager) and stream (rendezvous at 1 MiB) rows;
+    a bad layer name in the list exits 2 with a message."""
+    r = run_nodes([str(BIN / "pn_bench"), "--layer", "ports", "--bench", "pingpong,stream", "--min", "8",
+                   "--max", str(1 << 20), "--scale", "0.01"], 2, "layers-ports", timeout=120)
+    assert r.rc == 0, r.out
+    rows = [json.loads(ln) for ln in r.nodes[0] if ln.startswith("{")]
+    assert {(x["bench"], x["bytes"]) for x in rows} == {(b, 8 << i) for b in ("pingpong", "stream") for i in range(18)}
+    assert all(x["layer"] == "ports" and x["latency_ns"] > 0 and x["MBps"] > 0 for x in rows)
+    r = run_nodes([str(BIN / "pn_bench"), "--layer", "hal,portz"], 2, "layers-bad", timeout=30)
+    assert r.rc != 0 and "unknown layer 'portz'" in r.out
+
+
+def test_pn_sockbench_preloaded_and_not(run_nodes):
+    """pn_sockbench under the preload library: a ParaNIC connection (pn_sock_fd_kind 4)
+    timed with pn_sock_now_ns (clock "backend"); without it: the OS's TCP over loopback
+    (no library: fd_kind -1, the monotonic clock)."""
+    so = USERLIB_BUILD / "libparanic_sock.so"
+    args = ["--bench", "all", "--min", "1", "--max", "4096", "--scale", "0.01"]
+    r = run_nodes(["env", f"LD_PRELOAD={so}", str(BIN / "pn_sockbench"), "--port", "7000", *args], 2, "sockbench",
+                  timeout=60)
+    assert r.rc == 0, r.out
+    rows = [json.loads(ln) for ln in r.nodes[0] if ln.startswith("{")]
+    assert len(rows) == 26 and all(x["layer"] == "sockets" and x["fd_kind"] == 4 and x["clock"] == "backend"
+                                   and x["latency_ns"] > 0 for x in rows), rows
+    port = layers._free_port()
+    r = run_nodes([str(BIN / "pn_sockbench"), "--mode", "loopback", "--port", str(port), *args], 2, "sockbench-os",
+                  timeout=60)
+    assert r.rc == 0, r.out
+    rows = [json.loads(ln) for ln in r.nodes[0] if ln.startswith("{")]
+    assert len(rows) == 26 and all(x["layer"] == "os-tcp" and x["fd_kind"] == -1 and x["clock"] == "monotonic"
+                                   for x in rows), rows
+    r = run_nodes([str(BIN / "pn_sockbench"), "--mode", "udp", "--port", "7000"], 2, "sockbench-bad", timeout=30)
+    assert r.rc != 0 and "bad arguments" in r.out

@@ -1,0 +1,346 @@
+"""`paranic bench layers`: ParaStation's Table 3 (the protocol hierarchy) for ParaNIC.
+
+One row per layer: latency (one way, half the round trip of an 8-byte ping-pong) and
+bandwidth (a stream of 1 MiB messages), measured like the other message benchmarks
+(:mod:`paranic.bench.msg`): ``hw_ns`` on the simulated cluster (simulated time, the
+hardware path), ``sw_ns`` natively on the ``sw`` backend (the software's own cost),
+``latency_ns`` = hw + sw, stream ``max(hw, sw)`` per message. Beside it ParaStation's
+Table 3 (PC columns) and the latency each layer adds over the layer it is built on.
+
+Layers are a registry (:data:`LAYERS`): a row is one :class:`Layer` with a measure
+function ``(session, backend) -> (ping-pong row, stream row)`` returning rows as
+pn_bench prints them (``latency_ns`` one way, ``latency_ns`` per stream message). A new
+layer (PVM, active messages, RMA) is one such function plus a mode of a benchmark
+program; until then it is listed as "not yet".
+
+* ``hal``, ``rawdata``, ``ports``: ``pn_bench --layer X`` (userlib/tools/pn_bench.c).
+* ``sockets``: ``pn_sockbench`` (a plain TCP program, no libparanic) between nodes 0
+  and 1 under ``LD_PRELOAD=libparanic_sock.so``; on sim it times with the library's
+  ``pn_sock_now_ns`` (simulated time). A row whose connection was not a ParaNIC one
+  (the library fell back to the OS) is an error.
+* ``os-tcp``: the same program without the preload library over 127.0.0.1: the
+  operating system's TCP on loopback, measured natively whatever the backend (there is
+  no hardware path).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import socket
+import sys
+import time
+from dataclasses import dataclass
+from typing import Callable, Iterable, Optional
+
+from .. import launch as L
+from .. import protocol as P
+from . import msg
+
+#: The message sizes of the table (bytes): latency of a small message, bandwidth of a
+#: large one (every layer streams at or near its peak there: docs/benchmarks.md).
+LAT_BYTES = 8
+BW_BYTES = 1 << 20
+
+#: Runs per layer and backend (the fastest counts; 1 with --quick): two busy-polling
+#: processes on a small machine are easily disturbed natively, and on the simulator
+#: simulated time runs on while a client waits for a core; a disturbance only ever adds.
+REPEATS = {"sw": 3, "sim": 2}
+
+Pair = tuple[dict, dict]                       # (ping-pong row, stream row) of one backend
+Measure = Callable[[msg.Session, str], Pair]
+
+
+@dataclass(frozen=True)
+class Layer:
+    name: str
+    title: str
+    below: Optional[str]                       # the layer it is built on: "added" is over it
+    measure: Optional[Measure]                 # None: not yet
+    parastation: Optional[str] = None          # its row in ParaStation's Table 3
+    parastation_below: Optional[str] = None    # that row's layer below in ParaStation
+    parastation_os: bool = False               # Table 3's OS (TCP/IP) columns
+    native_only: bool = False                  # no hardware path: measured on sw only
+
+
+def _pn_bench(layer: str) -> Measure:
+    """pn_bench's ping-pong at LAT_BYTES and stream at BW_BYTES for ``layer``."""
+
+    def measure(sess: msg.Session, backend: str) -> Pair:
+        out = []
+        for bench, n in (("pingpong", LAT_BYTES), ("stream", BW_BYTES)):
+            rows = sess.pn_bench(backend, 2, ["--bench", bench, "--layer", layer, "--min", str(n), "--max", str(n),
+                                              "--scale", str(sess.scale(backend))], show=msg._show_msg)
+            out.append(_one(rows, bench, layer, n))
+        return out[0], out[1]
+
+    return measure
+
+
+def _sockbench(mode: str, layer: str, preload: bool) -> Measure:
+    """pn_sockbench between nodes 0 and 1: ping-pong at LAT_BYTES, stream at BW_BYTES."""
+
+    def measure(sess: msg.Session, backend: str) -> Pair:
+        wrap = ["env", f"LD_PRELOAD={L.USERLIB_BUILD / 'libparanic_sock.so'}"] if preload else []
+        out = []
+        for bench, n in (("pingpong", LAT_BYTES), ("stream", BW_BYTES)):
+            port = _free_port() if mode == "loopback" else 5000   # cluster ports belong to the job
+            rows = sess.pn_bench(backend, 2, ["--mode", mode, "--port", str(port), "--layer", layer, "--bench", bench,
+                                              "--min", str(n), "--max", str(n), "--scale", str(sess.scale(backend))],
+                                 show=msg._show_msg, program="pn_sockbench", wrap=wrap)
+            row = _one(rows, bench, layer, n)
+            if preload and row.get("fd_kind") != 4:
+                raise msg.BenchError(f"{layer} on {backend}: the connection was not a ParaNIC one "
+                                     f"(pn_sock_fd_kind {row.get('fd_kind')}): the library fell back to the OS")
+            if preload and backend == "sim" and row.get("clock") != "backend":
+                raise msg.BenchError(f"{layer} on sim: no simulated time (pn_sock_now_ns missing)")
+            out.append(row)
+        return out[0], out[1]
+
+    return measure
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _one(rows: list[dict], bench: str, layer: str, n: int) -> dict:
+    sel = [r for r in rows if r["bench"] == bench and r["layer"] == layer and r["bytes"] == n]
+    if len(sel) != 1:
+        raise msg.BenchError(f"{bench} {layer} {n} B: expected one row, got {len(sel)}")
+    return sel[0]
+
+
+LAYERS: tuple[Layer, ...] = (
+    Layer("hal", "HAL: PIO up to 256 B, DMA in place above", None, _pn_bench("hal"), "hardware"),
+    Layer("rawdata", "rawdata: the HAL's context 0, plain memory", "hal", _pn_bench("rawdata"), "rawdata", "hardware"),
+    Layer("ports", "ports: tagged messages, eager / rendezvous", "hal", _pn_bench("ports"), "port", "rawdata"),
+    Layer("sockets", "TCP sockets over ports (LD_PRELOAD)", "ports", _sockbench("cluster", "sockets", True),
+          "socket", "port"),
+    Layer("pvm", "PVM over the emulated sockets", "sockets", None, "pvm", "socket"),
+    Layer("am", "active messages", "ports", None),
+    Layer("rma", "remote memory access (put/get)", "ports", None),
+    Layer("os-tcp", "the OS's TCP over loopback (no ParaNIC)", None, _sockbench("loopback", "os-tcp", False),
+          "socket_self", None, parastation_os=True, native_only=True),
+)
+BY_NAME = {x.name: x for x in LAYERS}
+READY = tuple(x.name for x in LAYERS if x.measure)
+NOT_YET = tuple(x.name for x in LAYERS if not x.measure)
+
+
+def parse_layers(spec: str | None) -> list[str]:
+    """The layers of ``--layers a,b`` (default: every one implemented), in table order.
+    ValueError for an unknown layer or one that is not implemented yet."""
+    if spec is None or spec.strip() in ("", "all"):
+        return list(READY)
+    names = [x.strip() for x in spec.split(",") if x.strip()]
+    for x in names:
+        if x not in BY_NAME:
+            raise ValueError(f"unknown layer {x!r} (known: {', '.join(READY)}; not yet: {', '.join(NOT_YET)})")
+        if x not in READY:
+            raise ValueError(f"layer {x!r} is not implemented yet (available: {', '.join(READY)})")
+    return [x.name for x in LAYERS if x.name in names]
+
+
+def measure_layers(sess: msg.Session, layers: Iterable[str] = READY,
+                   backends: Iterable[str] = msg.BACKENDS, repeats: int | None = None) -> list[dict]:
+    """One row per layer: ``{layer, latency_ns, MBps, hw_ns, sw_ns, added_ns, ...}``.
+    Every layer is measured ``repeats`` times per backend (default REPEATS, 1 with
+    ``quick``), round robin over the layers, and the fastest run counts."""
+    layers, backends = parse_layers(",".join(layers)), list(backends)
+    def reps(be: str) -> int:
+        return repeats if repeats is not None else 1 if sess.quick else REPEATS[be]
+
+    plan = [(name, be, rep) for be in ("sw", "sim")   # sw first: its native timing wants the cores to itself
+            for rep in range(reps(be))
+            for name in layers
+            if (be == "sw" and BY_NAME[name].native_only) or (be in backends and not BY_NAME[name].native_only)]
+    got: dict[str, dict[str, Pair]] = {}
+    for name, be, rep in plan:
+        measure = BY_NAME[name].measure
+        assert measure is not None
+        t0 = time.time()
+        msg._log(f"paranic bench layers: {name} on {be}" + (f" (run {rep + 1} of {reps(be)})" if reps(be) > 1 else ""))
+        pp, st = measure(sess, be)
+        old = got.setdefault(name, {}).get(be)
+        if old:   # the fastest of the runs
+            pp = min(old[0], pp, key=lambda r: r["latency_ns"])
+            st = min(old[1], st, key=lambda r: r["latency_ns"])
+        got[name][be] = (pp, st)
+        msg._log(f"paranic bench layers: {name} on {be} done in {time.time() - t0:.0f} s")
+    rows = [_row(BY_NAME[name], got.get(name, {})) for name in layers]
+    return _added(rows)
+
+
+def _row(lay: Layer, by_be: dict[str, Pair]) -> dict:
+    hw_pp, hw_st = by_be.get("sim", (None, None))
+    sw_pp, sw_st = by_be.get("sw", (None, None))
+    hw_ns, sw_ns = msg._per_msg(hw_pp), msg._per_msg(sw_pp)
+    lat = msg._combine("pingpong", hw_ns, sw_ns)
+    st_hw, st_sw = msg._per_msg(hw_st), msg._per_msg(sw_st)
+    st = msg._combine("stream", st_hw, st_sw)
+    cols = ("pc_os_latency_us", "pc_os_MBps") if lay.parastation_os else ("pc_latency_us", "pc_MBps")
+    t3 = _table3(cols) if lay.parastation else {}
+    ref = t3.get(lay.parastation or "", (None, None))
+    ref_below = t3.get(lay.parastation_below or "", (None, None))
+    ps_added = (round(ref[0] - ref_below[0], 2) if ref[0] is not None and ref_below[0] is not None else None)
+    return {"layer": lay.name, "title": lay.title, "below": lay.below,
+            "latency_ns": msg._r(lat), "MBps": round(msg._mbps("stream", BW_BYTES, st), 1) if st else None,
+            "hw_ns": msg._r(hw_ns), "sw_ns": msg._r(sw_ns), "hw_cycles": msg._r(hw_ns and hw_ns / P.TARGET_CLK_NS),
+            "stream_hw_ns": msg._r(st_hw), "stream_sw_ns": msg._r(st_sw),
+            "hw_MBps": round(BW_BYTES * 1e3 / st_hw, 1) if st_hw else None,
+            "sw_MBps": round(BW_BYTES * 1e3 / st_sw, 1) if st_sw else None,
+            "latency_bytes": LAT_BYTES, "MBps_bytes": BW_BYTES, "native_only": lay.native_only,
+            "added_ns": None, "added_hw_ns": None, "added_sw_ns": None,
+            "parastation_layer": lay.parastation, "parastation_latency_us": ref[0], "parastation_MBps": ref[1],
+            "parastation_added_us": ps_added,
+            "iters": {be: [p["iters"], s["iters"]] for be, (p, s) in by_be.items()}}
+
+
+def _table3(cols: tuple[str, str]) -> dict[str, tuple[float, float]]:
+    """ParaStation's Table 3 (msg.parastation_table3); empty when the seed figures are
+    not there (the columns stay empty: "-")."""
+    try:
+        return msg.parastation_table3(cols)
+    except FileNotFoundError:
+        return {}
+
+
+def _added(rows: list[dict]) -> list[dict]:
+    """The latency each layer adds over the one it is built on (when both were measured)."""
+    by = {r["layer"]: r for r in rows}
+    for r in rows:
+        b = by.get(r["below"] or "")
+        if not b:
+            continue
+        for k, src in (("added_ns", "latency_ns"), ("added_hw_ns", "hw_ns"), ("added_sw_ns", "sw_ns")):
+            if r[src] is not None and b[src] is not None:
+                r[k] = round(r[src] - b[src], 1)
+    return rows
+
+
+# ------------------------------------------------------------------------------------------
+# Table, plot
+# ------------------------------------------------------------------------------------------
+
+def _f(x: float | None, fmt: str = "{:.1f}") -> str:
+    return "-" if x is None else fmt.format(x)
+
+
+def table(rows: list[dict], backends: Iterable[str] = msg.BACKENDS) -> str:
+    head = (f"{'layer':8s} {'latency_ns':>10s} {'(hw + sw)':>17s} {'added_ns':>9s} {'(hw + sw)':>15s} {'over':>6s} "
+            f"{'MB/s':>8s}   {'ParaStation:':>12s} {'us':>6s} {'added':>6s} {'MB/s':>6s}")
+    out = [f"protocol hierarchy (ParaStation's Table 3): latency one way, {LAT_BYTES} B ping-pong; "
+           f"bandwidth, stream of {BW_BYTES >> 20} MiB messages",
+           head, "-" * len(head)]
+    for r in rows:
+        hs = f"{_f(r['hw_ns'])} + {_f(r['sw_ns'])}" if not r["native_only"] else "(native)"
+        ps = r["parastation_layer"] or ""
+        ad = f"{_f(r['added_hw_ns'])} + {_f(r['added_sw_ns'])}" if r["added_ns"] is not None else ""
+        out.append(f"{r['layer']:8s} {_f(r['latency_ns']):>10s} {hs:>17s} {_f(r['added_ns']):>9s} {ad:>15s} "
+                   f"{r['below'] or '':>6s} {_f(r['MBps']):>8s}   {ps:>12s} "
+                   f"{_f(r['parastation_latency_us'], '{:.2f}'):>6s} {_f(r['parastation_added_us'], '{:.2f}'):>6s} "
+                   f"{_f(r['parastation_MBps']):>6s}")
+    for x in LAYERS:
+        if not x.measure:
+            out.append(f"{x.name:8s} {'not yet':>10s}   ({x.title})")
+    be = sorted(backends)
+    what = {("sim", "sw"): "hw_ns (simulated cluster, hardware path) + sw_ns (natively, sw backend)",
+            ("sim",): "hw_ns only (simulated cluster, hardware path); os-tcp natively",
+            ("sw",): "sw_ns only (natively, sw backend)"}[tuple(be)]
+    out.append(f"(latency_ns: {what};")
+    out.append(" added_ns: over the layer it is built on ('over'); MB/s: from max(hw, sw) per message;")
+    out.append(" ParaStation: Table 3, 1997 PC (Pentium); os-tcp beside its socket-to-itself row over the OS's TCP)")
+    return "\n".join(out)
+
+
+def plot(rows: list[dict], path: str) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    if not rows:
+        raise ValueError("no rows to plot")
+    names = [r["layer"] for r in rows]
+    x = list(range(len(rows)))
+    fig, (ax_l, ax_a, ax_b) = plt.subplots(1, 3, figsize=(17, 4.8))
+    w = 0.2
+    series_l = [("hw (sim)", "hw_ns", "tab:blue"), ("sw (native)", "sw_ns", "tab:orange"),
+                ("total", "latency_ns", "tab:green")]
+    for k, (label, key, color) in enumerate(series_l):
+        ax_l.bar([i + (k - 1.5) * w for i in x], [(r[key] or 0) / 1e3 for r in rows], w, label=label, color=color)
+    ax_l.bar([i + 1.5 * w for i in x], [r["parastation_latency_us"] or 0 for r in rows], w, color="gray",
+             label="ParaStation 1997")
+    series_a = [("hw (sim)", "added_hw_ns", "tab:blue"), ("sw (native)", "added_sw_ns", "tab:orange"),
+                ("total", "added_ns", "tab:green")]
+    for k, (label, key, color) in enumerate(series_a):   # log scale: a difference <= 0 draws no bar
+        ax_a.bar([i + (k - 1.5) * w for i in x], [max(r[key] or 0, 0) / 1e3 for r in rows], w, label=label,
+                 color=color)
+    ax_a.bar([i + 1.5 * w for i in x], [r["parastation_added_us"] or 0 for r in rows], w, color="gray",
+             label="ParaStation 1997")
+    ax_a.set_xticks(x)
+    ax_a.set_xticklabels([f"{r['layer']}\nover {r['below']}" if r["below"] else r["layer"] for r in rows])
+    series_b = [("hw (sim)", "hw_MBps", "tab:blue"), ("sw (native)", "sw_MBps", "tab:orange"),
+                ("total", "MBps", "tab:green")]
+    for k, (label, key, color) in enumerate(series_b):
+        ax_b.bar([i + (k - 1.5) * w for i in x], [r[key] or 0 for r in rows], w, label=label, color=color)
+    ax_b.bar([i + 1.5 * w for i in x], [r["parastation_MBps"] or 0 for r in rows], w, color="gray",
+             label="ParaStation 1997")
+    for ax, yl, t in ((ax_l, "µs one way", f"latency ({LAT_BYTES} B ping-pong)"),
+                      (ax_a, "µs added", "latency added over the layer below"),
+                      (ax_b, "MB/s", f"bandwidth (stream of {BW_BYTES >> 20} MiB messages)")):
+        if ax is not ax_a:
+            ax.set_xticks(x)
+            ax.set_xticklabels(names)
+        ax.set_yscale("log")
+        ax.set_ylabel(yl)
+        ax.set_title(t)
+        ax.grid(True, axis="y", which="both", alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.suptitle("ParaNIC protocol hierarchy (ParaStation's Table 3): hardware path in the Verilator cluster "
+                 "(125 MHz, PCIe model) + native software", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+# ------------------------------------------------------------------------------------------
+# Command line (cli.py: `paranic bench layers`)
+# ------------------------------------------------------------------------------------------
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--layers", default=None, metavar="a,b,...",
+                   help=f"layers: {', '.join(READY)} (default: all of them); not yet: {', '.join(NOT_YET)}")
+
+
+def run(a: argparse.Namespace) -> int:
+    try:
+        layers = parse_layers(a.layers)
+    except ValueError as e:
+        print(f"paranic bench layers: {e}", file=sys.stderr)
+        return 2
+    backends = ("sim", "sw") if a.backend == "both" else (a.backend,)
+    t0 = time.time()
+    try:
+        with msg.Session(quick=a.quick) as sess:
+            rows = measure_layers(sess, layers, backends)
+    except (ValueError, msg.BenchError, TimeoutError) as e:
+        print(f"paranic bench layers: {e}", file=sys.stderr)
+        return 1
+    if a.json:
+        print(json.dumps({"bench": "layers", "rows": rows, "not_yet": list(NOT_YET),
+                          "config": {"backend": a.backend, "quick": a.quick, "latency_bytes": LAT_BYTES,
+                                     "bandwidth_bytes": BW_BYTES, "clock_mhz": P.TARGET_CLK_HZ / 1e6,
+                                     "seconds": round(time.time() - t0, 1)}}))
+    else:
+        print(table(rows, backends))
+    if a.plot:
+        try:
+            plot(rows, a.plot)
+        except ValueError as e:
+            print(f"paranic bench layers: no plot: {e}", file=sys.stderr)
+            return 1
+        print(f"plot written to {a.plot}", file=sys.stderr)
+    return 0
