@@ -203,6 +203,7 @@ int pn_open(pn_hal_t **out, const pn_open_opts_t *opts)
 	if (!h)
 		return -ENOMEM;
 	h->ops = ops;
+	h->daemon_fd = -1;
 	r = ops->attach(h, &o, &h->map);
 	if (r < 0) {
 		free(h);
@@ -226,6 +227,11 @@ int pn_open(pn_hal_t **out, const pn_open_opts_t *opts)
 	/* Counters start where the status block stands (0 after a fresh claim). */
 	h->pio_posted = sts_load(h, PN_STS_PIO_DONE_WORD);
 	h->tx_tail = sts_load(h, PN_STS_TX_DONE_WORD);
+	if ((r = pn_daemon_attach(h, &o)) < 0) {   /* paranicd's checks (src/daemon.c) */
+		ops->detach(h);
+		free(h);
+		return r;
+	}
 	*out = h;
 	return 0;
 }
@@ -242,9 +248,29 @@ int pn_close(pn_hal_t *h)
 			h->ops->mem_deregister(h, rg->va, rg->len);
 	}
 	h->nregions = 0;
+	pn_daemon_detach(h);
 	h->ops->detach(h);
 	free(h);
 	return 0;
+}
+
+int pn_hal_ctx_owner(pn_hal_t *h, uint32_t ctx, uint32_t *pid)
+{
+	if (!h || !pid || ctx >= h->map.num_ctx)
+		return -EINVAL;
+	return h->ops->ctx_owner ? h->ops->ctx_owner(h, ctx, pid) : -ENOTSUP;
+}
+
+int pn_hal_ctx_release(pn_hal_t *h, uint32_t ctx, uint32_t pid)
+{
+	if (!h || ctx >= h->map.num_ctx || ctx == h->map.ctx_id)
+		return -EINVAL;
+	return h->ops->ctx_release ? h->ops->ctx_release(h, ctx, pid) : -ENOTSUP;
+}
+
+int pn_hal_pio_free(pn_hal_t *h)
+{
+	return h && (int32_t)(sts_load(h, PN_STS_PIO_DONE_WORD) - h->pio_posted) >= 0;
 }
 
 int pn_node_id(const pn_hal_t *h) { return h ? (int)h->map.node_id : -EINVAL; }
@@ -848,7 +874,9 @@ const char *pn_strerror(int err)
 	case EFAULT: return "buffer not in registered DMA memory";
 	case EBUSY: return "context busy or cluster of another shape in use";
 	case ENOENT: return "no such backend, packet or region";
-	case EPROTO: return "backend broke the HAL's assumptions";
+	case EPROTO: return "library ABI version refused by paranicd, or a backend broke the HAL's assumptions";
+	case EACCES: return "refused by paranicd: user not allowed or context not the caller's";
+	case ENOTCONN: return "no paranicd answers for this node";
 	default: return strerror(-err);
 	}
 }

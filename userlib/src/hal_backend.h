@@ -76,6 +76,11 @@ struct pn_backend_ops {
 	uint64_t (*cycles)(pn_hal_t *h);
 	/* Optional: fill backend counters of pn_status_t (node_dropped ...). */
 	void (*counters)(pn_hal_t *h, pn_status_t *st);
+	/* Optional, for paranicd (NULL: not known / done by the backend itself): the pid
+	 * owning context ctx of h's node (0: free); release context ctx of h's node if pid
+	 * still owns it (a crashed process: closed, out of barriers, free to claim). */
+	int (*ctx_owner)(pn_hal_t *h, uint32_t ctx, uint32_t *pid);
+	int (*ctx_release)(pn_hal_t *h, uint32_t ctx, uint32_t pid);
 };
 
 extern const struct pn_backend_ops pn_backend_sw;
@@ -126,7 +131,24 @@ struct pn_hal {
 
 	/* Software counters. */
 	uint64_t sent_packets, sent_bytes, recv_packets, recv_bytes, refused;
+
+	/* The connection to the node's paranicd (-1: none), open for the context's life. */
+	int daemon_fd;
 };
+
+/* ---- paranicd (src/daemon.c) ------------------------------------------------------------ */
+
+/* Called by pn_open after attach: announce the context to the node's daemon if one
+ * runs ($PARANIC_DAEMON: auto, require, off). 0, or -EACCES/-EPROTO (refused),
+ * -ENOTCONN (required and none). Sets h->daemon_fd. */
+int pn_daemon_attach(pn_hal_t *h, const pn_open_opts_t *o);
+/* Called by pn_close before detach: DETACH and close the connection. */
+void pn_daemon_detach(pn_hal_t *h);
+/* For paranicd: the backend calls above (-ENOTSUP when the backend has none). */
+int pn_hal_ctx_owner(pn_hal_t *h, uint32_t ctx, uint32_t *pid);
+int pn_hal_ctx_release(pn_hal_t *h, uint32_t ctx, uint32_t pid);
+/* For paranicd: 1 when the PIO window is free (a pn_send_pio would not wait). */
+int pn_hal_pio_free(pn_hal_t *h);
 
 /* ---- helpers shared by the common code and the backends -------------------------------- */
 

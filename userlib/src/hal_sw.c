@@ -859,6 +859,33 @@ static void sw_detach(pn_hal_t *h)
 	h->be = NULL;
 }
 
+/* ---- paranicd: owners and crash clean-up (contexts of the caller's node) ---------------------- */
+
+static int sw_ctx_owner(pn_hal_t *h, uint32_t c, uint32_t *pid)
+{
+	struct sw_be *be = h->be;
+	*pid = __atomic_load_n(&sw_meta(be, be->node, c)->owner_pid, __ATOMIC_ACQUIRE);
+	return 0;
+}
+
+/* What sw_detach does for its own context, done by the daemon for a dead owner: closed
+ * (packets to it are dropped from now on, not queued), out of the barrier, free. */
+static int sw_ctx_release(pn_hal_t *h, uint32_t c, uint32_t pid)
+{
+	struct sw_be *be = h->be;
+	struct sw_ctx_meta *m = sw_meta(be, be->node, c);
+	uint32_t cur = pid;
+
+	if (!pid || __atomic_load_n(&m->owner_pid, __ATOMIC_ACQUIRE) != pid)
+		return -ESRCH;   /* already released or claimed again */
+	if (!__atomic_compare_exchange_n(&m->owner_pid, &cur, be->pid, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		return -ESRCH;
+	__atomic_store_n(&m->state, SW_CLOSED, __ATOMIC_RELEASE);
+	sw_barrier_leave(be, c);
+	__atomic_store_n(&m->owner_pid, 0, __ATOMIC_RELEASE);
+	return 0;
+}
+
 /* ---- MMIO ------------------------------------------------------------------------------------ */
 
 static void sw_mmio_write32(pn_hal_t *h, uint32_t off, uint32_t v)
@@ -1060,4 +1087,6 @@ const struct pn_backend_ops pn_backend_sw = {
 	.now_ns = sw_now_ns,
 	.cycles = sw_cycles,
 	.counters = sw_counters,
+	.ctx_owner = sw_ctx_owner,
+	.ctx_release = sw_ctx_release,
 };

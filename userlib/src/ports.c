@@ -55,6 +55,7 @@
 #include <unistd.h>
 
 #include "hal_backend.h"
+#include "paranic/pn_daemon.h"
 #include "paranic/pn_ports.h"
 #include "ports_wire.h"
 
@@ -1432,6 +1433,36 @@ static void on_ctl(pn_port_t *p, struct peer *pe, unsigned kind, const pn_header
 	}
 }
 
+/* PEER-DEAD from a node's paranicd: the process on (node, ctx) died. Its connections
+ * end now, as the liveness timeout would end them, with -ECONNRESET. Believed only from
+ * that node's daemon context (the NIC stamps the source). */
+static void on_peer_dead(pn_port_t *p, const pn_header_t *hd)
+{
+	struct pw_dead d;
+	struct peer *pe;
+
+	if (hd->length != sizeof(d) || !(hd->flags & PN_FLAG_SOM) || !(hd->flags & PN_FLAG_EOM)) {
+		pn_recv_skip(p->h);
+		p->st.foreign++;
+		return;
+	}
+	pn_recv_body(p->h, &d, sizeof(d));
+	if (hd->src_ctx != PN_DAEMON_CTX(p->nctx) || d.node != hd->src_node || d.node >= p->nodes ||
+	    d.ctx >= p->nctx) {
+		p->st.foreign++;   /* not from that node's daemon: not believed */
+		return;
+	}
+	if (!p->peers[d.node] || !(pe = p->peers[d.node][d.ctx]))
+		return;   /* never talked to it */
+	if (pe->tx_state != TX_NONE || pe->rx_known)
+		p->st.resets++;
+	pe->ping_sent = 0;
+	if (pe->tx_state != TX_NONE)
+		tx_reset(p, pe, -ECONNRESET, 1);
+	if (pe->rx_known)
+		rx_reset(p, pe, -ECONNRESET);
+}
+
 /* Take one packet from the RX ring: 1 if one was handled, 0 if none. */
 static int poll_one(pn_port_t *p)
 {
@@ -1444,6 +1475,10 @@ static int poll_one(pn_port_t *p)
 	if (r <= 0)
 		return 0;
 	kind = PW_TAG_KIND(hd.tag);
+	if (kind == PW_PEER_DEAD && hd.type == PN_TYPE_DATA && PW_TAG_MAGIC(hd.tag) == PW_MAGIC) {
+		on_peer_dead(p, &hd);
+		return 1;
+	}
 	if (hd.type != PN_TYPE_DATA || PW_TAG_MAGIC(hd.tag) != PW_MAGIC || kind < PW_EAGER || kind > PW_NACK ||
 	    !(pe = peer_get(p, hd.src_node, hd.src_ctx))) {
 		p->st.foreign++;

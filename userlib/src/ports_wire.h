@@ -15,7 +15,7 @@
  *
  * EAGER: the first packet's payload starts with struct pw_msg (then the data); the
  * others carry data only (the packets of one DMA descriptor, in order).
- * RTS: struct pw_rts.   All other kinds: struct pw_ctl.
+ * RTS: struct pw_rts.   PEER_DEAD: struct pw_dead.   All other kinds: struct pw_ctl.
  * RDATA: data only, appended in arrival order to the receive the rid names.
  */
 #ifndef PN_PORTS_WIRE_H
@@ -37,6 +37,17 @@ enum pw_kind {
 	PW_PONG = 9,     /* yes (pw_ctl; carries credit, conn like CREDIT) */
 	PW_CLOSE = 10,   /* this port closes (pw_ctl) */
 	PW_NACK = 11,    /* no connection of yours here (pw_ctl: dst_epoch's low 16 bits are yours) */
+	PW_PEER_DEAD = 12, /* from a node's paranicd (its context PN_DAEMON_CTX): the process on
+			    * (node, ctx) died (struct pw_dead; tag key and low bits 0) */
+};
+
+/* Payload of PW_PEER_DEAD. Believed only when the NIC-stamped source is (node,
+ * PN_DAEMON_CTX): a node's daemon speaks for its own node only. */
+struct pw_dead {
+	uint32_t node;
+	uint32_t ctx;
+	uint32_t pid;         /* the dead process (information) */
+	uint32_t rsvd;        /* 0 */
 };
 
 #define PW_TAG(kind, epoch16, low32) \
@@ -87,5 +98,6 @@ static inline uint16_t pw_conn_key(uint32_t epoch, uint32_t conn)
 _Static_assert(sizeof(struct pw_msg) == 16, "pw_msg is 16 bytes on the wire");
 _Static_assert(sizeof(struct pw_rts) == 24, "pw_rts is 24 bytes on the wire");
 _Static_assert(sizeof(struct pw_ctl) == 32, "pw_ctl is 32 bytes on the wire");
+_Static_assert(sizeof(struct pw_dead) == 16, "pw_dead is 16 bytes on the wire");
 
 #endif /* PN_PORTS_WIRE_H */

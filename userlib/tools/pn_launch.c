@@ -10,7 +10,8 @@
  * Children get PARANIC_NODES=N, PARANIC_NODE (the node it runs on), PARANIC_PPN,
  * PARANIC_LOCAL_RANK (0 .. PPN-1 on its node), PARANIC_RANK (node * PPN + local),
  * PARANIC_CLUSTER (default "launch-<pid>") and PARANIC_BACKEND (when -b is given).
- * The cluster's segment is removed before the start and after the end (unless --keep).
+ * The cluster's segment is removed before the start and after the end (unless --keep;
+ * --attach: neither, the cluster is someone else's, e.g. its paranicds').
  *   -k RANK:MS:WORD  kill -9 process RANK (the node when PPN is 1) MS milliseconds
  *                    after it printed a line starting with WORD (a crash mid-run);
  *   -f               fail fast: when a process exits with a non-zero status, kill the
@@ -47,7 +48,7 @@ struct child {
 	uint64_t respawn_at; /* 0: no restart scheduled */
 };
 
-static int nodes = 2, ppn = 1, nkids, timeout_s = 60, respawn, respawn_ms, keep, kill_node = -1, kill_ms, fail_fast;
+static int nodes = 2, ppn = 1, nkids, timeout_s = 60, respawn, respawn_ms, keep, attach, kill_node = -1, kill_ms, fail_fast;
 static const char *cluster, *backend, *kill_word;
 static char **prog;
 static struct child *kids;
@@ -170,7 +171,7 @@ static void kill_child(int i)
 static void usage(void)
 {
 	fprintf(stderr, "usage: pn_launch -n N [-c CLUSTER] [-b BACKEND] [-t TIMEOUT_S] "
-			"[-p PPN] [-k RANK:MS:WORD] [-r MS] [-f] [--keep] -- PROGRAM ARGS...\n");
+			"[-p PPN] [-k RANK:MS:WORD] [-r MS] [-f] [--keep] [--attach] -- PROGRAM ARGS...\n");
 	exit(2);
 }
 
@@ -213,6 +214,8 @@ int main(int argc, char **argv)
 			fail_fast = 1;
 		} else if (!strcmp(argv[a], "--keep")) {
 			keep = 1;
+		} else if (!strcmp(argv[a], "--attach")) {
+			keep = attach = 1;
 		} else {
 			usage();
 		}
@@ -226,7 +229,8 @@ int main(int argc, char **argv)
 		cluster = cname;
 	}
 	signal(SIGPIPE, SIG_IGN);
-	pn_sw_cluster_destroy(cluster);   /* a fresh cluster: no state of an earlier run */
+	if (!attach)
+		pn_sw_cluster_destroy(cluster);   /* a fresh cluster: no state of an earlier run */
 
 	kids = calloc((size_t)nkids, sizeof(*kids));
 	if (!kids)

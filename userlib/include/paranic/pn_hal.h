@@ -27,6 +27,12 @@ extern "C" {
 
 typedef struct pn_hal pn_hal_t;
 
+/* The library's ABI version, checked by paranicd at attach (docs/paranicd.md): the
+ * major number must match the daemon's; the minor one grows with compatible additions. */
+#define PN_ABI_VERSION_MAJOR 1
+#define PN_ABI_VERSION_MINOR 0
+#define PN_ABI_VERSION 0x00010000 /* (MAJOR << 16) | MINOR */
+
 /* "any free context" for pn_open_opts_t.ctx */
 #define PN_CTX_ANY (-1)
 /* PIO below or at this many payload bytes, DMA above (pn_send); EPOS used 256. */
@@ -54,7 +60,10 @@ typedef struct pn_open_opts {
 /* Fill opts with "unset" values (everything from the environment or defaults). */
 void pn_open_opts_init(pn_open_opts_t *opts);
 
-/* Open a context. opts may be NULL (all from the environment). */
+/* Open a context. opts may be NULL (all from the environment). When the node's paranicd
+ * runs (its socket exists; $PARANIC_DAEMON=require: must run, else -ENOTCONN), the
+ * context is announced to it and may be refused: -EACCES (user not allowed, context not
+ * the caller's) or -EPROTO (ABI version); pn_daemon_last_reason() gives its words. */
 int pn_open(pn_hal_t **out, const pn_open_opts_t *opts);
 /* Release the context. Posted but unfinished sends are abandoned: call pn_tx_wait first. */
 int pn_close(pn_hal_t *h);

@@ -85,6 +85,12 @@ def _cmd_selftest(a: argparse.Namespace) -> int:
     return runjob.run(a)
 
 
+def _cmd_daemon(a: argparse.Namespace) -> int:
+    from . import daemon
+
+    return daemon.run(a)
+
+
 def _cmd_demo(a: argparse.Namespace) -> int:
     from . import demo
 
@@ -129,6 +135,12 @@ def main(argv: list[str] | None = None) -> int:
                                         "ring, barriers, one Python process per node (the bindings)")
     runjob.add_arguments(p)
     p.set_defaults(func=_cmd_selftest, program=[])
+
+    p = sub.add_parser("daemon", help="paranicd: membership table, jobs and attached processes; "
+                                      "start/stop a sw cluster's daemons")
+    from . import daemon
+    daemon.add_arguments(p)
+    p.set_defaults(func=_cmd_daemon)
 
     p = sub.add_parser("demo", help="ParaStation's benchmarks on the simulated cluster (make demo)")
     from . import demo

@@ -6,7 +6,11 @@ The processes get ``PARANIC_BACKEND``, ``PARANIC_NODE``, ``PARANIC_NODES`` and
 is started first (built once and cached; the smallest of ring:4, ring:8 and
 torus:4x4 that holds N nodes, or ``--topo``) unless ``PARANIC_SIM_SOCKET`` names a
 running simulator, and stopped at the end. On ``sw`` a fresh software cluster is
-created and removed at the end. Output: each line prefixed with its node id.
+created and removed at the end. Unless ``--no-daemon``, one paranicd per node is
+started first (docs/paranicd.md), the job is registered with every node's daemon and
+its processes carry ``PARANIC_JOB`` (the cluster name), so that pn_open's attach
+checks and the crash clean-up apply; the daemons stop at the end.
+Output: each line prefixed with its node id.
 Exit status: 0 when every process exited 0, 124 on timeout, else 1 (2: bad usage).
 """
 
@@ -32,6 +36,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cluster", help="cluster name (default run-<pid>)")
     p.add_argument("--timeout", type=int, default=0, help="kill everything after S seconds (default: never)")
     p.add_argument("--ber", type=float, default=0.0, help="sim: bit-error rate of every cable")
+    p.add_argument("--no-daemon", action="store_true",
+                   help="do not start paranicd on the job's nodes (development mode)")
     p.add_argument("program", nargs=argparse.REMAINDER, help="-- PROGRAM ARGS...")
 
 
@@ -76,12 +82,14 @@ def run(a: argparse.Namespace) -> int:
         return 1
     env = L.clean_env()
     for k in ("PARANIC_SIM_SOCKET", "PARANIC_RUN_DIR", "PARANIC_PIO_THRESHOLD", "PARANIC_MTU",
-              "PARANIC_CONTEXTS", "PARANIC_RX_SLOTS", "PARANIC_TX_ENTRIES"):
+              "PARANIC_CONTEXTS", "PARANIC_RX_SLOTS", "PARANIC_TX_ENTRIES", "PARANIC_DAEMON_DIR",
+              "PARANIC_SOCK_NET"):
         if k in os.environ:   # settings the user gave for the job's processes
             env[k] = os.environ[k]
     env.update({k: v for k, v in os.environ.items() if k.startswith("PARANIC_SOCK")})   # libparanic_sock.so's
     timeout = a.timeout or 10 * 365 * 86400
     sim = None
+    daemons = None
     try:
         if a.backend == "sim":
             given = os.environ.get("PARANIC_SIM_SOCKET")
@@ -103,12 +111,24 @@ def run(a: argparse.Namespace) -> int:
                 sock = simcluster.RUN_DIR / f"sim-{cluster}.sock"
                 sim = simcluster.start(str(topo), socket=sock, ber=a.ber, timeout=300)
                 env = sim.env(env)
-        r = L.launch(prog, a.nodes, cluster, backend=a.backend, timeout=timeout, env=env, stream=sys.stdout)
+        extra = None
+        if not getattr(a, "no_daemon", False):
+            from paranic import daemon as PD
+
+            daemons = PD.Daemons.start(cluster, a.nodes, a.backend, env=env)
+            for n in range(a.nodes):
+                PD.job_start(cluster, n, cluster, a.nodes, 1, prog, env=env)
+            env = dict(env, PARANIC_JOB=cluster)
+            extra = ["-f", "--attach"]   # the daemons' cluster: pn_launch neither creates nor removes it
+        r = L.launch(prog, a.nodes, cluster, backend=a.backend, timeout=timeout, env=env, stream=sys.stdout,
+                     extra=extra)
         return r.rc
     except (RuntimeError, TimeoutError, ValueError) as e:
         print(f"paranic run: {e}", file=sys.stderr)
         return 1
     finally:
+        if daemons is not None:
+            daemons.stop()
         if sim is not None:
             rc = sim.stop()
             if rc != 0:
