@@ -1,0 +1,1136 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Active messages and RMA over the ports layer's public API (pn_am.h, docs/am.md,
+ * wire format in am_wire.h).
+ *
+ * Receive: one receive is kept posted on the AM channel (any source) into a buffer of
+ * header + max_payload bytes; a longer message (-EMSGSIZE, it stays queued) is taken
+ * whole into a temporary buffer. Send: header, arguments and payload are assembled in
+ * a fresh buffer and sent with pn_port_isend; the buffer is freed when the send
+ * completes (at once for eager messages), so AM calls never wait for a send.
+ * Window: per peer the requests (and RMA operations) not yet answered, at most
+ * `window`. Liveness: while something depends on a peer and nothing was heard from it
+ * for a quarter of the timeout, PING; PONG says how many window messages the peer's
+ * incarnation received from ours (fewer than we sent before the PING: they were lost
+ * with a previous process, -ECONNRESET); no PONG within the timeout: -ETIMEDOUT.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "paranic/pn_am.h"
+#include "am_wire.h"
+
+struct rec {                 /* one outstanding window message to a peer */
+	uint32_t seq;
+	uint16_t handler;
+	uint8_t used;
+	uint64_t arg0;
+	struct pn_rma_req *op;   /* RMA operation, or NULL for a request */
+};
+
+struct peer {
+	/* as requester */
+	uint32_t sent;           /* window messages sent (their seq: 1, 2, ...) */
+	uint32_t out;            /* outstanding */
+	struct rec *recs;        /* window entries */
+	uint64_t last_heard, ping_at, ping_last;   /* ping_at: the first unanswered PING */
+	uint32_t ping_mark;      /* window messages sent since `base` when the last PING went */
+	uint32_t base;           /* `sent` when the peer last failed: PONG counts from a new start */
+	uint32_t failures;       /* times this peer failed (pn_am_request notices during a wait) */
+	int last_err;
+	/* as receiver */
+	uint32_t src_epoch;      /* the incarnation of this source we know (0: none yet) */
+	uint32_t recvd;          /* window messages received from it */
+	uint32_t tgt_waits;      /* target puts waiting for its data */
+};
+
+enum { OP_PUT = 1, OP_GET = 2 };
+
+struct pn_rma_req {
+	struct pn_rma_req *next;
+	int kind;
+	unsigned node, ctx;
+	uint64_t opid;
+	const void *src;
+	void *dst;
+	size_t len;
+	pn_port_req_t *data;     /* the data's ports request (put: send after GO; get: receive) */
+	int acked, done, err, implicit;
+};
+
+struct region {
+	struct region *next;
+	uint8_t *base;
+	size_t len;
+	unsigned flags;
+	uint64_t key;
+	unsigned inflight;
+	int port_reg;
+};
+
+struct tgt_op {              /* data moving into (put) or out of (get) a region */
+	struct tgt_op *next;
+	struct region *reg;
+	pn_port_req_t *req;
+	int is_put;
+	unsigned node, ctx;
+	uint32_t epoch, seq;
+	size_t len;
+};
+
+struct psend {
+	struct psend *next;
+	pn_port_req_t *req;
+	void *buf;
+	unsigned node, ctx;
+};
+
+struct pn_am {
+	pn_port_t *port;
+	int ch, rch;
+	unsigned window;
+	size_t max_payload;
+	uint64_t timeout_ns;
+	pn_am_error_fn on_error;
+	void *error_arg;
+	struct {
+		pn_am_handler_t fn;
+		void *arg;
+	} h[PN_AM_MAX_HANDLERS];
+	unsigned me, myctx, nodes, nctx;
+	uint32_t epoch;
+	struct peer *peers;
+	pn_port_req_t *rreq;
+	uint8_t *rbuf;
+	size_t rcap;
+	struct psend *sends;
+	struct pn_rma_req *ops;
+	struct region *regions;
+	struct tgt_op *tops;
+	uint64_t next_key, next_opid;
+	int depth;               /* > 0 inside a handler */
+	int implicit_err;        /* first error of an implicit RMA op since the last flush */
+	uint32_t bar_epoch;
+	uint32_t bar_arrived[32];
+	pn_am_stats_t st;
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static long env_or(long v, const char *name, long dflt)
+{
+	const char *s;
+	if (v >= 0)
+		return v;
+	s = getenv(name);
+	if (s && *s) {
+		char *end;
+		long x = strtol(s, &end, 0);
+		if (*end == 0 && x >= 0)
+			return x;
+	}
+	return dflt;
+}
+
+static struct peer *peer_of(pn_am_t *am, unsigned node, unsigned ctx)
+{
+	return &am->peers[node * am->nctx + ctx];
+}
+
+static int check_addr(pn_am_t *am, unsigned node, unsigned ctx)
+{
+	if (node >= am->nodes)
+		return -EHOSTUNREACH;
+	if (ctx >= am->nctx)
+		return -EINVAL;
+	return 0;
+}
+
+/* ---- sending ------------------------------------------------------------------------ */
+
+static void reap_sends(pn_am_t *am);
+static void peer_fail(pn_am_t *am, unsigned node, unsigned ctx, int err);
+
+/* Assemble and send one AM message; never waits. */
+static int send_msg(pn_am_t *am, unsigned node, unsigned ctx, const struct paw_hdr *hdr, const uint64_t *args,
+		    const void *payload, size_t len)
+{
+	size_t hl = sizeof(*hdr) + 8u * hdr->nargs;
+	uint8_t *buf = malloc(hl + len ? hl + len : 1);
+	struct paw_hdr *hp = (struct paw_hdr *)buf;
+	pn_port_req_t *req = NULL;
+	int r;
+	if (!buf)
+		return -ENOMEM;
+	*hp = *hdr;
+	hp->epoch = am->epoch;
+	hp->len = (uint32_t)len;
+	if (hdr->nargs)
+		memcpy(buf + sizeof(*hdr), args, 8u * hdr->nargs);
+	if (len)
+		memcpy(buf + hl, payload, len);
+	r = pn_port_isend(am->port, node, ctx, am->ch, hdr->kind, buf, hl + len, &req);
+	if (r < 0) {
+		free(buf);
+		return r;
+	}
+	r = pn_port_test(am->port, &req, NULL);
+	if (r != 0) {   /* completed (eager): done with the buffer */
+		free(buf);
+		if (r < 0)
+			peer_fail(am, node, ctx, r);
+		return 0;
+	}
+	struct psend *ps = malloc(sizeof(*ps));
+	if (!ps) {   /* cannot track it: wait for it here */
+		r = pn_port_wait(am->port, &req, NULL, -1);
+		free(buf);
+		return r < 0 ? r : 0;
+	}
+	ps->req = req;
+	ps->buf = buf;
+	ps->node = node;
+	ps->ctx = ctx;
+	ps->next = am->sends;
+	am->sends = ps;
+	return 0;
+}
+
+static void reap_sends(pn_am_t *am)
+{
+	struct psend **pp = &am->sends;
+	while (*pp) {
+		struct psend *ps = *pp;
+		int r = pn_port_test(am->port, &ps->req, NULL);
+		if (r == 0) {
+			pp = &ps->next;
+			continue;
+		}
+		*pp = ps->next;
+		free(ps->buf);
+		if (r < 0)
+			peer_fail(am, ps->node, ps->ctx, r);
+		free(ps);
+	}
+}
+
+static int send_ctl(pn_am_t *am, unsigned node, unsigned ctx, int kind, uint32_t seq, int32_t err, uint32_t a)
+{
+	struct paw_hdr h = {.kind = (uint8_t)kind, .seq = seq, .err = err, .a = a};
+	return send_msg(am, node, ctx, &h, NULL, NULL, 0);
+}
+
+/* ---- window --------------------------------------------------------------------------- */
+
+static void report(pn_am_t *am, unsigned node, unsigned ctx, unsigned handler, int err, uint64_t arg0, int rma)
+{
+	pn_am_error_t e = {.node = (int)node, .ctx = (int)ctx, .handler = handler, .error = err, .arg0 = arg0,
+			   .is_rma = rma};
+	am->st.errors++;
+	if (am->on_error) {
+		am->depth++;
+		am->on_error(am, &e, am->error_arg);
+		am->depth--;
+	}
+}
+
+static void op_finish(pn_am_t *am, struct pn_rma_req *op, int err);
+
+/* Take the window entry `seq` of the peer; returns it (copied) or used=0. */
+static struct rec take_rec(pn_am_t *am, struct peer *p, uint32_t seq)
+{
+	struct rec none = {0};
+	if (!p->recs)
+		return none;
+	for (unsigned i = 0; i < am->window; i++)
+		if (p->recs[i].used && p->recs[i].seq == seq) {
+			struct rec r = p->recs[i];
+			p->recs[i].used = 0;
+			p->out--;
+			am->st.outstanding--;
+			return r;
+		}
+	return none;
+}
+
+static void peer_fail(pn_am_t *am, unsigned node, unsigned ctx, int err)
+{
+	struct peer *p = peer_of(am, node, ctx);
+	int any = p->out > 0;
+	if (p->recs)
+		for (unsigned i = 0; i < am->window; i++) {
+			struct rec r = p->recs[i];
+			if (!r.used)
+				continue;
+			p->recs[i].used = 0;
+			p->out--;
+			am->st.outstanding--;
+			if (r.op)
+				op_finish(am, r.op, err);
+			else
+				report(am, node, ctx, r.handler, err, r.arg0, 0);
+		}
+	/* target puts waiting for this peer's data: withdraw the receives not yet matched
+	 * (a matched one ends by the ports layer's own liveness) */
+	for (struct tgt_op *t = am->tops; t; t = t->next)
+		if (t->is_put && t->node == node && t->ctx == ctx && t->req && pn_port_cancel(am->port, &t->req) == 0)
+			any = 1;   /* t->req NULL now: reaped as failed */
+	p->ping_at = 0;
+	p->base = p->sent;
+	if (any) {
+		p->failures++;
+		p->last_err = err;
+		am->st.peer_failures++;
+	}
+}
+
+/* Wait for a free slot to (node, ctx); returns 0, or the peer's error when it failed
+ * during the wait, -EAGAIN inside a handler. */
+static int slot_wait(pn_am_t *am, struct peer *p)
+{
+	uint32_t f0 = p->failures;
+	uint64_t t0;
+	if (p->out < am->window)
+		return 0;
+	if (am->depth)
+		return -EAGAIN;
+	am->st.window_waits++;
+	t0 = now_ns();
+	while (p->out >= am->window) {
+		pn_am_poll(am);
+		if (p->failures != f0)
+			break;
+	}
+	am->st.window_wait_ns += now_ns() - t0;
+	return p->failures != f0 ? p->last_err : 0;
+}
+
+static int slot_take(pn_am_t *am, struct peer *p, uint16_t handler, uint64_t arg0, struct pn_rma_req *op,
+		     uint32_t *seq)
+{
+	if (!p->recs) {
+		p->recs = calloc(am->window, sizeof(*p->recs));
+		if (!p->recs)
+			return -ENOMEM;
+	}
+	for (unsigned i = 0; i < am->window; i++)
+		if (!p->recs[i].used) {
+			if (p->out == 0) {   /* starts depending on the peer */
+				p->last_heard = now_ns();
+				p->ping_at = 0;
+			}
+			*seq = ++p->sent;
+			p->recs[i] = (struct rec){.seq = *seq, .handler = handler, .used = 1, .arg0 = arg0, .op = op};
+			p->out++;
+			am->st.outstanding++;
+			if (p->out > am->st.peak_outstanding)
+				am->st.peak_outstanding = p->out;
+			return 0;
+		}
+	return -EAGAIN;
+}
+
+/* Undo slot_take when the send failed at once. */
+static void slot_undo(pn_am_t *am, struct peer *p, uint32_t seq)
+{
+	take_rec(am, p, seq);
+	p->sent--;
+}
+
+/* ---- liveness --------------------------------------------------------------------------- */
+
+static void liveness(pn_am_t *am)
+{
+	uint64_t now = now_ns();
+	for (unsigned i = 0; i < am->nodes * am->nctx; i++) {
+		struct peer *p = &am->peers[i];
+		unsigned node = i / am->nctx, ctx = i % am->nctx;
+		if (!p->out && !p->tgt_waits)
+			continue;
+		if (p->ping_at && now - p->ping_at > am->timeout_ns) {
+			peer_fail(am, node, ctx, -ETIMEDOUT);
+		} else if (p->ping_at ? now - p->ping_last > am->timeout_ns / 4 : now - p->last_heard > am->timeout_ns / 4) {
+			/* again every quarter: a PING dropped on a connection a new process reset
+			 * is then answered by that process (and its count tells the loss) */
+			if (!p->ping_at)
+				p->ping_at = now;
+			p->ping_last = now;
+			p->ping_mark = p->sent - p->base;
+			am->st.pings++;
+			send_ctl(am, node, ctx, PAW_PING, 0, 0, p->ping_mark);
+		}
+	}
+}
+
+/* ---- RMA: initiator and target ---------------------------------------------------------- */
+
+static void op_finish(pn_am_t *am, struct pn_rma_req *op, int err)
+{
+	if (err && !op->err)
+		op->err = err;
+	op->acked = 1;
+	/* on error withdraw the data's receive/send if it has not started; one that has
+	 * started ends by itself (reap_ops), by the ports layer's liveness at worst */
+	if (err && op->data)
+		pn_port_cancel(am->port, &op->data);
+}
+
+static void reap_ops(pn_am_t *am)
+{
+	struct pn_rma_req **pp = &am->ops;
+	while (*pp) {
+		struct pn_rma_req *op = *pp;
+		if (op->data) {
+			int r = pn_port_test(am->port, &op->data, NULL);
+			if (r < 0 && !op->err)
+				op->err = r;
+		}
+		if (op->acked && !op->data && !op->done) {
+			op->done = 1;
+			if (op->implicit) {
+				if (op->err) {
+					if (!am->implicit_err)
+						am->implicit_err = op->err;
+					report(am, op->node, op->ctx, 0, op->err, op->opid, 1);
+				}
+				*pp = op->next;
+				free(op);
+				continue;
+			}
+		}
+		pp = &op->next;
+	}
+}
+
+static struct region *region_of(pn_am_t *am, uint64_t key)
+{
+	for (struct region *r = am->regions; r; r = r->next)
+		if (r->key == key)
+			return r;
+	return NULL;
+}
+
+/* Check an incoming RMA operation: 0 and the region, or -EFAULT / -EACCES. */
+static int rma_check(pn_am_t *am, uint64_t key, uint64_t off, uint64_t len, unsigned need, struct region **out)
+{
+	struct region *r = region_of(am, key);
+	if (!r)
+		return -EFAULT;
+	if (!(r->flags & need))
+		return -EACCES;
+	if (off > r->len || len > r->len - off)
+		return -EFAULT;
+	*out = r;
+	return 0;
+}
+
+static void reap_tops(pn_am_t *am)
+{
+	struct tgt_op **pp = &am->tops;
+	while (*pp) {
+		struct tgt_op *t = *pp;
+		int r = 1;
+		if (t->req) {
+			r = pn_port_test(am->port, &t->req, NULL);
+			if (r == 0) {
+				pp = &t->next;
+				continue;
+			}
+		} else {
+			r = -ECONNRESET;   /* withdrawn: the initiator failed */
+		}
+		*pp = t->next;
+		t->reg->inflight--;
+		am->st.rma_inflight--;
+		if (t->is_put) {
+			struct peer *p = peer_of(am, t->node, t->ctx);
+			p->tgt_waits--;
+			if (r == 1) {
+				am->st.rma_bytes_in += t->len;
+				if (p->src_epoch == t->epoch)
+					send_ctl(am, t->node, t->ctx, PAW_RMAACK, t->seq, 0, 0);
+			}
+		} else if (r == 1) {
+			am->st.rma_bytes_out += t->len;
+		}
+		free(t);
+	}
+}
+
+static int tgt_add(pn_am_t *am, struct region *reg, int is_put, unsigned node, unsigned ctx, uint32_t epoch,
+		   uint32_t seq, size_t len, pn_port_req_t *req)
+{
+	struct tgt_op *t = malloc(sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	*t = (struct tgt_op){.reg = reg, .req = req, .is_put = is_put, .node = node, .ctx = ctx, .epoch = epoch,
+			     .seq = seq, .len = len, .next = am->tops};
+	am->tops = t;
+	reg->inflight++;
+	am->st.rma_inflight++;
+	if (is_put)
+		peer_of(am, node, ctx)->tgt_waits++;
+	return 0;
+}
+
+/* Target side of PUT, PUTRTS, GET. */
+static void rma_serve(pn_am_t *am, unsigned node, unsigned ctx, const struct paw_hdr *h, const uint64_t *args,
+		      const uint8_t *payload)
+{
+	struct region *reg = NULL;
+	uint64_t key = args[PAW_A_KEY], off = args[PAW_A_OFF], opid = args[PAW_A_OPID];
+	uint64_t len = h->kind == PAW_PUT ? h->len : args[PAW_A_LEN];
+	int err = rma_check(am, key, off, len, h->kind == PAW_GET ? PN_RMA_READ : PN_RMA_WRITE, &reg);
+	pn_port_req_t *req = NULL;
+	if (!err && len > PN_PORT_MAX_MSG)
+		err = -EMSGSIZE;
+	if (err) {
+		am->st.rma_refused++;
+		send_ctl(am, node, ctx, PAW_RMAACK, h->seq, err, 0);
+		return;
+	}
+	am->st.rma_served++;
+	switch (h->kind) {
+	case PAW_PUT:
+		if (len)
+			memcpy(reg->base + off, payload, len);
+		am->st.rma_bytes_in += len;
+		send_ctl(am, node, ctx, PAW_RMAACK, h->seq, 0, 0);
+		break;
+	case PAW_PUTRTS:   /* post the receive straight into the region, then say GO */
+		err = pn_port_irecv(am->port, (int)node, (int)ctx, am->rch, opid, ~0ull, reg->base + off, len, &req);
+		if (!err)
+			err = tgt_add(am, reg, 1, node, ctx, h->epoch, h->seq, len, req);
+		if (err) {
+			if (req)
+				pn_port_cancel(am->port, &req);
+			send_ctl(am, node, ctx, PAW_RMAACK, h->seq, err, 0);
+			break;
+		}
+		send_ctl(am, node, ctx, PAW_GO, h->seq, 0, 0);
+		break;
+	case PAW_GET:   /* send straight from the region, then the answer */
+		err = pn_port_isend(am->port, node, ctx, am->rch, opid, reg->base + off, len, &req);
+		if (!err)
+			err = tgt_add(am, reg, 0, node, ctx, h->epoch, h->seq, len, req);
+		send_ctl(am, node, ctx, PAW_RMAACK, h->seq, err, 0);
+		break;
+	}
+}
+
+/* ---- receiving ---------------------------------------------------------------------------- */
+
+static void run_handler(pn_am_t *am, pn_am_token_t *tok, const uint64_t *args, unsigned nargs, void *payload,
+			size_t len)
+{
+	am->depth++;
+	am->h[tok->handler].fn(tok, args, nargs, payload, len, am->h[tok->handler].arg);
+	am->depth--;
+}
+
+static void handle(pn_am_t *am, uint8_t *buf, size_t n, unsigned node, unsigned ctx)
+{
+	struct paw_hdr h;
+	struct peer *p;
+	uint64_t args[PAW_MAX_ARGS];
+	uint8_t *payload;
+	if (n < sizeof(h) || node >= am->nodes || ctx >= am->nctx)
+		return;
+	memcpy(&h, buf, sizeof(h));
+	if (h.nargs > PAW_MAX_ARGS || sizeof(h) + 8u * h.nargs + h.len != n)
+		return;
+	memcpy(args, buf + sizeof(h), 8u * h.nargs);
+	payload = buf + sizeof(h) + 8u * h.nargs;
+	p = peer_of(am, node, ctx);
+	if (h.epoch != p->src_epoch) {
+		/* a new incarnation of that endpoint: what we had outstanding there is lost */
+		if (p->src_epoch)
+			peer_fail(am, node, ctx, -ECONNRESET);
+		p->src_epoch = h.epoch;
+		p->recvd = 0;
+	}
+	p->last_heard = now_ns();
+	switch (h.kind) {
+	case PAW_REQ: {
+		pn_am_token_t tok = {.am = am, .src_node = (int)node, .src_ctx = (int)ctx, .handler = h.handler,
+				     .is_request = 1, .seq = h.seq};
+		p->recvd++;
+		if (h.handler >= PN_AM_MAX_HANDLERS || !am->h[h.handler].fn) {
+			am->st.unknown_handler++;
+			am->st.errors_sent++;
+			send_ctl(am, node, ctx, PAW_ERR, h.seq, -ENOENT, 0);
+			break;
+		}
+		am->st.handled_requests++;
+		run_handler(am, &tok, args, h.nargs, payload, h.len);
+		if (!tok.replied) {
+			am->st.acks++;
+			send_ctl(am, node, ctx, PAW_ACK, h.seq, 0, 0);
+		}
+		break;
+	}
+	case PAW_REP: {
+		struct rec r = take_rec(am, p, h.seq);
+		pn_am_token_t tok = {.am = am, .src_node = (int)node, .src_ctx = (int)ctx, .handler = h.handler,
+				     .seq = h.seq};
+		(void)r;
+		if (h.handler >= PN_AM_MAX_HANDLERS || !am->h[h.handler].fn) {
+			am->st.unknown_handler++;
+			report(am, node, ctx, h.handler, -ENOENT, h.nargs ? args[0] : 0, 0);
+			break;
+		}
+		am->st.handled_replies++;
+		run_handler(am, &tok, args, h.nargs, payload, h.len);
+		break;
+	}
+	case PAW_ACK:
+		take_rec(am, p, h.seq);
+		break;
+	case PAW_ERR: {
+		struct rec r = take_rec(am, p, h.seq);
+		if (r.used)
+			report(am, node, ctx, r.handler, h.err, r.arg0, 0);
+		break;
+	}
+	case PAW_PING:
+		am->st.pongs++;
+		send_ctl(am, node, ctx, PAW_PONG, h.a, 0, p->recvd);   /* seq: the PING's mark */
+		break;
+	case PAW_PONG:
+		if (p->ping_at && h.a < h.seq && p->out)
+			peer_fail(am, node, ctx, -ECONNRESET);   /* it never got them: lost with an old process */
+		p->ping_at = 0;
+		break;
+	case PAW_BAR:
+		if (h.a < 32)
+			am->bar_arrived[h.a]++;
+		break;
+	case PAW_PUT:
+	case PAW_PUTRTS:
+	case PAW_GET:
+		p->recvd++;
+		if (h.nargs < 4) {
+			send_ctl(am, node, ctx, PAW_RMAACK, h.seq, -EINVAL, 0);
+			break;
+		}
+		rma_serve(am, node, ctx, &h, args, payload);
+		break;
+	case PAW_GO: {
+		/* find the op without freeing its slot (the final RMAACK does) */
+		struct rec *r = NULL;
+		for (unsigned i = 0; p->recs && i < am->window; i++)
+			if (p->recs[i].used && p->recs[i].seq == h.seq)
+				r = &p->recs[i];
+		if (r && r->op && r->op->kind == OP_PUT && !r->op->data) {
+			struct pn_rma_req *op = r->op;
+			int e = pn_port_isend(am->port, node, ctx, am->rch, op->opid, op->src, op->len, &op->data);
+			if (e < 0)
+				op->err = e;
+		}
+		break;
+	}
+	case PAW_RMAACK: {
+		struct rec r = take_rec(am, p, h.seq);
+		if (r.used && r.op)
+			op_finish(am, r.op, h.err);
+		break;
+	}
+	default:
+		break;
+	}
+}
+
+static int repost(pn_am_t *am)
+{
+	return pn_port_irecv(am->port, PN_PORT_ANY, PN_PORT_ANY, am->ch, 0, 0, am->rbuf, am->rcap, &am->rreq);
+}
+
+int pn_am_poll(pn_am_t *am)
+{
+	int n = 0;
+	if (!am)
+		return -EINVAL;
+	if (am->depth)
+		return -EDEADLK;
+	while (n < 64) {
+		pn_port_status_t st;
+		int r;
+		if (!am->rreq && repost(am) < 0)
+			break;
+		r = pn_port_test(am->port, &am->rreq, &st);
+		if (r == 0)
+			break;
+		if (r == 1) {
+			handle(am, am->rbuf, st.len, (unsigned)st.src_node, (unsigned)st.src_ctx);
+		} else if (r == -EMSGSIZE) {   /* longer than our buffer: take it whole */
+			uint8_t *big = malloc(st.len);
+			pn_port_status_t s2;
+			if (big && pn_port_recv(am->port, st.src_node, st.src_ctx, am->ch, 0, 0, big, st.len, &s2, -1) >= 0)
+				handle(am, big, s2.len, (unsigned)s2.src_node, (unsigned)s2.src_ctx);
+			free(big);
+		}
+		/* other errors (a half-sent message of a dead peer): nothing to handle */
+		n++;
+	}
+	reap_sends(am);
+	reap_ops(am);
+	reap_tops(am);
+	liveness(am);
+	return n;
+}
+
+/* ---- open / close ------------------------------------------------------------------------ */
+
+void pn_am_opts_init(pn_am_opts_t *o)
+{
+	if (!o)
+		return;
+	memset(o, 0, sizeof(*o));
+	o->channel = -1;
+	o->rma_channel = -1;
+	o->window = -1;
+	o->max_payload = -1;
+	o->timeout_ms = -1;
+}
+
+static uint32_t rand32(void)
+{
+	uint64_t x = now_ns() ^ ((uint64_t)getpid() << 32) ^ (uint64_t)(uintptr_t)&x;
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	return (uint32_t)x | 1u;   /* never 0: 0 means "not known yet" */
+}
+
+int pn_am_open(pn_am_t **out, pn_port_t *port, const pn_am_opts_t *opts)
+{
+	pn_am_opts_t o;
+	pn_am_t *am;
+	pn_hal_t *h;
+	int r;
+	if (!out || !port)
+		return -EINVAL;
+	if (opts)
+		o = *opts;
+	else
+		pn_am_opts_init(&o);
+	if (o.channel < 0)
+		o.channel = PN_AM_DEFAULT_CHANNEL;
+	if (o.rma_channel < 0)
+		o.rma_channel = PN_AM_DEFAULT_RMA_CHANNEL;
+	o.window = env_or(o.window, "PARANIC_AM_WINDOW", PN_AM_DEFAULT_WINDOW);
+	o.max_payload = env_or(o.max_payload, "PARANIC_AM_MAX_PAYLOAD", PN_AM_DEFAULT_MAX_PAYLOAD);
+	o.timeout_ms = env_or(o.timeout_ms, "PARANIC_PORT_TIMEOUT_MS", PN_PORT_DEFAULT_TIMEOUT_MS);
+	if (o.channel > PN_PORT_MAX_CHANNEL || o.rma_channel > PN_PORT_MAX_CHANNEL || o.channel == o.rma_channel ||
+	    o.window < 1 || o.window > PN_AM_MAX_WINDOW || o.max_payload > (long)PN_AM_MAX_PAYLOAD_LIMIT ||
+	    o.timeout_ms < 1)
+		return -EINVAL;
+	am = calloc(1, sizeof(*am));
+	if (!am)
+		return -ENOMEM;
+	h = pn_port_hal(port);
+	am->port = port;
+	am->ch = o.channel;
+	am->rch = o.rma_channel;
+	am->window = (unsigned)o.window;
+	am->max_payload = (size_t)o.max_payload;
+	am->timeout_ns = (uint64_t)o.timeout_ms * 1000000ull;
+	am->on_error = o.on_error;
+	am->error_arg = o.error_arg;
+	am->me = (unsigned)pn_port_node(port);
+	am->myctx = (unsigned)pn_port_ctx(port);
+	am->nodes = (unsigned)pn_num_nodes(h);
+	am->nctx = (unsigned)pn_num_ctx(h);
+	am->epoch = rand32();
+	am->next_key = ((uint64_t)rand32() << 32) | 1;
+	am->next_opid = (uint64_t)am->epoch << 32;
+	/* the posted buffer holds the largest message we send; longer ones take the slow path */
+	am->rcap = PAW_HDR_MAX + (am->max_payload < 65536 ? am->max_payload : 65536);
+	am->peers = calloc((size_t)am->nodes * am->nctx, sizeof(*am->peers));
+	am->rbuf = malloc(am->rcap);
+	if (!am->peers || !am->rbuf) {
+		free(am->peers);
+		free(am->rbuf);
+		free(am);
+		return -ENOMEM;
+	}
+	r = repost(am);
+	if (r < 0) {
+		free(am->peers);
+		free(am->rbuf);
+		free(am);
+		return r;
+	}
+	*out = am;
+	return 0;
+}
+
+int pn_am_close(pn_am_t *am)
+{
+	if (!am)
+		return -EINVAL;
+	if (am->depth)
+		return -EDEADLK;
+	/* answers owed to us, data moving into or out of our regions: bounded by liveness */
+	while (am->st.outstanding || am->tops)
+		pn_am_poll(am);
+	while (am->sends) {
+		reap_sends(am);
+		liveness(am);
+	}
+	if (am->rreq && pn_port_cancel(am->port, &am->rreq) != 0)
+		pn_port_wait(am->port, &am->rreq, NULL, -1);
+	while (am->ops) {
+		struct pn_rma_req *op = am->ops;
+		am->ops = op->next;
+		free(op);
+	}
+	while (am->regions) {
+		struct region *r = am->regions;
+		am->regions = r->next;
+		if (r->port_reg)
+			pn_port_mem_deregister(am->port, r->base);
+		free(r);
+	}
+	for (unsigned i = 0; i < am->nodes * am->nctx; i++)
+		free(am->peers[i].recs);
+	free(am->peers);
+	free(am->rbuf);
+	free(am);
+	return 0;
+}
+
+int pn_am_register(pn_am_t *am, unsigned index, pn_am_handler_t fn, void *arg)
+{
+	if (!am || index >= PN_AM_MAX_HANDLERS)
+		return -EINVAL;
+	am->h[index].fn = fn;
+	am->h[index].arg = fn ? arg : NULL;
+	return 0;
+}
+
+pn_port_t *pn_am_port(pn_am_t *am)
+{
+	return am ? am->port : NULL;
+}
+
+size_t pn_am_max_payload(const pn_am_t *am)
+{
+	return am ? am->max_payload : 0;
+}
+
+unsigned pn_am_window(const pn_am_t *am)
+{
+	return am ? am->window : 0;
+}
+
+int pn_am_stats(pn_am_t *am, pn_am_stats_t *st)
+{
+	if (!am || !st)
+		return -EINVAL;
+	*st = am->st;
+	return 0;
+}
+
+/* ---- requests and replies ---------------------------------------------------------------- */
+
+static int check_msg_args(pn_am_t *am, unsigned handler, const uint64_t *args, unsigned nargs, const void *payload,
+			  size_t len)
+{
+	if (handler >= PN_AM_MAX_HANDLERS || nargs > PN_AM_MAX_ARGS || (nargs && !args) || (len && !payload))
+		return -EINVAL;
+	if (len > am->max_payload)
+		return -EMSGSIZE;
+	return 0;
+}
+
+int pn_am_request(pn_am_t *am, unsigned node, unsigned ctx, unsigned handler, const uint64_t *args,
+		  unsigned nargs, const void *payload, size_t len)
+{
+	struct peer *p;
+	uint32_t seq;
+	int r;
+	if (!am)
+		return -EINVAL;
+	r = check_msg_args(am, handler, args, nargs, payload, len);
+	if (!r)
+		r = check_addr(am, node, ctx);
+	if (r)
+		return r;
+	p = peer_of(am, node, ctx);
+	r = slot_wait(am, p);
+	if (r)
+		return r;
+	r = slot_take(am, p, (uint16_t)handler, nargs ? args[0] : 0, NULL, &seq);
+	if (r)
+		return r;
+	struct paw_hdr h = {.kind = PAW_REQ, .nargs = (uint8_t)nargs, .handler = (uint16_t)handler, .seq = seq};
+	r = send_msg(am, node, ctx, &h, args, payload, len);
+	if (r) {
+		slot_undo(am, p, seq);
+		return r;
+	}
+	am->st.requests++;
+	return 0;
+}
+
+int pn_am_reply(pn_am_token_t *tok, unsigned handler, const uint64_t *args, unsigned nargs, const void *payload,
+		size_t len)
+{
+	pn_am_t *am;
+	int r;
+	if (!tok || !tok->am || !tok->is_request)
+		return -EINVAL;
+	if (tok->replied)
+		return -EALREADY;
+	am = tok->am;
+	r = check_msg_args(am, handler, args, nargs, payload, len);
+	if (r)
+		return r;
+	struct paw_hdr h = {.kind = PAW_REP, .nargs = (uint8_t)nargs, .handler = (uint16_t)handler, .seq = tok->seq};
+	r = send_msg(am, (unsigned)tok->src_node, (unsigned)tok->src_ctx, &h, args, payload, len);
+	if (r)
+		return r;
+	tok->replied = 1;
+	am->st.replies++;
+	return 0;
+}
+
+int pn_am_flush(pn_am_t *am, int64_t timeout_ns)
+{
+	uint64_t t0 = now_ns();
+	if (!am)
+		return -EINVAL;
+	if (am->depth)
+		return -EDEADLK;
+	for (;;) {
+		int busy = am->st.outstanding > 0;
+		pn_am_poll(am);
+		for (struct pn_rma_req *op = am->ops; op && !busy; op = op->next)
+			busy = !op->done;
+		if (!busy && !am->st.outstanding)
+			return 0;
+		if (timeout_ns >= 0 && now_ns() - t0 > (uint64_t)timeout_ns)
+			return -ETIMEDOUT;
+	}
+}
+
+int pn_am_barrier(pn_am_t *am)
+{
+	unsigned round = 0;
+	if (!am)
+		return -EINVAL;
+	if (am->depth)
+		return -EDEADLK;
+	am->bar_epoch++;
+	for (unsigned d = 1; d < am->nodes; d <<= 1, round++) {
+		int r = send_ctl(am, (am->me + d) % am->nodes, am->myctx, PAW_BAR, 0, 0, round);
+		if (r < 0)
+			return r;
+		while (am->bar_arrived[round] < am->bar_epoch)
+			pn_am_poll(am);
+	}
+	am->st.barriers++;
+	return 0;
+}
+
+/* ---- RMA: registration and operations ------------------------------------------------------ */
+
+int pn_rma_register(pn_am_t *am, void *buf, size_t len, unsigned flags, uint64_t *key)
+{
+	struct region *r;
+	long pg = sysconf(_SC_PAGESIZE);
+	if (!am || !buf || !key || !len || !flags || (flags & ~(PN_RMA_READ | PN_RMA_WRITE)))
+		return -EINVAL;
+	/* every page must be mapped (pn_port_mem_register checks this too; but the backend may
+	 * refuse in-place DMA for mapped memory, as sim does outside its DMA heap) */
+	for (uintptr_t a = (uintptr_t)buf & ~(uintptr_t)(pg - 1); a < (uintptr_t)buf + len; a += (uintptr_t)pg) {
+		unsigned char v;
+		if (mincore((void *)a, 1, &v) != 0)
+			return -EFAULT;
+	}
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	r->base = buf;
+	r->len = len;
+	r->flags = flags;
+	r->key = am->next_key++;
+	r->port_reg = pn_port_mem_register(am->port, buf, len) == 0;
+	r->next = am->regions;
+	am->regions = r;
+	*key = r->key;
+	return 0;
+}
+
+int pn_rma_deregister(pn_am_t *am, uint64_t key)
+{
+	struct region **pp, *r;
+	if (!am)
+		return -EINVAL;
+	if (am->depth)
+		return -EDEADLK;
+	for (pp = &am->regions; *pp && (*pp)->key != key; pp = &(*pp)->next)
+		;
+	if (!*pp)
+		return -ENOENT;
+	r = *pp;
+	*pp = r->next;   /* unknown from now on: new operations fail with -EFAULT */
+	while (r->inflight)
+		pn_am_poll(am);
+	if (r->port_reg)
+		pn_port_mem_deregister(am->port, r->base);
+	free(r);
+	return 0;
+}
+
+static int rma_start(pn_am_t *am, int kind, unsigned node, unsigned ctx, uint64_t key, uint64_t offset,
+		     const void *src, void *dst, size_t len, pn_rma_req_t **req)
+{
+	struct pn_rma_req *op;
+	struct peer *p;
+	uint64_t args[4];
+	uint32_t seq;
+	int r;
+	if (!am || (len && !(kind == OP_PUT ? src : dst)))
+		return -EINVAL;
+	if (len > PN_PORT_MAX_MSG)
+		return -EMSGSIZE;
+	r = check_addr(am, node, ctx);
+	if (r)
+		return r;
+	p = peer_of(am, node, ctx);
+	r = slot_wait(am, p);
+	if (r)
+		return r;
+	op = calloc(1, sizeof(*op));
+	if (!op)
+		return -ENOMEM;
+	*op = (struct pn_rma_req){.kind = kind, .node = node, .ctx = ctx, .opid = am->next_opid++, .src = src,
+				  .dst = dst, .len = len, .implicit = !req};
+	r = slot_take(am, p, 0, op->opid, op, &seq);
+	if (r) {
+		free(op);
+		return r;
+	}
+	args[PAW_A_KEY] = key;
+	args[PAW_A_OFF] = offset;
+	args[PAW_A_LEN] = len;
+	args[PAW_A_OPID] = op->opid;
+	/* inline up to what the target's posted buffer and an eager message hold */
+	size_t inl = am->rcap - PAW_HDR_MAX;
+	long em = pn_port_eager_max(am->port) - (long)PAW_HDR_MAX;
+	if (em < 0)
+		em = 0;
+	if ((size_t)em < inl)
+		inl = (size_t)em;
+	struct paw_hdr h = {.nargs = 4, .seq = seq};
+	if (kind == OP_PUT) {
+		h.kind = len <= inl ? PAW_PUT : PAW_PUTRTS;
+		r = send_msg(am, node, ctx, &h, args, src, h.kind == PAW_PUT ? len : 0);
+		am->st.rma_puts++;
+	} else {
+		h.kind = PAW_GET;
+		r = pn_port_irecv(am->port, (int)node, (int)ctx, am->rch, op->opid, ~0ull, dst, len, &op->data);
+		if (!r) {
+			r = send_msg(am, node, ctx, &h, args, NULL, 0);
+			if (r)
+				pn_port_cancel(am->port, &op->data);
+		}
+		am->st.rma_gets++;
+	}
+	if (r) {
+		slot_undo(am, p, seq);
+		free(op);
+		return r;
+	}
+	op->next = am->ops;
+	am->ops = op;
+	if (req)
+		*req = op;
+	return 0;
+}
+
+int pn_rma_put(pn_am_t *am, unsigned node, unsigned ctx, uint64_t key, uint64_t offset, const void *src,
+	       size_t len, pn_rma_req_t **req)
+{
+	return rma_start(am, OP_PUT, node, ctx, key, offset, src, NULL, len, req);
+}
+
+int pn_rma_get(pn_am_t *am, unsigned node, unsigned ctx, uint64_t key, uint64_t offset, void *dst, size_t len,
+	       pn_rma_req_t **req)
+{
+	return rma_start(am, OP_GET, node, ctx, key, offset, NULL, dst, len, req);
+}
+
+static int op_collect(pn_am_t *am, pn_rma_req_t **req)
+{
+	struct pn_rma_req *op = *req, **pp;
+	int r = op->err ? op->err : 1;
+	for (pp = &am->ops; *pp && *pp != op; pp = &(*pp)->next)
+		;
+	if (*pp)
+		*pp = op->next;
+	free(op);
+	*req = NULL;
+	return r;
+}
+
+int pn_rma_test(pn_am_t *am, pn_rma_req_t **req)
+{
+	if (!am || !req || !*req)
+		return -EINVAL;
+	if (!(*req)->done && !am->depth)
+		pn_am_poll(am);
+	return (*req)->done ? op_collect(am, req) : 0;
+}
+
+int pn_rma_wait(pn_am_t *am, pn_rma_req_t **req, int64_t timeout_ns)
+{
+	uint64_t t0 = now_ns();
+	if (!am || !req || !*req)
+		return -EINVAL;
+	if (am->depth)
+		return -EDEADLK;
+	while (!(*req)->done) {
+		pn_am_poll(am);
+		if (timeout_ns >= 0 && now_ns() - t0 > (uint64_t)timeout_ns && !(*req)->done)
+			return -ETIMEDOUT;
+	}
+	return op_collect(am, req);
+}
+
+int pn_rma_flush(pn_am_t *am)
+{
+	int r;
+	if (!am)
+		return -EINVAL;
+	if (am->depth)
+		return -EDEADLK;
+	for (;;) {
+		int busy = 0;
+		pn_am_poll(am);
+		for (struct pn_rma_req *op = am->ops; op && !busy; op = op->next)
+			busy = !op->done;
+		if (!busy)
+			break;
+	}
+	r = am->implicit_err;
+	am->implicit_err = 0;
+	return r;
+}
+
+int pn_rma_fence(pn_am_t *am)
+{
+	return pn_rma_flush(am);
+}
