@@ -4,7 +4,7 @@ PYTEST  := .venv/bin/pytest
 PARANIC := .venv/bin/paranic
 HEADER  := userlib/include/paranic/pn_protocol.h
 
-.PHONY: all deps test test-all demo bench headers clean help
+.PHONY: all deps test test-all demo bench headers clean help driver driver-sparse
 
 help:
 	@echo "make demo      the main job: ParaStation's benchmarks through libparanic on the simulated cluster"
@@ -12,6 +12,8 @@ help:
 	@echo "make test-all  run every test, including the long adversarial runs"
 	@echo "make bench     every benchmark, plots into docs/img (router, messages, barrier up to 16 nodes, layers)"
 	@echo "make headers   regenerate $(HEADER) from paranic/protocol.py"
+	@echo "make driver    build driver/paranic.ko (W=1, warnings fail; docs/driver.md)"
+	@echo "make driver-sparse  the same under sparse"
 	@echo "make deps      install Debian packages (needs root) and the Python venv"
 
 deps:
@@ -19,6 +21,13 @@ deps:
 
 headers: deps
 	$(PY) -m paranic.protocol --c-header $(HEADER) --doc docs/protocol.md
+
+# paranic.ko against Debian's linux-headers-amd64 (driver/Makefile: KDIR, CSR_JSON, LINKS).
+driver: deps
+	$(MAKE) -C driver PY=$(abspath $(PY))
+
+driver-sparse: deps
+	$(MAKE) -C driver sparse PY=$(abspath $(PY))
 
 test: deps
 	$(PYTEST) -q

@@ -22,10 +22,11 @@
 #error "libparanic assumes a little-endian host (the NIC's layouts are little-endian)"
 #endif
 
-/* Backends compiled into the library (pci joins them with the driver). */
+/* Backends compiled into the library. */
 static const struct pn_backend_ops *const pn_backends[] = {
 	&pn_backend_sw,
 	&pn_backend_sim,
+	&pn_backend_pci,
 	NULL,
 };
 

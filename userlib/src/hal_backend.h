@@ -12,7 +12,7 @@
  *
  *   sw   the "NIC" runs inline in the calling processes, over POSIX shared memory;
  *   sim  (later) the Verilator cluster simulator serves doorbells and DMA;
- *   pci  (later) the driver's mmap of BAR0 and its DMA rings.
+ *   pci  the driver's mmap of a board's context page and DMA rings (hal_pci.c).
  *
  * To add a backend: define a `const struct pn_backend_ops` and list it in
  * pn_backends[] in hal.c.
@@ -85,6 +85,7 @@ struct pn_backend_ops {
 
 extern const struct pn_backend_ops pn_backend_sw;
 extern const struct pn_backend_ops pn_backend_sim;
+extern const struct pn_backend_ops pn_backend_pci;
 
 /* A registered region or DMA buffer, as the common code tracks them. */
 struct pn_region {

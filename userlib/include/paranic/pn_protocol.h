@@ -24,6 +24,18 @@
 #define PN_TX_DESC_BYTES 32
 #define PN_MAX_DMA_LENGTH 16777216
 #define PN_STATUS_BLOCK_BYTES 16
+#define PN_BAR0_BYTES 0x100000
+#define PN_BAR0_CTX_OFFSET 0x0
+#define PN_BAR0_CTX_BYTES 0x40000
+#define PN_BAR0_CSR_OFFSET 0x40000
+#define PN_BAR0_CSR_BYTES 0x10000
+
+/* Packet types a user context may send, as a mask of 1 << type */
+#define PN_USER_TYPE_MASK 0x39
+
+/* PCI identity of the board (docs/driver.md) */
+#define PN_PCI_VENDOR_ID 0x10ee
+#define PN_PCI_DEVICE_ID 0x5a4e
 
 /* RX slot size for an MTU: header + MTU + valid word, 64-byte aligned */
 #define PN_RX_SLOT_BYTES(mtu) ((((mtu) + PN_HEADER_BYTES + PN_RX_VALID_BYTES) + 63) & ~63)

@@ -304,6 +304,29 @@ def pack_status(**values: int) -> bytes:
 
 
 # ---------------------------------------------------------------------------
+# PCI identity and BAR0 layout (the board's LitePCIe endpoint; driver/, docs/driver.md)
+# ---------------------------------------------------------------------------
+
+#: PCI IDs the project's LiteX SoC presents (LitePCIe's configurable IDs). A choice:
+#: Xilinx's vendor id (the FPGA vendor, as LitePCIe designs do by default) and a
+#: device id of the project's own, outside the 0x7xxx/0x9xxx ranges the Xilinx
+#: PCIe hard-IP wizards and LitePCIe's examples use, so the stock litepcie driver
+#: never binds a ParaNIC and paranic.ko never binds anything else.
+PCI_VENDOR_ID = 0x10EE
+PCI_DEVICE_ID = 0x5A4E
+#: BAR0 (32-bit, non-prefetchable): the NicCore's Wishbone slave at offset 0, as
+#: hw/standalone.py lays it out: the context pages first, the LiteX CSR bank above.
+BAR0_BYTES = 1 << 20
+BAR0_CTX_OFFSET = 0
+BAR0_CTX_BYTES = MAX_CONTEXTS * CTX_PAGE_BYTES
+#: Byte offset of the CSR region (= paranic.hw.standalone.CSR_BASE; a test keeps them
+#: equal). The CSR addresses inside it come from the gateware's CSR map
+#: (python -m paranic.csrmap), never from here.
+BAR0_CSR_OFFSET = 0x40000
+BAR0_CSR_BYTES = 0x10000
+
+
+# ---------------------------------------------------------------------------
 # C header generation
 # ---------------------------------------------------------------------------
 
@@ -342,9 +365,19 @@ def c_header() -> str:
         RX_SLOT_HEADER_OFFSET=RX_SLOT_HEADER_OFFSET, RX_SLOT_PAYLOAD_OFFSET=RX_SLOT_PAYLOAD_OFFSET,
         RX_VALID_BYTES=RX_VALID_BYTES, TX_DESC_BYTES=TX_DESC_BYTES,
         MAX_DMA_LENGTH=MAX_DMA_LENGTH, STATUS_BLOCK_BYTES=STATUS_BLOCK_BYTES,
+        BAR0_BYTES=f"0x{BAR0_BYTES:x}", BAR0_CTX_OFFSET=f"0x{BAR0_CTX_OFFSET:x}",
+        BAR0_CTX_BYTES=f"0x{BAR0_CTX_BYTES:x}", BAR0_CSR_OFFSET=f"0x{BAR0_CSR_OFFSET:x}",
+        BAR0_CSR_BYTES=f"0x{BAR0_CSR_BYTES:x}",
     )
     for k, v in consts.items():
         L.append(f"#define PN_{k} {v}")
+    L.append("")
+    L.append("/* Packet types a user context may send, as a mask of 1 << type */")
+    L.append(f"#define PN_USER_TYPE_MASK 0x{sum(1 << int(t) for t in USER_PACKET_TYPES):x}")
+    L.append("")
+    L.append("/* PCI identity of the board (docs/driver.md) */")
+    L.append(f"#define PN_PCI_VENDOR_ID 0x{PCI_VENDOR_ID:04x}")
+    L.append(f"#define PN_PCI_DEVICE_ID 0x{PCI_DEVICE_ID:04x}")
     L.append("")
     L.append("/* RX slot size for an MTU: header + MTU + valid word, 64-byte aligned */")
     L.append("#define PN_RX_SLOT_BYTES(mtu) ((((mtu) + PN_HEADER_BYTES + PN_RX_VALID_BYTES) + 63) & ~63)")

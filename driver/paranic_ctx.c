@@ -1,0 +1,334 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Hardware contexts: the hand-over procedure of docs/host-interface.md, the rings
+ * in coherent DMA memory and the context's DMA window (MEM_REGISTER).
+ */
+#include <linux/delay.h>
+#include <linux/dma-mapping.h>
+#include <linux/ktime.h>
+#include <linux/mm.h>
+#include <linux/sched.h>
+#include <linux/slab.h>
+
+#include "paranic_drv.h"
+
+/* Write every field of context c (ctx_sel must be c->id) and store them. */
+static void pn_ctx_program(struct pn_dev *d, struct pn_ctx *c, bool enable)
+{
+	PN_CSR_W(d, HOST_CTX_SEL, c->id);
+	PN_CSR_W(d, HOST_CTX_ENABLE, enable);
+	PN_CSR_W(d, HOST_CTX_RX_BASE, c->rx_dma);
+	PN_CSR_W(d, HOST_CTX_RX_LOG2, ilog2(c->geom.rx_slots));
+	PN_CSR_W(d, HOST_CTX_TX_BASE, c->tx_dma);
+	PN_CSR_W(d, HOST_CTX_TX_LOG2, ilog2(c->geom.tx_entries));
+	PN_CSR_W(d, HOST_CTX_STATUS_ADDR, enable ? c->status_dma : 0);
+	PN_CSR_W(d, HOST_CTX_WIN_BASE, c->win_bytes ? c->win_dma : 0);
+	PN_CSR_W(d, HOST_CTX_WIN_SIZE, enable ? c->win_bytes : 0);
+	PN_CSR_W(d, HOST_CTX_WRITE, 1);
+}
+
+/*
+ * Wait until context id has nothing in flight (no PIO packet, no fetched descriptor,
+ * no RX packet, no status write). The final CSR read also orders the NIC's earlier
+ * DMA writes before us (a completion never passes posted writes). d->lock held.
+ */
+static int pn_ctx_quiesce(struct pn_dev *d, int id, u32 busy_mask)
+{
+	ktime_t end = ktime_add_ms(ktime_get(), pn_quiesce_ms);
+	u32 st;
+
+	for (;;) {
+		PN_CSR_W(d, HOST_CTX_SEL, id);
+		st = PN_CSR_R(d, HOST_CTX_STATE);
+		if (st == 0xffffffffu)
+			return -ENODEV;    /* the device fell off the bus */
+		if (!(st & busy_mask))
+			return 0;
+		if (ktime_after(ktime_get(), end))
+			return -ETIMEDOUT;
+		usleep_range(20, 100);
+	}
+}
+
+#define PN_BUSY_ALL (PN_CTX_STATE_PIO_BUSY | PN_CTX_STATE_TX_INFLIGHT | PN_CTX_STATE_RX_ACTIVE | \
+		     PN_CTX_STATE_STATUS_DIRTY)
+
+static void pn_ctx_free_mem(struct pn_ctx *c)
+{
+	struct device *dev = &c->dev->pdev->dev;
+
+	if (c->rx)
+		dma_free_coherent(dev, c->geom.rx_bytes, c->rx, c->rx_dma);
+	if (c->tx)
+		dma_free_coherent(dev, c->geom.tx_bytes, c->tx, c->tx_dma);
+	if (c->status)
+		dma_free_coherent(dev, c->geom.status_bytes, c->status, c->status_dma);
+	c->rx = c->tx = c->status = NULL;
+}
+
+static void pn_win_free(struct pn_ctx *c)
+{
+	struct device *dev = &c->dev->pdev->dev;
+
+	if (c->win_kind == PN_WIN_ALLOC) {
+		dma_free_coherent(dev, PAGE_ALIGN(c->win_bytes), c->win, c->win_dma);
+	} else if (c->win_kind == PN_WIN_USER) {
+		dma_unmap_sgtable(dev, &c->sgt, DMA_TO_DEVICE, 0);
+		sg_free_table(&c->sgt);
+		unpin_user_pages(c->pages, c->npages);
+		kvfree(c->pages);
+	}
+	c->win_kind = PN_WIN_NONE;
+	c->win = NULL;
+	c->pages = NULL;
+	c->npages = 0;
+	c->win_bytes = 0;
+	c->win_dma = 0;
+	c->win_user = 0;
+}
+
+int pn_ctx_open(struct pn_dev *d, struct pn_ctx **out)
+{
+	struct device *dev = &d->pdev->dev;
+	struct pn_ctx *c;
+	unsigned long flags;
+	int r;
+
+	c = kzalloc(sizeof(*c), GFP_KERNEL);
+	if (!c)
+		return -ENOMEM;
+	c->dev = d;
+	c->id = -1;
+	mutex_init(&c->lock);
+	init_waitqueue_head(&c->wq);
+	atomic_set(&c->irq_count, 0);
+	atomic_set(&c->win_maps, 0);
+	r = pn_geom_init(&c->geom, d->mtu, pn_rx_log2, pn_tx_log2, PAGE_SIZE);
+	if (r)
+		goto fail;
+	/* dma_alloc_coherent memory is zeroed: valid words 0, status block 0 (step 3). */
+	c->rx = dma_alloc_coherent(dev, c->geom.rx_bytes, &c->rx_dma, GFP_KERNEL);
+	c->tx = dma_alloc_coherent(dev, c->geom.tx_bytes, &c->tx_dma, GFP_KERNEL);
+	c->status = dma_alloc_coherent(dev, c->geom.status_bytes, &c->status_dma, GFP_KERNEL);
+	r = -ENOMEM;
+	if (!c->rx || !c->tx || !c->status)
+		goto fail;
+
+	mutex_lock(&d->lock);
+	r = pn_ctx_claim(&d->ctx_map, d->n_ctx, -1);
+	if (r < 0) {
+		mutex_unlock(&d->lock);
+		goto fail;
+	}
+	c->id = r;
+	/* Hand-over: 1. disable, 2. wait until idle, 3. new addresses, reset, enable. */
+	pn_ctx_program(d, c, false);
+	r = pn_ctx_quiesce(d, c->id, PN_BUSY_ALL);
+	if (r) {
+		/* Left busy by someone we cannot see: keep it out of use. */
+		dev_warn(dev, "context %d busy at open (%d); not used\n", c->id, r);
+		mutex_unlock(&d->lock);
+		c->id = -1;
+		r = -EBUSY;
+		goto fail;
+	}
+	PN_CSR_W(d, HOST_CTX_RESET, 1);
+	pn_ctx_program(d, c, true);
+	mutex_unlock(&d->lock);
+
+	spin_lock_irqsave(&d->irq_lock, flags);
+	d->owner[c->id] = c;
+	spin_unlock_irqrestore(&d->irq_lock, flags);
+	*out = c;
+	return 0;
+fail:
+	pn_ctx_free_mem(c);
+	kfree(c);
+	return r;
+}
+
+/* release(): disable, wait until idle, reset; free memory only once the NIC is done. */
+void pn_ctx_close(struct pn_ctx *c)
+{
+	struct pn_dev *d = c->dev;
+	unsigned long flags;
+	int r = 0;
+
+	spin_lock_irqsave(&d->irq_lock, flags);
+	d->owner[c->id] = NULL;
+	spin_unlock_irqrestore(&d->irq_lock, flags);
+
+	down_read(&d->alive);
+	mutex_lock(&d->lock);
+	if (!d->dead) {
+		pn_ctx_program(d, c, false);
+		r = pn_ctx_quiesce(d, c->id, PN_BUSY_ALL);
+		if (!r)
+			PN_CSR_W(d, HOST_CTX_RESET, 1);
+	}
+	if (r) {
+		/* The NIC may still write into the rings: leak them rather than corrupt
+		 * memory, and keep the context claimed (docs/driver.md). */
+		dev_err(&d->pdev->dev, "context %d did not quiesce (%d): quarantined\n", c->id, r);
+		c->quarantined = true;
+	} else {
+		pn_ctx_free(&d->ctx_map, d->n_ctx, c->id);
+	}
+	mutex_unlock(&d->lock);
+	up_read(&d->alive);
+	if (c->quarantined)
+		return;
+	pn_win_free(c);
+	pn_ctx_free_mem(c);
+	kfree(c->sendbuf);
+	kfree(c);
+}
+
+/* remove(): stop every context before the BAR goes away. d->alive held for writing. */
+void pn_ctx_disable_all(struct pn_dev *d)
+{
+	u32 i;
+
+	mutex_lock(&d->lock);
+	for (i = 0; i < d->n_ctx; i++) {
+		if (!(d->ctx_map & (1ULL << i)))
+			continue;
+		PN_CSR_W(d, HOST_CTX_SEL, i);
+		PN_CSR_W(d, HOST_CTX_ENABLE, 0);
+		PN_CSR_W(d, HOST_CTX_STATUS_ADDR, 0);
+		PN_CSR_W(d, HOST_CTX_WIN_SIZE, 0);
+		PN_CSR_W(d, HOST_CTX_WRITE, 1);
+		if (pn_ctx_quiesce(d, i, PN_BUSY_ALL) == 0)
+			PN_CSR_W(d, HOST_CTX_RESET, 1);
+	}
+	mutex_unlock(&d->lock);
+}
+
+/* ---- the DMA window ---------------------------------------------------------------- */
+
+/* Reprogram the window of an enabled context; on shrinking, wait until descriptors
+ * fetched under the old window are done. c->lock held, d->alive held. */
+static int pn_win_apply(struct pn_ctx *c, bool shrink)
+{
+	struct pn_dev *d = c->dev;
+	int r = 0;
+
+	mutex_lock(&d->lock);
+	pn_ctx_program(d, c, true);
+	if (shrink)
+		r = pn_ctx_quiesce(d, c->id, PN_CTX_STATE_TX_INFLIGHT);
+	mutex_unlock(&d->lock);
+	return r;
+}
+
+static int pn_win_pin(struct pn_ctx *c, const struct paranic_mem *m, u64 first, u64 npages)
+{
+	struct device *dev = &c->dev->pdev->dev;
+	long got;
+	int r;
+
+	c->pages = kvcalloc(npages, sizeof(*c->pages), GFP_KERNEL);
+	if (!c->pages)
+		return -ENOMEM;
+	/* The NIC only reads the window: no FOLL_WRITE. Long-term: the pin lasts. */
+	got = pin_user_pages_fast(first, npages, FOLL_LONGTERM, c->pages);
+	if (got < 0) {
+		r = got;
+		goto free_pages;
+	}
+	c->npages = got;
+	if ((u64)got != npages) {
+		r = -EFAULT;
+		goto unpin;
+	}
+	r = sg_alloc_table_from_pages(&c->sgt, c->pages, npages, 0, npages << PAGE_SHIFT, GFP_KERNEL);
+	if (r)
+		goto unpin;
+	r = dma_map_sgtable(dev, &c->sgt, DMA_TO_DEVICE, 0);
+	if (r)
+		goto free_sgt;
+	/* One window per context: the pages must form one contiguous IOVA range (an
+	 * IOMMU merges them; without one, only physically contiguous memory does). */
+	if (c->sgt.nents != 1) {
+		r = -EOPNOTSUPP;
+		dma_unmap_sgtable(dev, &c->sgt, DMA_TO_DEVICE, 0);
+		goto free_sgt;
+	}
+	c->win_kind = PN_WIN_USER;
+	c->win_dma = sg_dma_address(c->sgt.sgl);
+	c->win_bytes = npages << PAGE_SHIFT;
+	c->win_user = m->addr;
+	return 0;
+free_sgt:
+	sg_free_table(&c->sgt);
+unpin:
+	unpin_user_pages(c->pages, c->npages);
+	c->npages = 0;
+free_pages:
+	kvfree(c->pages);
+	c->pages = NULL;
+	return r;
+}
+
+int pn_win_register(struct pn_ctx *c, struct paranic_mem *m)
+{
+	struct device *dev = &c->dev->pdev->dev;
+	u64 first, npages;
+	int r;
+
+	mutex_lock(&c->lock);
+	r = pn_mem_check(m, c->win_bytes, (u64)pn_window_max_mb << 20, TASK_SIZE, PAGE_SIZE,
+			 &first, &npages);
+	if (r)
+		goto out;
+	if (m->flags & PARANIC_MEM_ALLOC) {
+		c->win = dma_alloc_coherent(dev, npages << PAGE_SHIFT, &c->win_dma, GFP_KERNEL);
+		r = -ENOMEM;
+		if (!c->win)
+			goto out;
+		c->win_kind = PN_WIN_ALLOC;
+		c->win_bytes = npages << PAGE_SHIFT;
+		m->dma = c->win_dma;
+		m->mmap_offset = PARANIC_MMAP_WINDOW;
+	} else {
+		r = pn_win_pin(c, m, first, npages);
+		if (r)
+			goto out;
+		m->dma = c->win_dma + (m->addr - first);
+		m->mmap_offset = 0;
+	}
+	r = pn_win_apply(c, false);
+out:
+	mutex_unlock(&c->lock);
+	return r;
+}
+
+int pn_win_deregister(struct pn_ctx *c, const struct paranic_mem *m)
+{
+	int r;
+
+	mutex_lock(&c->lock);
+	r = -EINVAL;
+	if (c->win_kind == PN_WIN_NONE ||
+	    (c->win_kind == PN_WIN_ALLOC && m->dma != c->win_dma) ||
+	    (c->win_kind == PN_WIN_USER && m->addr != c->win_user))
+		goto out;
+	r = -EBUSY;
+	if (atomic_read(&c->win_maps))
+		goto out;       /* still mapped: munmap first */
+	{
+		u64 keep = c->win_bytes;
+
+		c->win_bytes = 0;
+		r = pn_win_apply(c, true);
+		if (r) {
+			c->win_bytes = keep;   /* NIC still reading: keep the memory */
+			goto out;
+		}
+		c->win_bytes = keep;
+	}
+	pn_win_free(c);
+out:
+	mutex_unlock(&c->lock);
+	return r;
+}
