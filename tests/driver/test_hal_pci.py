@@ -42,7 +42,7 @@ def run(exe: Path, **env: str) -> tuple[int, str, str]:
     return int(p.stdout.split()[0]), p.stdout, p.stderr
 
 
-def test_library_exports_the_pci_backend():
+def test_library_exports_the_pci_backend(pci_open):
     syms = subprocess.run(["nm", "-D", "--defined-only", str(BUILD / "libparanic.so")],
                           capture_output=True, text=True, check=True).stdout
     assert "pn_backend_pci" in syms
