@@ -1,17 +1,20 @@
 """The socket emulation libparanic_sock.so (userlib/sock, docs/sockets.md) on the `sw`
-backend: unmodified socket programs under LD_PRELOAD, two processes (nodes) per job.
+backend: unmodified socket programs under LD_PRELOAD, two nodes per job (one process
+each, or two with pn_launch -p 2).
 
 * userlib/sock/tests/sock_test.c, a plain sockets program, under pn_launch: echo of
   1 .. 1 MiB + 1 bytes through a wildcard listener, many connections, EOF/EPIPE/SIGPIPE
   and dup, non-blocking connect/read/write with poll and select, the OS's TCP on
   127.0.0.1 beside cluster connections in one process (and in one poll set), refusal and
-  a connection to the node's own address, a killed peer (ECONNRESET), and a process
-  outside a job (everything the OS's).
+  a connection to the node's own address, a killed peer (ECONNRESET), a process
+  outside a job (everything the OS's); UDP (boundaries, truncation, peek, non-blocking,
+  poll/select, connect, INADDR_ANY serving the cluster and the OS), epoll over mixed sets,
+  fork and exec; 2 nodes x 2 processes connecting to each other and exchanging datagrams.
 * Debian's NPtcp (NetPIPE) and iperf3 between two nodes under `paranic run --backend sw
   --nodes 2`: NPtcp's integrity check up to 1 MiB and a measuring run whose result file
-  must have its rows; iperf3 with a byte count, both directions.
+  must have its rows; iperf3 with a byte count, both directions, and in UDP mode.
 * The same library on the simulated ring:4 (`paranic run --backend sim`, which starts the
-  cached simulator): sock_test's cross case and NPtcp's integrity check up to 64 KiB.
+  cached simulator): sock_test's cross and udp cases and NPtcp's integrity check up to 64 KiB.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-from paranic.launch import TESTS, USERLIB_BUILD, clean_env
+from paranic.launch import TESTS, USERLIB_BUILD, clean_env, cluster_name
 
 SOCK_SO = USERLIB_BUILD / "libparanic_sock.so"
 SOCK_TEST = TESTS / "sock_test"
@@ -61,9 +64,11 @@ def test_library_exports_the_socket_calls_only(userlib_build):
     for fn in ("socket", "bind", "listen", "accept", "accept4", "connect", "read", "write", "readv", "writev",
                "recv", "send", "recvfrom", "sendto", "recvmsg", "sendmsg", "close", "shutdown", "getsockname",
                "getpeername", "getsockopt", "setsockopt", "fcntl", "fcntl64", "ioctl", "poll", "ppoll", "select",
-               "pselect", "dup", "dup2", "dup3", "pn_sock_fd_kind"):
+               "pselect", "dup", "dup2", "dup3", "epoll_create", "epoll_create1", "epoll_ctl", "epoll_wait",
+               "epoll_pwait", "pn_sock_fd_kind", "pn_sock_stat"):
         assert fn in syms, fn
-    assert not [s for s in syms if s.startswith("pn_") and s not in ("pn_sock_fd_kind", "pn_sock_now_ns")], \
+    assert not [s for s in syms if s.startswith("pn_") and s not in ("pn_sock_fd_kind", "pn_sock_stat",
+                                                                     "pn_sock_now_ns")], \
         "libparanic symbols exported"
     needed = subprocess.run(["readelf", "-d", str(SOCK_SO)], capture_output=True, text=True, check=True).stdout
     assert "libparanic.so" not in needed
@@ -71,7 +76,8 @@ def test_library_exports_the_socket_calls_only(userlib_build):
 
 # ---- the C test program --------------------------------------------------------------------------
 
-@pytest.mark.parametrize("case", ["echo", "many", "eof", "nonblock", "mixed", "refused", "cross"])
+@pytest.mark.parametrize("case", ["echo", "many", "eof", "nonblock", "mixed", "refused", "cross", "udp", "epoll",
+                                  "fork"])
 def test_cases(run_nodes, case):
     """Two nodes, node 1 serving, node 0 the client (sock_test.c says what each case checks)."""
     r = run_nodes(preloaded(case), 2, f"sock-{case}", timeout=40)
@@ -82,12 +88,56 @@ def test_cases(run_nodes, case):
         assert int(r.ok(0, "nonblock").split("eagain=")[1]) > 0
 
 
+def test_two_nodes_two_processes_each(run_nodes):
+    """pn_launch -n 2 -p 2: every process opens its own port (any free context) and puts its
+    listener and its UDP socket in its node's directory; each connects to the three other
+    processes' listeners (the same port numbers on both nodes; intra-node included), sends
+    100 KB checked byte for byte, then sends 30 datagrams (0 .. 65507 bytes) to each, all
+    checked (source, length, content, order). Both processes of a node bind one port (TCP
+    and UDP) on their cluster address: exactly one gets it, the other EADDRINUSE."""
+    r = run_nodes(preloaded("ppn"), 2, "sock-ppn", timeout=60, ppn=2)
+    assert r.rc == 0 and not r.fails(), r.out
+    assert sorted(r.procs) == [(0, 0), (0, 1), (1, 0), (1, 1)], r.out
+    for (node, local), lines in r.procs.items():
+        assert any(ln.startswith("ok ppn") and "connections=6 datagrams=90" in ln for ln in lines), r.out
+    for node in (0, 1):
+        binds = sorted(ln for (n, _), lines in r.procs.items() if n == node for ln in lines if ln.startswith("bind19"))
+        assert binds == ["bind19 tcp=EADDRINUSE udp=EADDRINUSE", "bind19 tcp=ok udp=ok"], r.out
+
+
+def test_dead_owner_is_reclaimed(run_nodes):
+    """One node, two processes: process 0 binds a UDP port on the cluster address and is
+    killed (SIGKILL, no close). Process 1 gets EADDRINUSE while it lives; after its death a
+    datagram to the port is dropped and counted (the dead owner's entry is ignored), and
+    process 1 binds the port (the entry is reclaimed) and receives on it."""
+    r = run_nodes(preloaded("reclaim"), 1, "sock-reclaim", timeout=30, extra=[], ppn=2)
+    assert "ok reclaim" in r.procs.get((0, 1), []), r.out
+    assert not r.fails(), r.out
+
+
+def test_directory_segments_are_removed(run_nodes):
+    """The per-node directories (/dev/shm/paranic-CLUSTER.sock.N) go with the last process of
+    the node (checked with pn_launch --keep, which leaves the cluster's own segment), and
+    pn_launch removes what a killed process left."""
+    before = {f for f in os.listdir("/dev/shm") if ".sock." in f}
+    r = run_nodes(preloaded("udp"), 2, "sock-dirs", timeout=30, extra=["--keep"])
+    assert_both_ok(r, "udp")
+    cluster = cluster_name(f"pytest-{os.getpid()}-sock-dirs")
+    assert os.path.exists(f"/dev/shm/paranic-{cluster}")   # kept: --keep works
+    os.unlink(f"/dev/shm/paranic-{cluster}")
+    assert {f for f in os.listdir("/dev/shm") if ".sock." in f} == before
+    r = run_nodes(preloaded("reset"), 2, "sock-dirs2", timeout=30)
+    assert "launch: node 1 killed by signal 9" in r.out, r.out
+    assert {f for f in os.listdir("/dev/shm") if ".sock." in f} == before
+
+
 def test_nobody_there_refuses(run_nodes):
-    """A node whose process opens no socket (its socket context never opens): connect ends
-    with ECONNREFUSED once the ports layer's connect timeout (300 ms here) has passed."""
+    """A node whose process opens no socket (no directory, no port): connect ends with
+    ECONNREFUSED at once (the node's directory has no entry), not after the ports layer's
+    connect timeout (300 ms here)."""
     r = run_nodes(preloaded("noport"), 2, "sock-noport", timeout=30, env={"PARANIC_PORT_TIMEOUT_MS": "300"})
     assert_both_ok(r, "noport")
-    assert 250 <= float(r.ok(0, "noport").split("ms=")[1]) < 3000, r.out
+    assert float(r.ok(0, "noport").split("ms=")[1]) < 200, r.out
 
 
 def test_killed_peer_resets(run_nodes):
@@ -183,18 +233,41 @@ def test_iperf3(userlib_build, tmp_path, reverse):
     assert stream["remote_host"] == node_addr(1) and stream["local_host"] == node_addr(0), stream
 
 
+def test_iperf3_udp(userlib_build, tmp_path):
+    """iperf3 -u (one-off server on node 1, client on node 0): 20 MB of 1400-byte datagrams
+    at 200 Mbit/s from client to server over ports (its control connection beside); iperf3's
+    server binds its next listener on the port while the connected one is open
+    (SO_REUSEADDR: both in the directory's one entry). Every datagram arrives, none lost."""
+    need("iperf3", "iperf3")
+    total = 20 * 1000 * 1400
+    port = 20000 + os.getpid() % 20000 + 7
+    report = tmp_path / "iperf.json"
+    client = f"iperf3 -c {node_addr(1)} -p {port} -u -b 200M -l 1400 -n {total} -J --logfile {report}"
+    r = paranic_run(two_nodes(f"iperf3 -s -1 -p {port}", client), tmp_path, timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr + (report.read_text() if report.exists() else "")
+    data = json.loads(report.read_text())
+    end = data["end"]["sum"]
+    assert end["bytes"] >= total and end["lost_packets"] == 0 and end["packets"] >= total // 1400, end
+    stream = data["start"]["connected"][0]
+    assert stream["remote_host"] == node_addr(1) and stream["remote_port"] == port, stream
+
+
 def test_on_the_simulator(userlib_build, tmp_path):
     """The unchanged library over the sim backend (the Verilator cluster, ring:4): 4 MiB
-    written both ways before either side reads, then NPtcp's integrity check up to 64 KiB.
-    The peers' pids are checked on sim too (one host)."""
+    written both ways before either side reads, sock_test's UDP case (boundaries 0 .. 65507
+    bytes, truncation, peek, non-blocking, poll/select, connect, the OS side of a wildcard
+    socket), then NPtcp's integrity check up to 64 KiB. The peers' pids are checked on sim
+    too (one host)."""
     need("NPtcp", "netpipe-tcp")
     port = 20000 + os.getpid() % 20000
     so = shlex.quote(str(SOCK_SO))
     script = (f"env LD_PRELOAD={so} {SOCK_TEST} cross || exit 1\n"
+              f"env LD_PRELOAD={so} {SOCK_TEST} udp || exit 1\n"
               + two_nodes(f"NPtcp -P {port} -i -u 65536", f"NPtcp -P {port} -h {node_addr(1)} -i -u 65536"))
-    r = paranic_run(script, tmp_path, timeout=240, backend="sim")
+    r = paranic_run(script, tmp_path, timeout=300, backend="sim")
     out = r.stdout + r.stderr
     assert r.returncode == 0, out
     assert "0: ok cross client" in r.stdout and "1: ok cross server" in r.stdout, out
+    assert "0: ok udp client" in r.stdout and "1: ok udp server" in r.stdout, out
     checks = [ln for ln in r.stdout.splitlines() if ln.startswith("0:") and "-->" in ln]
     assert len(checks) >= 20 and all(ln.endswith("Integrity check passed") for ln in checks), out

@@ -8,11 +8,13 @@
  * until it is bound to this node's cluster address (SK_BOUND), connected to a cluster
  * address (SK_CONN), or listens bound to the wildcard address (SK_LISTEN on the OS
  * and on the cluster at once). Its fd number stays: the OS socket is replaced by an
- * eventfd placeholder (dup3) when it leaves the OS.
+ * eventfd placeholder (dup3) when it leaves the OS. A UDP socket (SOCK_DGRAM) is watched
+ * the same way and handed to sock_udp.c once it binds or sends to the cluster.
  */
 #include "sock_int.h"
 
 #include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,14 +53,16 @@ SK_EXPORT int socket(int domain, int type, int protocol)
 	int fd = REAL(socket)(domain, type, protocol);
 	struct sock *s;
 
-	if (fd < 0 || sk_in || !G.active || G.forked || G.finished || fd >= SK_MAX_FD)
+	if (fd < 0 || sk_in || !G.active || G.finished || fd >= SK_MAX_FD)
 		return fd;
-	if ((domain != AF_INET && domain != AF_INET6) || (type & 0xf) != SOCK_STREAM ||
-	    (protocol != 0 && protocol != IPPROTO_TCP))
+	if ((domain != AF_INET && domain != AF_INET6) ||
+	    !(((type & 0xf) == SOCK_STREAM && (protocol == 0 || protocol == IPPROTO_TCP)) ||
+	      ((type & 0xf) == SOCK_DGRAM && (protocol == 0 || protocol == IPPROTO_UDP))))
 		return fd;
 	sk_enter();
 	if ((s = sk_new(SK_CAND, domain))) {
 		s->os = 1;
+		s->dgram = (type & 0xf) == SOCK_DGRAM;
 		s->nonblock = !!(type & SOCK_NONBLOCK);
 		sk_set_fd(fd, s);
 	}
@@ -87,9 +91,16 @@ SK_EXPORT int bind(int fd, __CONST_SOCKADDR_ARG addr, socklen_t len)
 	sk_enter();
 	s = sk_get(fd);
 	if (!s || s->type != SK_CAND) {
+		r = s && s->stale ? -EBADF : -EINVAL;
 		sk_put(s);
 		sk_leave();
-		return s ? fail(-EINVAL) : REAL(bind)(fd, sa, len);
+		return s ? fail(r) : REAL(bind)(fd, sa, len);
+	}
+	if (s->dgram) {
+		r = sk_udp_bind(s, fd, sa, len);
+		sk_put(s);
+		sk_leave();
+		return fail(r);
 	}
 	node = sk_cluster_addr(sa, len, &a, &port, &any);
 	if (any && !v6only(s)) {
@@ -102,7 +113,9 @@ SK_EXPORT int bind(int fd, __CONST_SOCKADDR_ARG addr, socklen_t len)
 			if (REAL(getsockname)(fd, (struct sockaddr *)&ss, &sl) == 0)
 				s->lport = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
 									  : ((struct sockaddr_in *)&ss)->sin_port);
-			sk_port();   /* open early: peers' connects find the port */
+			/* in the node's directory at once: peers' connects find the port */
+			if (sk_register(s, SK_PROTO_TCP, s->lport) == -EADDRINUSE)
+				sk_untrack(fd);   /* another process of the node has it on the cluster: the OS's */
 		} else {
 			r = -errno;
 		}
@@ -113,16 +126,17 @@ SK_EXPORT int bind(int fd, __CONST_SOCKADDR_ARG addr, socklen_t len)
 			r = -EINVAL;
 		} else if (port && sk_listener_for(port, a)) {
 			r = -EADDRINUSE;
-		} else if (!port && !(port = sk_ephemeral_port())) {
-			r = -EADDRINUSE;
-		} else {
+		} else if ((r = sk_register(s, SK_PROTO_TCP, port)) == 0) {
 			int fl = REAL(fcntl)(fd, F_GETFL);
 			if ((r = sk_placeholder(fd)) == 0) {
 				s->nonblock = fl >= 0 && (fl & O_NONBLOCK);
 				s->type = SK_BOUND;
 				s->os = 0;
 				s->laddr = a;
-				s->lport = port;
+			} else {
+				sk_dir_del(SK_PROTO_TCP, s->lport);
+				s->dir = 0;
+				s->lport = 0;
 			}
 		}
 	} else {
@@ -143,11 +157,15 @@ SK_EXPORT int listen(int fd, int backlog)
 		return REAL(listen)(fd, backlog);
 	sk_enter();
 	s = sk_get(fd);
-	if (!s) {
+	if (!s || s->dgram) {
+		sk_put(s);
 		sk_leave();
-		return REAL(listen)(fd, backlog);
+		return REAL(listen)(fd, backlog);   /* UDP: EOPNOTSUPP from the OS */
 	}
-	switch (s->type) {
+	switch (s->stale ? -1 : s->type) {
+	case -1:
+		r = -EBADF;
+		break;
 	case SK_CAND:
 		if (REAL(listen)(fd, backlog) < 0) {
 			r = -errno;
@@ -160,7 +178,7 @@ SK_EXPORT int listen(int fd, int backlog)
 				s->lport = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
 									  : ((struct sockaddr_in *)&ss)->sin_port);
 		}
-		if (v6only(s) || sk_listen(s) < 0)
+		if (v6only(s) || (!s->dir && sk_register(s, SK_PROTO_TCP, s->lport) < 0) || sk_listen(s) < 0)
 			sk_untrack(fd);   /* the OS's listener only */
 		break;
 	case SK_BOUND:
@@ -194,7 +212,23 @@ SK_EXPORT int connect(int fd, __CONST_SOCKADDR_ARG addr, socklen_t len)
 		sk_leave();
 		return REAL(connect)(fd, sa, len);
 	}
-	switch (s->type) {
+	if (s->stale) {
+		r = -EBADF;
+	} else if (s->dgram) {
+		int to_os;
+		r = sk_udp_connect(s, fd, sa, len, &to_os);
+		if (r == 0 && to_os) {
+			if (s->type == SK_CAND)
+				sk_untrack(fd);   /* the OS's socket from now on */
+			r = REAL(connect)(fd, sa, len) < 0 ? -errno : 0;
+		}
+		sk_put(s);
+		sk_leave();
+		return fail(r);
+	}
+	switch (s->stale || s->dgram ? -1 : s->type) {
+	case -1:
+		break;
 	case SK_CONN:
 		if (s->c->state == CS_CONNECTING) {
 			r = -EALREADY;
@@ -241,6 +275,11 @@ SK_EXPORT int connect(int fd, __CONST_SOCKADDR_ARG addr, socklen_t len)
 		}
 		if ((r = sk_connect(s, a, port, node)) < 0)
 			break;
+		if (s->c->state == CS_FAILED) {   /* refused at once (nobody in the directory) */
+			r = -(s->c->error ? s->c->error : ECONNREFUSED);
+			s->so_error = 0;
+			break;
+		}
 		r = s->nonblock ? -EINPROGRESS : sk_connect_wait(s);
 		break;
 	default:
@@ -264,7 +303,7 @@ static int do_accept(int fd, struct sockaddr *sa, socklen_t *len, int flags)
 		sk_leave();
 		return REAL(accept4)(fd, sa, len, flags);
 	}
-	r = sk_accept(s, fd, sa, len, flags);
+	r = s->stale ? -EBADF : sk_accept(s, fd, sa, len, flags);
 	sk_put(s);
 	sk_leave();
 	return fail(r);
@@ -298,29 +337,49 @@ static ssize_t do_read(int fd, void *buf, size_t n, int flags, struct sockaddr *
 		return 0;
 	}
 	*handled = 1;
-	r = sk_read(s, buf, n, flags);
-	if (r >= 0 && from && fromlen && s->type == SK_CONN)
-		sk_fill_addr(s->family, s->c->raddr, s->c->rport, from, fromlen);
+	if (s->stale) {
+		r = -EBADF;
+	} else if (s->type == SK_UDP) {
+		struct iovec v = {buf, n};
+		struct msghdr m = {.msg_name = fromlen ? from : NULL, .msg_namelen = fromlen ? *fromlen : 0,
+				   .msg_iov = &v, .msg_iovlen = 1};
+		r = sk_udp_recvmsg(s, fd, &m, flags);
+		if (r >= 0 && from && fromlen)
+			*fromlen = m.msg_namelen;
+	} else {
+		r = sk_read(s, buf, n, flags);
+		if (r >= 0 && from && fromlen && s->type == SK_CONN)
+			sk_fill_addr(s->family, s->c->raddr, s->c->rport, from, fromlen);
+	}
 	sk_put(s);
 	sk_leave();
 	return fail_ss(r);
 }
 
-static ssize_t do_write(int fd, const void *buf, size_t n, int flags, int *handled)
+static ssize_t do_write(int fd, const void *buf, size_t n, int flags, const struct sockaddr *to, socklen_t tolen,
+			int *handled)
 {
 	struct sock *s;
 	ssize_t r;
 	int sigpipe = 0;
 	sk_enter();
 	s = sk_get(fd);
-	if (!paranic(s)) {
+	if (!paranic(s) && !(s && sk_udp_wants(s, to, tolen))) {
 		sk_put(s);
 		sk_leave();
 		*handled = 0;
 		return 0;
 	}
 	*handled = 1;
-	r = sk_write(s, buf, n, flags, &sigpipe);
+	if (s->stale) {
+		r = -EBADF;
+	} else if (s->dgram) {
+		struct iovec v = {(void *)buf, n};
+		struct msghdr m = {.msg_name = (void *)to, .msg_namelen = tolen, .msg_iov = &v, .msg_iovlen = 1};
+		r = sk_udp_sendmsg(s, fd, &m, flags);
+	} else {
+		r = sk_write(s, buf, n, flags, &sigpipe);   /* a stream: the address is ignored */
+	}
 	sk_put(s);
 	sk_leave();
 	if (sigpipe)
@@ -351,7 +410,7 @@ SK_EXPORT ssize_t write(int fd, const void *buf, size_t n)
 	ssize_t r;
 	if (__builtin_expect(!sk_peek(fd), 1))
 		return REAL(write)(fd, buf, n);
-	r = do_write(fd, buf, n, 0, &h);
+	r = do_write(fd, buf, n, 0, NULL, 0, &h);
 	return h ? r : REAL(write)(fd, buf, n);
 }
 
@@ -378,7 +437,7 @@ SK_EXPORT ssize_t send(int fd, const void *buf, size_t n, int flags)
 	ssize_t r;
 	if (__builtin_expect(!sk_peek(fd), 1))
 		return REAL(send)(fd, buf, n, flags);
-	r = do_write(fd, buf, n, flags, &h);
+	r = do_write(fd, buf, n, flags, NULL, 0, &h);
 	return h ? r : REAL(send)(fd, buf, n, flags);
 }
 
@@ -407,25 +466,39 @@ SK_EXPORT ssize_t sendto(int fd, const void *buf, size_t n, int flags, __CONST_S
 	ssize_t r;
 	if (__builtin_expect(!sk_peek(fd), 1))
 		return REAL(sendto)(fd, buf, n, flags, to.__sockaddr__, tolen);
-	r = do_write(fd, buf, n, flags, &h);   /* a stream: the address is ignored */
+	r = do_write(fd, buf, n, flags, to.__sockaddr__, tolen, &h);
 	return h ? r : REAL(sendto)(fd, buf, n, flags, to.__sockaddr__, tolen);
 }
 
-static ssize_t do_iov(int fd, const struct iovec *iov, int cnt, int flags, int out, struct msghdr *msg, int *handled)
+static ssize_t do_iov(int fd, const struct iovec *iov, int cnt, int flags, int out, struct msghdr *msg,
+		      const struct msghdr *omsg, int *handled)
 {
 	struct sock *s;
 	ssize_t r;
 	int sigpipe = 0;
 	sk_enter();
 	s = sk_get(fd);
-	if (!paranic(s)) {
+	if (!paranic(s) && !(s && omsg && sk_udp_wants(s, omsg->msg_name, omsg->msg_namelen))) {
 		sk_put(s);
 		sk_leave();
 		*handled = 0;
 		return 0;
 	}
 	*handled = 1;
-	r = out ? sk_writev(s, iov, cnt, flags, &sigpipe) : sk_readv(s, iov, cnt, flags);
+	if (s->stale) {
+		r = -EBADF;
+	} else if (s->dgram) {
+		struct msghdr m = {.msg_iov = (struct iovec *)iov, .msg_iovlen = cnt > 0 ? (size_t)cnt : 0};
+		if (cnt < 0 || cnt > IOV_MAX)
+			r = -EINVAL;
+		else if (out)
+			r = sk_udp_sendmsg(s, fd, omsg ? omsg : &m, flags);
+		else
+			r = sk_udp_recvmsg(s, fd, msg ? msg : &m, flags);
+		msg = NULL;
+	} else {
+		r = out ? sk_writev(s, iov, cnt, flags, &sigpipe) : sk_readv(s, iov, cnt, flags);
+	}
 	if (msg && !out) {
 		if (msg->msg_name && s->type == SK_CONN)
 			sk_fill_addr(s->family, s->c->raddr, s->c->rport, msg->msg_name, &msg->msg_namelen);
@@ -447,7 +520,7 @@ SK_EXPORT ssize_t readv(int fd, const struct iovec *iov, int cnt)
 	ssize_t r;
 	if (__builtin_expect(!sk_peek(fd), 1))
 		return REAL(readv)(fd, iov, cnt);
-	r = do_iov(fd, iov, cnt, 0, 0, NULL, &h);
+	r = do_iov(fd, iov, cnt, 0, 0, NULL, NULL, &h);
 	return h ? r : REAL(readv)(fd, iov, cnt);
 }
 
@@ -457,7 +530,7 @@ SK_EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt)
 	ssize_t r;
 	if (__builtin_expect(!sk_peek(fd), 1))
 		return REAL(writev)(fd, iov, cnt);
-	r = do_iov(fd, iov, cnt, 0, 1, NULL, &h);
+	r = do_iov(fd, iov, cnt, 0, 1, NULL, NULL, &h);
 	return h ? r : REAL(writev)(fd, iov, cnt);
 }
 
@@ -467,7 +540,7 @@ SK_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 	ssize_t r;
 	if (__builtin_expect(!sk_peek(fd), 1))
 		return REAL(recvmsg)(fd, msg, flags);
-	r = do_iov(fd, msg->msg_iov, (int)msg->msg_iovlen, flags, 0, msg, &h);
+	r = do_iov(fd, msg->msg_iov, (int)msg->msg_iovlen, flags, 0, msg, NULL, &h);
 	return h ? r : REAL(recvmsg)(fd, msg, flags);
 }
 
@@ -477,7 +550,7 @@ SK_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 	ssize_t r;
 	if (__builtin_expect(!sk_peek(fd), 1))
 		return REAL(sendmsg)(fd, msg, flags);
-	r = do_iov(fd, msg->msg_iov, (int)msg->msg_iovlen, flags, 1, NULL, &h);
+	r = do_iov(fd, msg->msg_iov, (int)msg->msg_iovlen, flags, 1, NULL, msg, &h);
 	return h ? r : REAL(sendmsg)(fd, msg, flags);
 }
 
@@ -485,9 +558,13 @@ SK_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 
 SK_EXPORT int close(int fd)
 {
-	if (sk_peek(fd)) {
+	if (sk_peek(fd) || (!sk_in && __atomic_load_n(&G.eps, __ATOMIC_RELAXED))) {
 		sk_enter();
-		if (G.fds[fd])
+		if (G.eps) {
+			sk_ep_forget(fd);
+			sk_ep_close(fd);
+		}
+		if (fd >= 0 && fd < SK_MAX_FD && G.fds[fd])
 			sk_set_fd(fd, NULL);
 		sk_leave();
 	}
@@ -502,7 +579,14 @@ SK_EXPORT int shutdown(int fd, int how)
 		return REAL(shutdown)(fd, how);
 	sk_enter();
 	s = sk_get(fd);
-	r = paranic(s) ? sk_shutdown(s, how) : -ENOTCONN;
+	if (!paranic(s))
+		r = -ENOTCONN;
+	else if (s->stale)
+		r = -EBADF;
+	else if (s->type == SK_UDP)
+		r = s->os ? (REAL(shutdown)(fd, how) < 0 ? -errno : 0) : s->peer_set ? 0 : -ENOTCONN;
+	else
+		r = sk_shutdown(s, how);
 	sk_put(s);
 	sk_leave();
 	return fail(r);
@@ -520,6 +604,10 @@ static int do_name(int fd, struct sockaddr *sa, socklen_t *len, int peer)
 		r = 1;
 	} else if (!len || !sa) {
 		r = -EFAULT;
+	} else if (s->stale) {
+		r = -EBADF;
+	} else if (s->type == SK_UDP && peer) {
+		r = sk_udp_peername(s, fd, sa, len);
 	} else if (s->type == SK_CONN) {
 		if (peer && s->c->state != CS_OPEN)
 			r = -ENOTCONN;
@@ -608,11 +696,11 @@ int sk_getsockopt(struct sock *s, int level, int name, void *val, socklen_t *len
 			return put_int(val, len, e);
 		}
 		case SO_TYPE:
-			return put_int(val, len, SOCK_STREAM);
+			return put_int(val, len, s->dgram ? SOCK_DGRAM : SOCK_STREAM);
 		case SO_DOMAIN:
 			return put_int(val, len, s->family);
 		case SO_PROTOCOL:
-			return put_int(val, len, IPPROTO_TCP);
+			return put_int(val, len, s->dgram ? IPPROTO_UDP : IPPROTO_TCP);
 		case SO_ACCEPTCONN:
 			return put_int(val, len, s->type == SK_LISTEN);
 		case SO_SNDBUF:
@@ -670,7 +758,7 @@ SK_EXPORT int getsockopt(int fd, int level, int name, void *__restrict val, sock
 		return REAL(getsockopt)(fd, level, name, val, len);
 	sk_enter();
 	s = sk_get(fd);
-	r = paranic(s) ? sk_getsockopt(s, level, name, val, len) : 1;
+	r = !paranic(s) || s->os ? 1 : s->stale ? -EBADF : sk_getsockopt(s, level, name, val, len);
 	sk_put(s);
 	sk_leave();
 	return r == 1 ? REAL(getsockopt)(fd, level, name, val, len) : fail(r);
@@ -686,7 +774,9 @@ SK_EXPORT int setsockopt(int fd, int level, int name, const void *val, socklen_t
 	s = sk_get(fd);
 	if (!s) {
 		r = 1;
-	} else if (paranic(s)) {
+	} else if (s->stale) {
+		r = -EBADF;
+	} else if (paranic(s) && !s->os) {
 		r = sk_setsockopt(s, level, name, val, len);
 	} else {   /* an OS socket: the OS's, and remembered for when it moves to the cluster */
 		r = REAL(setsockopt)(fd, level, name, val, len) < 0 ? -errno : 0;
@@ -831,9 +921,17 @@ SK_EXPORT int ioctl(int fd, unsigned long req, ...)
 	s = sk_get(fd);
 	if (!paranic(s) || !arg) {
 		r = paranic(s) ? -EFAULT : 1;
+	} else if (s->stale) {
+		r = -EBADF;
 	} else if (req == FIONBIO) {
 		s->nonblock = *(int *)arg != 0;
 		r = 0;
+	} else if (s->type == SK_UDP) {   /* as Linux: the size of the next datagram */
+		size_t n = sk_udp_next_len(s);
+		if (!n && s->os)
+			r = 1;
+		else
+			*(int *)arg = (int)n, r = 0;
 	} else {
 		size_t n = sk_available(s);
 		*(int *)arg = n > INT32_MAX ? INT32_MAX : (int)n;
@@ -845,8 +943,9 @@ SK_EXPORT int ioctl(int fd, unsigned long req, ...)
 }
 
 /* For the tests and tools: what the library made of fd. 0 not a socket of ours (the
- * OS's), 1 an OS TCP socket it watches, 2 bound to the cluster, 3 listening on the
- * cluster, 4 a ParaNIC connection. */
+ * OS's), 1 an OS TCP or UDP socket it watches, 2 bound to the cluster, 3 listening on the
+ * cluster, 4 a ParaNIC connection, 5 a UDP socket on the cluster; -1 a socket inherited
+ * over fork that only the parent's port served (unusable: EBADF). */
 SK_EXPORT int pn_sock_fd_kind(int fd)
 {
 	struct sock *s;
@@ -855,7 +954,24 @@ SK_EXPORT int pn_sock_fd_kind(int fd)
 		return 0;
 	sk_enter();
 	s = G.fds[fd];
-	k = s ? s->type : 0;
+	k = s ? (s->stale ? -1 : s->type) : 0;
 	sk_leave();
 	return k;
+}
+
+/* For the tests: the library's counters by name (UDP: "udp_sent", "udp_recv",
+ * "udp_nobody" (sent to a cluster port nobody has bound: dropped), "udp_unbound"
+ * (arrived for a port no socket has any more: dropped), "udp_full" (the receive queue
+ * was full: dropped), "udp_failed" (the ports layer failed the send)); -1 unknown. */
+SK_EXPORT long long pn_sock_stat(const char *name)
+{
+	static const char *const names[SK_ST_N] = {"udp_sent", "udp_recv", "udp_nobody", "udp_unbound", "udp_full",
+						   "udp_failed"};
+	long long v = -1;
+	sk_enter();
+	for (int i = 0; i < SK_ST_N; i++)
+		if (name && !strcmp(name, names[i]))
+			v = (long long)G.stat[i];
+	sk_leave();
+	return v;
 }

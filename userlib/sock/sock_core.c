@@ -3,10 +3,11 @@
  * libparanic_sock.so: state, configuration, the port, and TCP connections over ports.
  *
  * A process of a job (PARANIC_NODE and PARANIC_NODES set) opens, on first need, one
- * port on context PARANIC_SOCK_CTX of its node; that port is the node's cluster
- * address (sock_wire.h). A connection is a pair of connection ids, one per side, each
- * naming the channel and tag its owner receives on. Connect sends REQ to the port of
- * the destination node; the library there (whenever it is called: any socket call,
+ * port on any free context of its node (or PARANIC_SOCK_CTX); the ports it binds go into
+ * its node's directory (sock_dir.c), which tells connectors the context. A connection is
+ * a pair of connection ids, one per side, each naming the channel and tag its owner
+ * receives on. Connect sends REQ to the port the destination node's directory names for
+ * the port number; the library there (whenever it is called: any socket call,
  * poll, a blocked read) answers ACK at once if a socket listens on that port, queueing
  * the new connection for accept(), as a kernel completes the handshake before accept.
  * A write is sent as DATA messages (ports: eager, or rendezvous from the program's
@@ -43,6 +44,7 @@ void sk_resolve(void)
 	R(recvmsg); R(sendmsg); R(close); R(shutdown); R(getsockname); R(getpeername);
 	R(getsockopt); R(setsockopt); R(fcntl); R(ioctl); R(poll); R(ppoll); R(select);
 	R(pselect); R(dup); R(dup2); R(dup3);
+	R(epoll_create); R(epoll_create1); R(epoll_ctl); R(epoll_wait); R(epoll_pwait);
 #undef R
 }
 
@@ -146,9 +148,10 @@ static void sk_config(void)
 	G.node = (unsigned)node;
 	G.nodes = (unsigned)nodes;
 	G.my_addr = sk_node_addr(&G.net, G.node);
-	if (env_long("PARANIC_SOCK_CTX", SK_DEFAULT_CTX, 0, 255, &x) < 0)
+	if (env_long("PARANIC_SOCK_CTX", -1, 0, PN_MAX_CONTEXTS - 1, &x) < 0)
 		return;
-	G.ctx = (unsigned)x;
+	G.ctx_fixed = x >= 0;
+	G.ctx = x >= 0 ? (unsigned)x : 0;
 	if (env_long("PARANIC_SOCK_CONNECT_WAIT_MS", 0, 0, 86400000, &x) < 0)
 		return;
 	G.connect_wait_ns = (uint64_t)x * 1000000ull;
@@ -174,17 +177,45 @@ static void sk_config(void)
 	G.active = 1;
 }
 
-/* The child of a fork must not use the parent's port (one process per context): its
- * ParaNIC sockets are dead (ENOTSUP), its new sockets are the OS's. */
+/* The child of a fork must not use the parent's port (a context belongs to one
+ * process): the sockets it inherited that only the port served (connections, cluster
+ * listeners and UDP sockets) are stale, every call on them fails with EBADF; the ones
+ * the OS serves too (a wildcard listener, a UDP socket bound to INADDR_ANY) become the
+ * OS's sockets in the child. Its new sockets open a port of its own (any free context)
+ * on first need. The parent's connections, requests and directory entries stay the
+ * parent's: the child forgets them (their memory is left alone). */
 static void sk_atfork_child(void)
 {
 	pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
 	G.lock = fresh;
 	sk_in = 0;
-	if (G.port) {
-		G.forked = 1;
-		G.port = NULL;
+	if (!G.active)
+		return;
+	for (int fd = 0; fd < SK_MAX_FD; fd++) {
+		struct sock *s = G.fds[fd];
+		if (!s)
+			continue;
+		if (s->type == SK_CAND) {
+			s->dir = 0;   /* a port it bound is the parent's entry */
+		} else if (s->os) {
+			G.fds[fd] = NULL;   /* an OS socket only, from now on */
+		} else {
+			s->stale = 1;
+			s->dir = 0;
+		}
 	}
+	G.port = NULL;
+	G.open_failed = 0;
+	G.conns = NULL;
+	G.listeners = NULL;
+	G.udps = NULL;
+	G.dh = G.uh = NULL;
+	G.uinflight = 0;
+	G.dir_used = 0;
+	memset(G.chan_used, 0, sizeof(G.chan_used));
+	memset(G.stat, 0, sizeof(G.stat));
+	G.next_eport = 32768u + (uint32_t)getpid() % 16384u;
+	G.gen = (uint32_t)getpid() * 2654435761u;
 }
 
 static void sk_fini(void);
@@ -195,8 +226,9 @@ __attribute__((constructor)) static void sk_init(void)
 	sk_config();
 	pthread_atfork(NULL, NULL, sk_atfork_child);
 	if (G.debug && G.active)
-		warn("node %u of %u, address %u.%u.%u.%u, context %u", G.node, G.nodes, G.my_addr >> 24,
-		     (G.my_addr >> 16) & 255, (G.my_addr >> 8) & 255, G.my_addr & 255, G.ctx);
+		warn("node %u of %u, address %u.%u.%u.%u, context %d (-1: any free one)", G.node, G.nodes,
+		     G.my_addr >> 24, (G.my_addr >> 16) & 255, (G.my_addr >> 8) & 255, G.my_addr & 255,
+		     G.ctx_fixed ? (int)G.ctx : -1);
 }
 
 __attribute__((destructor)) static void sk_destructor(void)
@@ -212,18 +244,22 @@ pn_port_t *sk_port(void)
 
 	if (G.port)
 		return G.port;
-	if (!G.active || G.open_failed || G.forked || G.finished)
+	if (!G.active || G.open_failed || G.finished)
 		return NULL;
 	pn_port_opts_init(&o);
-	o.hal.ctx = (int)G.ctx;
+	o.hal.ctx = G.ctx_fixed ? (int)G.ctx : PN_CTX_ANY;
 	r = pn_port_open(&G.port, &o);
 	if (r < 0) {
 		G.port = NULL;
 		G.open_failed = 1;
-		warn("cannot open the port at node %u context %u: %s; using the OS's sockets only", G.node, G.ctx,
-		     pn_strerror(r));
+		if (G.ctx_fixed)
+			warn("cannot open the port at node %u context %u: %s; using the OS's sockets only", G.node,
+			     G.ctx, pn_strerror(r));
+		else
+			warn("cannot open a port at node %u: %s; using the OS's sockets only", G.node, pn_strerror(r));
 		return NULL;
 	}
+	G.ctx = (unsigned)pn_port_ctx(G.port);
 	b = pn_backend_name(pn_port_hal(G.port));
 	G.local_pids = b && (!strcmp(b, "sw") || !strcmp(b, "sim"));
 	if (G.debug)
@@ -379,6 +415,47 @@ uint16_t sk_ephemeral_port(void)
 		if (!sk_listener_for(p, G.my_addr))
 			return p;
 	}
+	return 0;
+}
+
+/* SO_REUSEADDR or SO_REUSEPORT set on s (remembered options). */
+static int sk_reuse(const struct sock *s)
+{
+	for (int i = 0; i < s->nopts; i++)
+		if (s->opts[i].level == SOL_SOCKET && (s->opts[i].name == SO_REUSEADDR || s->opts[i].name == SO_REUSEPORT) &&
+		    s->opts[i].val[0])
+			return 1;
+	return 0;
+}
+
+/* Put s's port number in the node's directory (port 0: the first free ephemeral one),
+ * remembered in lport. A port this process has already: EADDRINUSE, but for UDP sockets
+ * with SO_REUSEADDR/SO_REUSEPORT, which share it (as Linux lets them; iperf3 -u binds its
+ * next listener while the connected one is still open). */
+int sk_register(struct sock *s, unsigned proto, uint16_t port)
+{
+	int r = -EADDRINUSE;
+	if (!sk_port())
+		return -EADDRNOTAVAIL;
+	if (port) {
+		r = sk_dir_add(proto, port, G.ctx);
+		if (r == 1)
+			r = proto == SK_PROTO_UDP && sk_reuse(s) ? 0 : -EADDRINUSE;
+	} else {
+		for (unsigned i = 0; i < 16384 && r == -EADDRINUSE; i++) {
+			port = (uint16_t)(32768u + (G.next_eport++ % 16384u));
+			if (proto == SK_PROTO_TCP && sk_listener_for(port, G.my_addr))
+				continue;
+			r = sk_dir_add(proto, port, G.ctx);
+			if (r == 1)
+				r = -EADDRINUSE;
+		}
+	}
+	if (r < 0)
+		return r;
+	G.dir_used = 1;
+	s->dir = proto;
+	s->lport = port;
 	return 0;
 }
 
@@ -663,9 +740,18 @@ static int conn_peer_closed(struct conn *c)
 	return c->peer_closed;
 }
 
+/* Send REQ to the process whose port listens on (node, rport): the node's directory
+ * names its context. Nobody there: -ECONNREFUSED. */
 static int connect_send(struct conn *c)
 {
-	int r = pn_port_isend(G.port, c->peer_node, c->peer_ctx, SK_CHAN_CTL, SK_TAG(SK_T_REQ, c->rport), &c->req,
+	unsigned ctx;
+	int r;
+	if (sk_dir_lookup(c->peer_node, SK_PROTO_TCP, c->rport, &ctx, NULL) < 0)
+		return -ECONNREFUSED;
+	if (c->ack_req && ctx != c->peer_ctx && pn_port_cancel(G.port, &c->ack_req) < 0)
+		return -EBUSY;
+	c->peer_ctx = ctx;
+	r = pn_port_isend(G.port, c->peer_node, c->peer_ctx, SK_CHAN_CTL, SK_TAG(SK_T_REQ, c->rport), &c->req,
 			      sizeof(c->req), &c->req_send);
 	if (r < 0)
 		return r;
@@ -738,8 +824,10 @@ static void connect_progress(struct conn *c, uint64_t now)
 		}
 		if (now >= c->retry_at && !c->req_send) {
 			c->retry_at = 0;
-			if ((r = connect_send(c)) < 0) {
-				conn_fail(c, map_err(r));
+			if ((r = connect_send(c)) == -ECONNREFUSED && now - c->t0 < G.connect_wait_ns) {
+				c->retry_at = now + SK_RETRY_NS;
+			} else if (r < 0) {
+				conn_fail(c, r == -EBUSY ? ECONNREFUSED : map_err(r));
 				return;
 			}
 		}
@@ -758,7 +846,6 @@ int sk_connect(struct sock *s, uint32_t addr, uint16_t port, int node)
 	if (!(c = conn_new()))
 		return -ENOBUFS;
 	c->peer_node = (unsigned)node;
-	c->peer_ctx = G.ctx;
 	c->raddr = addr;
 	c->rport = port;
 	c->laddr = G.my_addr;
@@ -782,7 +869,9 @@ int sk_connect(struct sock *s, uint32_t addr, uint16_t port, int node)
 	s->lport = c->lport;
 	s->os = 0;
 	c->sk = s;
-	if ((r = connect_send(c)) < 0)
+	if ((r = connect_send(c)) == -ECONNREFUSED && G.connect_wait_ns)
+		c->retry_at = c->t0 + SK_RETRY_NS;   /* PARANIC_SOCK_CONNECT_WAIT_MS: nobody there yet */
+	else if (r < 0)
 		conn_fail(c, map_err(r));
 	return 0;
 }
@@ -941,6 +1030,9 @@ void sk_service(int force)
 	}
 	if (G.dh)
 		detached_reap();
+	sk_udp_pull();
+	if (G.uh)
+		sk_udp_reap();
 	for (struct conn *c = G.conns, *nx; c; c = nx) {
 		nx = c->next;
 		if (c->closed) {
@@ -1358,7 +1450,11 @@ short sk_readiness(struct sock *s, short events)
 	struct conn *c;
 	pn_port_status_t st;
 
+	if (s->stale)
+		return POLLERR | POLLHUP;
 	switch (s->type) {
+	case SK_UDP:
+		return sk_udp_readiness(s, events);
 	case SK_LISTEN:
 		return s->qh ? (short)(events & (POLLIN | POLLRDNORM)) : 0;
 	case SK_BOUND:
@@ -1403,7 +1499,16 @@ short sk_readiness(struct sock *s, short events)
 
 void sk_destroy(struct sock *s)
 {
+	if (s->stale) {   /* the parent's: nothing of it is ours */
+		free(s);
+		return;
+	}
+	if (s->dir && s->type != SK_UDP)
+		sk_dir_del(s->dir, s->lport);
 	switch (s->type) {
+	case SK_UDP:
+		sk_udp_destroy(s);
+		break;
 	case SK_LISTEN:
 		for (struct sock **pp = &G.listeners; *pp; pp = &(*pp)->lnext)
 			if (*pp == s) {
@@ -1443,7 +1548,9 @@ static void sk_fini(void)
 		}
 		sk_in = 1;
 	}
-	if (!G.port || G.forked) {
+	if (G.dir_used)
+		sk_dir_fini();
+	if (!G.port) {
 		G.finished = 1;
 		sk_leave();
 		return;
@@ -1456,7 +1563,7 @@ static void sk_fini(void)
 	t0 = pn_monotonic_ns();
 	G.finished = 1;   /* no new port; peers' pids checked every millisecond */
 	for (;;) {
-		int pending = G.dh != NULL;
+		int pending = G.dh != NULL || G.uh != NULL;
 		uint64_t now = pn_monotonic_ns();
 		sk_service(1);
 		for (struct conn *c = G.conns; c; c = c->next) {

@@ -6,6 +6,9 @@
  *   sock_core.c   state, configuration, the port, connections, the protocol, service
  *   sock_api.c    the interposed socket and file calls (socket ... dup, fcntl, ioctl)
  *   sock_poll.c   poll, ppoll, select, pselect over mixed sets
+ *   sock_udp.c    UDP datagrams over ports (SK_UDP)
+ *   sock_epoll.c  epoll over mixed sets
+ *   sock_dir.c    the per-node directory: (protocol, port number) -> context, pid
  *
  * Locking: one mutex (G.lock) around everything that touches the state or the port;
  * blocking calls release it while they back off. A thread-local flag (sk_in) is set
@@ -22,6 +25,7 @@
 #include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/epoll.h>
 #include <sys/select.h>
 #include <sys/socket.h>
 #include <sys/types.h>
@@ -74,6 +78,11 @@ struct sk_real {
 	int (*dup)(int);
 	int (*dup2)(int, int);
 	int (*dup3)(int, int, int);
+	int (*epoll_create)(int);
+	int (*epoll_create1)(int);
+	int (*epoll_ctl)(int, int, int, struct epoll_event *);
+	int (*epoll_wait)(int, struct epoll_event *, int, int);
+	int (*epoll_pwait)(int, struct epoll_event *, int, int, const sigset_t *);
 };
 extern struct sk_real sk_real;
 void sk_resolve(void);
@@ -84,6 +93,7 @@ enum sk_type {
 	SK_BOUND,      /* bound to this node's cluster address: placeholder fd */
 	SK_LISTEN,     /* listening: on the cluster, and on the OS too when os (bound to any) */
 	SK_CONN,       /* a ParaNIC connection: placeholder fd */
+	SK_UDP,        /* a UDP socket on the cluster (os: the OS socket serves the rest) */
 };
 enum { CS_CONNECTING = 1, CS_OPEN, CS_FAILED };
 
@@ -110,9 +120,21 @@ struct psend {
 
 struct conn;
 
+/* A datagram waiting in a UDP socket's receive queue. */
+struct dgram {
+	struct dgram *next;
+	size_t len;
+	uint32_t addr;         /* source (host order) */
+	uint16_t port;
+	uint8_t data[];
+};
+
 struct sock {
 	int refs;              /* fds referring to it + calls in progress */
 	int type, family, nonblock;
+	int dgram;             /* a SOCK_DGRAM (UDP) socket */
+	int stale;             /* inherited over fork from the parent's port: EBADF */
+	unsigned dir;          /* its port is in the node's directory (SK_PROTO_*) */
 	int os;                /* the fd is a real OS socket (SK_CAND, an OS-backed SK_LISTEN) */
 	int bound_any;         /* SK_CAND bound by the OS to the wildcard address */
 	uint32_t laddr;        /* cluster address (host order) for SK_BOUND/SK_LISTEN/SK_CONN */
@@ -126,6 +148,13 @@ struct sock {
 	struct conn *qh, *qt;  /* connections accepted by the protocol, not yet by accept() */
 	/* SK_CONN */
 	struct conn *c;
+	/* SK_UDP */
+	struct sock *unext;    /* G.udps */
+	struct dgram *qh_d, *qt_d;
+	size_t qbytes;
+	uint32_t paddr;        /* default peer (connect): cluster when peer_node >= 0 */
+	uint16_t pport;
+	int peer_set, peer_node;
 };
 
 struct conn {
@@ -159,10 +188,17 @@ struct conn {
 	uint64_t t0, retry_at, live_at;
 };
 
+enum { SK_ST_UDP_SENT, SK_ST_UDP_RECV, SK_ST_UDP_NOBODY, SK_ST_UDP_UNBOUND, SK_ST_UDP_FULL, SK_ST_UDP_FAILED,
+       SK_ST_N };
+
+struct sk_ep;
+
 struct sk_global {
 	pthread_mutex_t lock;
 	int active;                 /* a job's process (PARANIC_NODE/NODES set) and the config is valid */
-	int open_failed, forked, finished;
+	int open_failed, finished;
+	int ctx_fixed;              /* PARANIC_SOCK_CTX given: that context, else any free one */
+	int dir_used;               /* this process added directory entries */
 	pn_port_t *port;
 	int local_pids;
 	uint8_t boot[16];
@@ -175,6 +211,11 @@ struct sk_global {
 	struct conn *conns;
 	struct sock *listeners;
 	struct psend *dh;           /* detached sends (ACKs) */
+	struct sock *udps;          /* UDP sockets with a port on the cluster */
+	struct psend *uh;           /* datagrams in flight */
+	size_t uinflight;
+	uint64_t stat[8];           /* SK_ST_* */
+	struct sk_ep *eps;          /* epoll instances with entries of ours */
 	uint64_t chan_used[1024];
 	uint32_t next_chan, gen;
 	uint32_t next_req;
@@ -227,6 +268,30 @@ void sk_destroy(struct sock *s);
 short sk_readiness(struct sock *s, short events);
 void sk_service(int force);
 void sk_pid_check(struct conn *c, uint64_t now);
+
+/* the per-node directory (sock_dir.c) */
+int sk_dir_add(unsigned proto, uint16_t port, unsigned ctx);   /* 0, -EADDRINUSE */
+void sk_dir_del(unsigned proto, uint16_t port);
+int sk_dir_lookup(unsigned node, unsigned proto, uint16_t port, unsigned *ctx, int32_t *pid);   /* 0, -ECONNREFUSED */
+void sk_dir_fini(void);
+int sk_register(struct sock *s, unsigned proto, uint16_t port);   /* port 0: an ephemeral one */
+
+/* UDP (sock_udp.c) */
+int sk_udp_bind(struct sock *s, int fd, const struct sockaddr *sa, socklen_t len);
+int sk_udp_connect(struct sock *s, int fd, const struct sockaddr *sa, socklen_t len, int *to_os);
+int sk_udp_wants(struct sock *s, const struct sockaddr *to, socklen_t tolen);
+ssize_t sk_udp_sendmsg(struct sock *s, int fd, const struct msghdr *msg, int flags);
+ssize_t sk_udp_recvmsg(struct sock *s, int fd, struct msghdr *msg, int flags);
+short sk_udp_readiness(struct sock *s, short events);
+void sk_udp_pull(void);
+void sk_udp_reap(void);
+void sk_udp_destroy(struct sock *s);
+int sk_udp_peername(struct sock *s, int fd, struct sockaddr *sa, socklen_t *len);
+size_t sk_udp_next_len(struct sock *s);
+
+/* epoll (sock_epoll.c): forget fd in every epoll instance (it was closed) */
+void sk_ep_forget(int fd);
+void sk_ep_close(int epfd);
 
 /* options */
 int sk_getsockopt(struct sock *s, int level, int name, void *val, socklen_t *len);

@@ -4,9 +4,10 @@
  * (docs/sockets.md), private to libparanic_sock.so and read by its test program.
  *
  * Addressing. PARANIC_SOCK_NET (default SK_DEFAULT_NET) is an IPv4 network a.b.c.d/len;
- * node i of the job is the host address base + i + 1 and its socket layer is the port
- * at (node i, PARANIC_SOCK_CTX). An IPv4-mapped IPv6 address (::ffff:a.b.c.d) is the
- * same address.
+ * node i of the job is the host address base + i + 1. Every process of a node has its
+ * own socket port (any free context); the node's directory (SK_DIR_NAME_FMT, sock_dir.c)
+ * says which context serves a (protocol, port number). An IPv4-mapped IPv6 address
+ * (::ffff:a.b.c.d) is the same address.
  *
  * Wire format. Everything is a ports message between the socket layers' ports; the
  * 64-bit ports tag is kind << 56 | low 32 bits:
@@ -17,6 +18,10 @@
  *   DATA   receiver's     receiver's conn id  stream bytes (1 .. SK_MSG_MAX)
  *   FIN    connection     receiver's conn id  none: the sender writes no more
  *   CLOSE  channel        receiver's conn id  none: the sender closed (writes no more, reads no more)
+ *   DGRAM  SK_CHAN_CTL    src port << 16 | dst port   one UDP datagram (0 .. SK_UDP_MAX bytes)
+ *
+ * A datagram's source address is the sender's node (stamped by its NIC), its source
+ * port the tag's upper half.
  *
  * A connection id is (generation << 16) | channel, the channel its owner receives the
  * connection's messages on (1 .. 65535); the generation tells reuses of a channel apart.
@@ -31,14 +36,19 @@
 #include <string.h>
 
 #define SK_DEFAULT_NET "10.77.0.0/24"
-#define SK_DEFAULT_CTX 1          /* the socket layer's context on every node */
+/* The per-node directory of ports (protocol, port number -> context, pid): a shared
+ * memory segment named from the cluster (PARANIC_CLUSTER) and the node. */
+#define SK_DIR_NAME_FMT "/paranic-%s.sock.%u"
+#define SK_PROTO_TCP 6
+#define SK_PROTO_UDP 17
+#define SK_UDP_MAX 65507          /* the largest UDP payload over IPv4 */
 
 #define SK_WIRE_MAGIC 0x4b534e50u /* "PNSK" */
 #define SK_WIRE_VERSION 1u
 #define SK_CHAN_CTL 0             /* connection requests and answers */
 #define SK_MSG_MAX (1u << 20)     /* a write is sent as messages of at most this many bytes */
 
-enum sk_kind { SK_T_REQ = 1, SK_T_ACK = 2, SK_T_DATA = 3, SK_T_FIN = 4, SK_T_CLOSE = 5 };
+enum sk_kind { SK_T_REQ = 1, SK_T_ACK = 2, SK_T_DATA = 3, SK_T_FIN = 4, SK_T_CLOSE = 5, SK_T_DGRAM = 6 };
 
 #define SK_KIND_SHIFT 56
 #define SK_TAG(kind, low) (((uint64_t)(kind) << SK_KIND_SHIFT) | (uint64_t)(uint32_t)(low))
@@ -46,6 +56,7 @@ enum sk_kind { SK_T_REQ = 1, SK_T_ACK = 2, SK_T_DATA = 3, SK_T_FIN = 4, SK_T_CLO
 #define SK_KIND_MASK (0xffull << SK_KIND_SHIFT)
 #define SK_LOW_MASK 0xffffffffull
 #define SK_ALL_MASK (~0ull)
+#define SK_DGRAM_TAG(sport, dport) SK_TAG(SK_T_DGRAM, ((uint32_t)(sport) << 16) | (uint16_t)(dport))
 
 /* Connection request, client -> the listening node's socket layer (little-endian, as
  * every ParaNIC wire structure). */

@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -35,6 +36,7 @@
 
 #include "paranic/pn_hal.h"
 #include "tutil.h"
+#include "../sock/sock_wire.h"   /* SK_DIR_NAME_FMT */
 
 struct child {
 	pid_t pid;
@@ -175,6 +177,18 @@ static void usage(void)
 	exit(2);
 }
 
+/* The cluster's segments: the sw cluster's and the socket emulation's per-node
+ * directories (a killed process leaves its node's behind). */
+static void cluster_destroy(const char *cluster, int n_nodes)
+{
+	char name[128];
+	pn_sw_cluster_destroy(cluster);
+	for (int n = 0; n < n_nodes; n++) {
+		snprintf(name, sizeof(name), SK_DIR_NAME_FMT, cluster, (unsigned)n);
+		shm_unlink(name);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	static char cname[64];
@@ -230,7 +244,7 @@ int main(int argc, char **argv)
 	}
 	signal(SIGPIPE, SIG_IGN);
 	if (!attach)
-		pn_sw_cluster_destroy(cluster);   /* a fresh cluster: no state of an earlier run */
+		cluster_destroy(cluster, nodes);   /* a fresh cluster: no state of an earlier run */
 
 	kids = calloc((size_t)nkids, sizeof(*kids));
 	if (!kids)
@@ -328,7 +342,7 @@ int main(int argc, char **argv)
 			while (waitpid(-1, NULL, 0) > 0)
 				;
 			if (!keep)
-				pn_sw_cluster_destroy(cluster);
+				cluster_destroy(cluster, nodes);
 			return 124;
 		}
 	}
@@ -340,7 +354,7 @@ int main(int argc, char **argv)
 	}
 	printf("launch: %s\n", rc ? "FAILED" : "all nodes exited 0");
 	if (!keep)
-		pn_sw_cluster_destroy(cluster);
+		cluster_destroy(cluster, nodes);
 	free(kids);
 	return rc;
 }

@@ -3,7 +3,7 @@
  * sock_test: a plain BSD-sockets program (it does not link libparanic) for the socket
  * emulation, run as two processes under pn_launch with LD_PRELOAD=libparanic_sock.so:
  *
- *   pn_launch -n 2 -- env LD_PRELOAD=.../libparanic_sock.so sock_test CASE
+ *   pn_launch -n 2 [-p 2] -- env LD_PRELOAD=.../libparanic_sock.so sock_test CASE
  *   sock_test addr NODE        the cluster address of NODE (PARANIC_SOCK_NET), no preload needed
  *
  * CASE (node 1 serves, node 0 is the client):
@@ -26,6 +26,23 @@
  *   reset     node 1 is killed (SIGKILL) while node 0 waits in read: ECONNRESET
  *   os        (one process, not under pn_launch) outside a job every socket is the OS's:
  *             a 127.0.0.1 exchange with poll and select, nothing tracked by the library
+ *   udp       datagrams 0 .. 65507 bytes (boundaries, source address), EMSGSIZE above,
+ *             truncation (MSG_TRUNC in msg_flags and as a flag), MSG_PEEK, EAGAIN,
+ *             poll/select/FIONREAD, a socket bound to INADDR_ANY receiving from the cluster
+ *             and from 127.0.0.1, connect + send/getpeername, sendmsg/recvmsg with iovecs,
+ *             a send to a port nobody bound (dropped, counted)
+ *   epoll     one epoll set: a cluster listener, its accepted connection, a UDP socket
+ *             (EPOLLET), a pipe, a UDP socket on both sides; level-triggered repeats, MOD,
+ *             DEL, EEXIST, a timed-out epoll_pwait
+ *   fork      the child: the parent's connection fails with EBADF (poll: POLLERR|POLLHUP),
+ *             the inherited INADDR_ANY UDP socket is the OS's and works, a new connection
+ *             of its own works; the parent's connection works after the child; an exec'd
+ *             program sees the placeholder as a plain eventfd (execchild)
+ *   ppn       (pn_launch -p PPN) every process connects to every other's listener (TCP,
+ *             intra-node too) and sends datagrams to every other's UDP socket; the two
+ *             processes of a node bind one port: one gets it, the other EADDRINUSE
+ *   reclaim   (-n 1 -p 2) a killed process's port: EADDRINUSE while it lives, then
+ *             datagrams to it are dropped and another process binds it
  * Prints "ok CASE ..." or "FAIL CASE: ..."; exits 0 only on success.
  */
 #define _GNU_SOURCE
@@ -35,9 +52,12 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/ioctl.h>
+#include <sys/epoll.h>
 #include <sys/select.h>
+#include <sys/wait.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -51,7 +71,7 @@ static uint16_t port0;             /* this run's first TCP port */
 static int (*fd_kind)(int);        /* pn_sock_fd_kind of the preloaded library */
 static volatile sig_atomic_t sigpipes;
 
-enum { K_OS = 0, K_CAND = 1, K_BOUND = 2, K_LISTEN = 3, K_CONN = 4 };
+enum { K_STALE = -1, K_OS = 0, K_CAND = 1, K_BOUND = 2, K_LISTEN = 3, K_CONN = 4, K_UDP = 5 };
 
 static struct sockaddr_in node_sa(unsigned node, uint16_t port)
 {
@@ -686,6 +706,619 @@ static int reset_client(void)
 	return 0;
 }
 
+/* ---- udp: datagrams between two nodes --------------------------------------------------------- */
+
+static long long (*sock_stat)(const char *);
+
+static struct sockaddr_in any_sa(uint16_t port)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
+	a.sin_addr.s_addr = htonl(INADDR_ANY);
+	return a;
+}
+
+static const size_t usizes[] = {0, 1, 100, 1472, 16384, 16385, 40000, 65507};
+#define NUSIZES (sizeof(usizes) / sizeof(usizes[0]))
+
+static int wait_byte(int c, char want)
+{
+	char x = 0;
+	CHECK(read(c, &x, 1) == 1 && x == want, "control: read '%c', wanted '%c'", x, want);
+	return 0;
+}
+
+static int udp_server(void)
+{
+	uint16_t up = (uint16_t)(port0 + 41);
+	struct sockaddr_in a = any_sa(up), from, lo = {.sin_family = AF_INET};
+	socklen_t fl = sizeof(from), al = sizeof(a), ll = sizeof(lo);
+	int u = socket(AF_INET, SOCK_DGRAM, 0), l, c, o, v;
+	uint8_t *buf = malloc(70000);
+	char small[16];
+	struct iovec iv[2];
+	struct msghdr m;
+	struct pollfd p;
+	fd_set rs;
+	struct timeval tv;
+	uint64_t t0;
+	uint16_t cport;
+	ssize_t r;
+
+	CHECK(u >= 0 && buf && kind(u) == K_CAND, "socket: kind %d", kind(u));
+	EXPECT_RC(bind(u, (struct sockaddr *)&a, sizeof(a)), 0);
+	CHECK(kind(u) == K_UDP, "a UDP socket bound to INADDR_ANY is kind %d", kind(u));
+	EXPECT_RC(getsockname(u, (struct sockaddr *)&a, &al), 0);
+	CHECK(check_addr(&a, INADDR_ANY, up), "getsockname: %s:%u", inet_ntoa(a.sin_addr), ntohs(a.sin_port));
+	{
+		socklen_t vl = sizeof(v);
+		EXPECT_RC(getsockopt(u, SOL_SOCKET, SO_TYPE, &v, &vl), 0);
+		CHECK(v == SOCK_DGRAM, "SO_TYPE %d", v);
+	}
+	l = listener((uint16_t)(port0 + 40), 0);
+	CHECK(l >= 0, "listen: %s", strerror(errno));
+	c = accept(l, NULL, NULL);
+	CHECK(c >= 0, "accept: %s", strerror(errno));
+	EXPECT_RC(write(c, "R", 1), 1);
+	/* message boundaries, sizes 0 .. 65507, source address */
+	for (size_t i = 0; i < NUSIZES; i++) {
+		fl = sizeof(from);
+		r = recvfrom(u, buf, 70000, 0, (struct sockaddr *)&from, &fl);
+		CHECK(r == (ssize_t)usizes[i], "datagram %zu: %zd bytes, wanted %zu (%s)", i, r, usizes[i],
+		      r < 0 ? strerror(errno) : "");
+		CHECK(pat_check(buf, usizes[i], 100 + (uint32_t)i, 0) == (size_t)-1, "datagram %zu content", i);
+		CHECK(fl == sizeof(from) && check_addr(&from, sk_node_addr(&net, 0), 0), "source %s",
+		      inet_ntoa(from.sin_addr));
+	}
+	cport = ntohs(from.sin_port);
+	EXPECT_RC(write(c, &cport, 2), 2);
+	/* truncation: recv into 10 bytes takes the datagram; MSG_TRUNC in msg_flags; the
+	 * MSG_TRUNC flag returns the real length */
+	EXPECT_RC(recv(u, small, 10, 0), 10);
+	CHECK(pat_check(small, 10, 7, 0) == (size_t)-1, "the head of a truncated datagram");
+	iv[0] = (struct iovec){small, 4};
+	iv[1] = (struct iovec){small + 4, 6};
+	memset(&m, 0, sizeof(m));
+	m.msg_iov = iv;
+	m.msg_iovlen = 2;
+	m.msg_name = &from;
+	m.msg_namelen = sizeof(from);
+	EXPECT_RC(recvmsg(u, &m, 0), 10);
+	CHECK(m.msg_flags & MSG_TRUNC, "msg_flags 0x%x lacks MSG_TRUNC", m.msg_flags);
+	CHECK(pat_check(small, 10, 8, 0) == (size_t)-1, "second truncated datagram (next boundary)");
+	EXPECT_RC(recv(u, small, 10, MSG_TRUNC), 1000);
+	/* peek */
+	EXPECT_RC(recv(u, small, sizeof(small), MSG_PEEK), 5);
+	EXPECT_RC(recv(u, small, sizeof(small), MSG_PEEK), 5);
+	EXPECT_RC(recv(u, small, sizeof(small), 0), 5);
+	CHECK(!memcmp(small, "peek1", 5), "peeked datagram %.5s", small);
+	EXPECT_RC(recv(u, small, sizeof(small), 0), 5);
+	CHECK(!memcmp(small, "peek2", 5), "the next one %.5s", small);
+	/* nothing there: EAGAIN, poll and select time out */
+	r = recv(u, small, sizeof(small), MSG_DONTWAIT);
+	CHECK(r < 0 && errno == EAGAIN, "empty MSG_DONTWAIT recv: %zd %s", r, strerror(errno));
+	v = fcntl(u, F_GETFL);
+	EXPECT_RC(fcntl(u, F_SETFL, v | O_NONBLOCK), 0);
+	r = recvfrom(u, small, sizeof(small), 0, NULL, NULL);
+	CHECK(r < 0 && errno == EAGAIN, "empty non-blocking recv: %zd %s", r, strerror(errno));
+	EXPECT_RC(fcntl(u, F_SETFL, v), 0);
+	p = (struct pollfd){.fd = u, .events = POLLIN | POLLOUT};
+	EXPECT_RC(poll(&p, 1, 100), 1);
+	CHECK(p.revents == POLLOUT, "an empty UDP socket polls 0x%x", p.revents);
+	p.events = POLLIN;
+	t0 = t_now_ns();
+	EXPECT_RC(poll(&p, 1, 100), 0);
+	CHECK(t_now_ns() - t0 >= 90000000ull, "poll returned early");
+	EXPECT_RC(write(c, "N", 1), 1);
+	EXPECT_RC(poll(&p, 1, 5000), 1);
+	CHECK(p.revents == POLLIN, "revents 0x%x", p.revents);
+	FD_ZERO(&rs);
+	FD_SET(u, &rs);
+	tv = (struct timeval){5, 0};
+	EXPECT_RC(select(u + 1, &rs, NULL, NULL, &tv), 1);
+	EXPECT_RC(ioctl(u, FIONREAD, &v), 0);
+	CHECK(v == 1, "FIONREAD %d", v);
+	fl = sizeof(from);
+	EXPECT_RC(recvfrom(u, small, sizeof(small), 0, (struct sockaddr *)&from, &fl), 1);
+	CHECK(small[0] == 'x' && check_addr(&from, sk_node_addr(&net, 0), cport), "'x' from %s:%u",
+	      inet_ntoa(from.sin_addr), ntohs(from.sin_port));
+	/* the OS side of the wildcard socket: a datagram from 127.0.0.1 */
+	o = socket(AF_INET, SOCK_DGRAM, 0);
+	lo.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	CHECK(o >= 0 && bind(o, (struct sockaddr *)&lo, sizeof(lo)) == 0 && kind(o) == K_OS, "OS socket: kind %d",
+	      kind(o));
+	EXPECT_RC(getsockname(o, (struct sockaddr *)&lo, &ll), 0);
+	a = any_sa(up);
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	EXPECT_RC(sendto(o, "os!", 3, 0, (struct sockaddr *)&a, sizeof(a)), 3);
+	fl = sizeof(from);
+	EXPECT_RC(recvfrom(u, small, sizeof(small), 0, (struct sockaddr *)&from, &fl), 3);
+	CHECK(!memcmp(small, "os!", 3) && check_addr(&from, INADDR_LOOPBACK, ntohs(lo.sin_port)),
+	      "the OS's datagram from %s", inet_ntoa(from.sin_addr));
+	close(o);
+	/* connect: a default peer for send; getpeername */
+	a = node_sa(0, cport);
+	EXPECT_RC(connect(u, (struct sockaddr *)&a, sizeof(a)), 0);
+	fl = sizeof(from);
+	EXPECT_RC(getpeername(u, (struct sockaddr *)&from, &fl), 0);
+	CHECK(check_addr(&from, sk_node_addr(&net, 0), cport), "getpeername %s", inet_ntoa(from.sin_addr));
+	EXPECT_RC(send(u, "hello", 5, 0), 5);
+	/* sendmsg from the client, gathered: three parts into two */
+	iv[0] = (struct iovec){buf, 3};
+	iv[1] = (struct iovec){buf + 3, 100};
+	memset(&m, 0, sizeof(m));
+	m.msg_iov = iv;
+	m.msg_iovlen = 2;
+	EXPECT_RC(recvmsg(u, &m, 0), 12);
+	CHECK(!memcmp(buf, "abcdefghijkl", 12) && !(m.msg_flags & MSG_TRUNC), "sendmsg's datagram");
+	EXPECT_RC(wait_byte(c, 'E'), 0);
+	close(c);
+	close(l);
+	close(u);
+	free(buf);
+	say("ok udp server");
+	return 0;
+}
+
+static int udp_client(void)
+{
+	int c = connect_to(1, (uint16_t)(port0 + 40), 0), u = socket(AF_INET, SOCK_DGRAM, 0);
+	uint16_t up = (uint16_t)(port0 + 41), seen;
+	struct sockaddr_in to = node_sa(1, up), me_a, from;
+	socklen_t ml = sizeof(me_a), fl = sizeof(from);
+	uint8_t *buf = malloc(70000);
+	struct iovec iv[3] = {{"abc", 3}, {"defgh", 5}, {"ijkl", 4}};
+	struct msghdr m = {.msg_name = &to, .msg_namelen = sizeof(to), .msg_iov = iv, .msg_iovlen = 3};
+	char small[16];
+	long long nobody0;
+	ssize_t r;
+
+	CHECK(c >= 0 && u >= 0 && buf, "connect: %s", strerror(errno));
+	CHECK(kind(u) == K_CAND, "an unbound UDP socket is kind %d", kind(u));
+	EXPECT_RC(wait_byte(c, 'R'), 0);
+	for (size_t i = 0; i < NUSIZES; i++) {
+		pat_fill(buf, usizes[i], 100 + (uint32_t)i, 0);
+		EXPECT_RC(sendto(u, buf, usizes[i], 0, (struct sockaddr *)&to, sizeof(to)), usizes[i]);
+		if (!i)
+			CHECK(kind(u) == K_UDP, "after a send to the cluster the socket is kind %d", kind(u));
+	}
+	r = sendto(u, buf, 65508, 0, (struct sockaddr *)&to, sizeof(to));
+	CHECK(r < 0 && errno == EMSGSIZE, "65508 bytes: %zd %s", r, strerror(errno));
+	EXPECT_RC(getsockname(u, (struct sockaddr *)&me_a, &ml), 0);
+	EXPECT_RC(read(c, &seen, 2), 2);
+	CHECK(seen == ntohs(me_a.sin_port) && seen, "the server saw port %u, getsockname says %u", seen,
+	      ntohs(me_a.sin_port));
+	pat_fill(buf, 1000, 7, 0);
+	EXPECT_RC(sendto(u, buf, 1000, 0, (struct sockaddr *)&to, sizeof(to)), 1000);
+	pat_fill(buf, 1000, 8, 0);
+	EXPECT_RC(sendto(u, buf, 1000, 0, (struct sockaddr *)&to, sizeof(to)), 1000);
+	EXPECT_RC(sendto(u, buf, 1000, 0, (struct sockaddr *)&to, sizeof(to)), 1000);
+	EXPECT_RC(sendto(u, "peek1", 5, 0, (struct sockaddr *)&to, sizeof(to)), 5);
+	EXPECT_RC(sendto(u, "peek2", 5, 0, (struct sockaddr *)&to, sizeof(to)), 5);
+	EXPECT_RC(wait_byte(c, 'N'), 0);
+	EXPECT_RC(sendto(u, "x", 1, 0, (struct sockaddr *)&to, sizeof(to)), 1);
+	r = recvfrom(u, small, sizeof(small), 0, (struct sockaddr *)&from, &fl);
+	CHECK(r == 5 && !memcmp(small, "hello", 5) && check_addr(&from, sk_node_addr(&net, 1), up),
+	      "the reply: %zd from %s:%u", r, inet_ntoa(from.sin_addr), ntohs(from.sin_port));
+	EXPECT_RC(sendmsg(u, &m, 0), 12);
+	/* a cluster port nobody has bound: sent (UDP does not know), dropped, counted */
+	nobody0 = sock_stat("udp_nobody");
+	to.sin_port = htons((uint16_t)(up + 1));
+	EXPECT_RC(sendto(u, "lost", 4, 0, (struct sockaddr *)&to, sizeof(to)), 4);
+	CHECK(sock_stat("udp_nobody") == nobody0 + 1, "udp_nobody %lld -> %lld", nobody0, sock_stat("udp_nobody"));
+	CHECK(sock_stat("udp_sent") >= (long long)NUSIZES + 7, "udp_sent %lld", sock_stat("udp_sent"));
+	EXPECT_RC(write(c, "E", 1), 1);
+	close(c);
+	close(u);
+	free(buf);
+	say("ok udp client port=%u", seen);
+	return 0;
+}
+
+/* ---- ppn: several processes per node, all to all ----------------------------------------------- */
+
+#define PPN_BYTES 100000   /* >= the largest datagram */
+#define PPN_DGRAMS 30
+
+static unsigned ppn, nprocs, myrank;
+
+static uint16_t ppn_tcp_port(unsigned rank)
+{
+	return (uint16_t)(port0 + 20 + rank % ppn);   /* the same numbers on every node */
+}
+
+static uint16_t ppn_udp_port(unsigned rank)
+{
+	return (uint16_t)(port0 + 30 + rank % ppn);
+}
+
+static size_t ppn_dgram_len(unsigned from, unsigned i)
+{
+	return i == 0 ? 0 : i == 1 ? 65507 : (size_t)((from * 7919u + i * 2311u) % 40000u);
+}
+
+static void *ppn_serve(void *arg)
+{
+	int l = *(int *)arg, *bad = calloc(1, sizeof(int));
+	uint8_t *buf = malloc(PPN_BYTES);
+	for (unsigned k = 0; k + 1 < nprocs && bad && buf; k++) {
+		uint32_t from;
+		int c = accept(l, NULL, NULL);
+		if (c < 0 || read_full(c, &from, 4, 4) < 0 || from >= nprocs || read_full(c, buf, PPN_BYTES, 7000) < 0 ||
+		    pat_check(buf, PPN_BYTES, from * 64 + myrank, 0) != (size_t)-1 || write(c, "ok", 2) != 2) {
+			say("FAIL ppn: connection %u from %u", k, from);
+			*bad = 1;
+		}
+		close(c);
+	}
+	free(buf);
+	return bad;
+}
+
+static int ppn_case(void)
+{
+	unsigned node = me, local = (unsigned)t_env_long("PARANIC_LOCAL_RANK", 0);
+	int l, u, dup_fd, udp_dup;
+	struct sockaddr_in a;
+	pthread_t th;
+	void *res;
+	uint8_t *buf = malloc(PPN_BYTES);
+	unsigned got = 0, seq[64] = {0};
+	uint64_t t0;
+
+	ppn = (unsigned)t_env_long("PARANIC_PPN", 1);
+	nprocs = (unsigned)t_env_long("PARANIC_NODES", 2) * ppn;
+	myrank = node * ppn + local;
+	CHECK(buf && nprocs <= 64, "setup");
+	/* one port number, both processes of the node: exactly one gets it (the other
+	 * EADDRINUSE); both keep what they got until every process has connected to them */
+	a = node_sa(node, (uint16_t)(port0 + 19));
+	dup_fd = socket(AF_INET, SOCK_STREAM, 0);
+	udp_dup = socket(AF_INET, SOCK_DGRAM, 0);
+	{
+		int rt = bind(dup_fd, (struct sockaddr *)&a, sizeof(a)) == 0 ? 0 : errno;
+		int ru = bind(udp_dup, (struct sockaddr *)&a, sizeof(a)) == 0 ? 0 : errno;
+		CHECK((rt == 0 || rt == EADDRINUSE) && (ru == 0 || ru == EADDRINUSE), "bind: %s / %s", strerror(rt),
+		      strerror(ru));
+		say("bind19 tcp=%s udp=%s", rt ? "EADDRINUSE" : "ok", ru ? "EADDRINUSE" : "ok");
+	}
+	u = socket(AF_INET, SOCK_DGRAM, 0);
+	a = node_sa(node, ppn_udp_port(myrank));
+	CHECK(u >= 0 && bind(u, (struct sockaddr *)&a, sizeof(a)) == 0, "UDP bind: %s", strerror(errno));
+	CHECK(kind(u) == K_UDP, "kind %d", kind(u));
+	l = listener(ppn_tcp_port(myrank), 0);
+	CHECK(l >= 0, "listen: %s", strerror(errno));
+	CHECK(pthread_create(&th, NULL, ppn_serve, &l) == 0, "thread");
+	/* TCP to every other process's listener (its node, its port number), intra-node too */
+	for (unsigned k = 1; k < nprocs; k++) {
+		unsigned to = (myrank + k) % nprocs;
+		int c = connect_to(to / ppn, ppn_tcp_port(to), 0);
+		char ok[2];
+		uint32_t r32 = myrank;
+		CHECK(c >= 0, "connect to %u: %s", to, strerror(errno));
+		pat_fill(buf, PPN_BYTES, myrank * 64 + to, 0);
+		EXPECT_RC(write_full(c, &r32, 4), 0);
+		EXPECT_RC(write_full(c, buf, PPN_BYTES), 0);
+		EXPECT_RC(read_full(c, ok, 2, 2), 0);
+		close(c);
+	}
+	CHECK(pthread_join(th, &res) == 0 && res && !*(int *)res, "the server thread failed");
+	free(res);
+	/* every other process has bound its UDP socket (it listened after): datagrams to all */
+	for (unsigned i = 0; i < PPN_DGRAMS; i++)
+		for (unsigned k = 1; k < nprocs; k++) {
+			unsigned to = (myrank + k) % nprocs;
+			struct sockaddr_in d = node_sa(to / ppn, ppn_udp_port(to));
+			size_t n = ppn_dgram_len(myrank, i);
+			pat_fill(buf, n, myrank * 1000 + to * 64 + i, 0);
+			EXPECT_RC(sendto(u, buf, n, 0, (struct sockaddr *)&d, sizeof(d)), n);
+		}
+	t0 = t_now_ns();
+	while (got < PPN_DGRAMS * (nprocs - 1)) {
+		struct sockaddr_in from;
+		socklen_t fl = sizeof(from);
+		struct pollfd p = {.fd = u, .events = POLLIN};
+		ssize_t r;
+		unsigned src;
+		CHECK(t_now_ns() - t0 < 20000000000ull, "only %u datagrams in 20 s", got);
+		if (poll(&p, 1, 1000) != 1)
+			continue;
+		r = recvfrom(u, buf, PPN_BYTES, 0, (struct sockaddr *)&from, &fl);
+		CHECK(r >= 0, "recvfrom: %s", strerror(errno));
+		src = (unsigned)sk_addr_node(&net, ntohl(from.sin_addr.s_addr), 64) * ppn +
+		      (ntohs(from.sin_port) - ppn_udp_port(0));
+		CHECK(src < nprocs && src != myrank, "a datagram from %s:%u", inet_ntoa(from.sin_addr),
+		      ntohs(from.sin_port));
+		CHECK((size_t)r == ppn_dgram_len(src, seq[src]) &&
+		      pat_check(buf, (size_t)r, src * 1000 + myrank * 64 + seq[src], 0) == (size_t)-1,
+		      "datagram %u of %u: %zd bytes", seq[src], src, r);
+		seq[src]++;
+		got++;
+	}
+	close(u);
+	close(l);
+	close(dup_fd);
+	close(udp_dup);
+	free(buf);
+	say("ok ppn rank=%u connections=%u datagrams=%u", myrank, 2 * (nprocs - 1), got);
+	return 0;
+}
+
+/* ---- epoll: ParaNIC and OS fds in one epoll set ------------------------------------------------ */
+
+static int ep_has(const struct epoll_event *ev, int n, uint32_t tag, uint32_t bits)
+{
+	for (int i = 0; i < n; i++)
+		if (ev[i].data.u32 == tag && (ev[i].events & bits) == bits)
+			return 1;
+	return 0;
+}
+
+static int epoll_server(void)
+{
+	int l = listener((uint16_t)(port0 + 60), 0), u = socket(AF_INET, SOCK_DGRAM, 0), ep = epoll_create1(EPOLL_CLOEXEC);
+	int pfd[2], c = -1, got_tcp = 0, got_udp = 0, n, rounds = 0;
+	struct sockaddr_in a = node_sa(me, (uint16_t)(port0 + 61));
+	struct epoll_event ev, evs[8], ev2[8];
+	char buf[16];
+	uint64_t t0;
+
+	CHECK(l >= 0 && u >= 0 && ep >= 0 && pipe(pfd) == 0, "setup: %s", strerror(errno));
+	EXPECT_RC(bind(u, (struct sockaddr *)&a, sizeof(a)), 0);
+	CHECK(kind(l) == K_LISTEN && kind(u) == K_UDP, "kinds %d %d", kind(l), kind(u));
+	ev = (struct epoll_event){.events = EPOLLIN, .data.u32 = 1};
+	EXPECT_RC(epoll_ctl(ep, EPOLL_CTL_ADD, l, &ev), 0);
+	ev = (struct epoll_event){.events = EPOLLIN | EPOLLET, .data.u32 = 2};
+	EXPECT_RC(epoll_ctl(ep, EPOLL_CTL_ADD, u, &ev), 0);
+	ev = (struct epoll_event){.events = EPOLLIN, .data.u32 = 3};
+	EXPECT_RC(epoll_ctl(ep, EPOLL_CTL_ADD, pfd[0], &ev), 0);
+	CHECK(epoll_ctl(ep, EPOLL_CTL_ADD, u, &ev) < 0 && errno == EEXIST, "a second ADD: %s", strerror(errno));
+	/* an OS fd in a set with ParaNIC ones: the pipe's event with its data */
+	EXPECT_RC(write(pfd[1], "x", 1), 1);
+	n = epoll_wait(ep, evs, 8, 5000);
+	CHECK(n >= 1 && ep_has(evs, n, 3, EPOLLIN), "the pipe not reported (%d events)", n);
+	EXPECT_RC(read(pfd[0], buf, 1), 1);
+	while (!got_tcp || !got_udp) {
+		CHECK(++rounds < 100, "the client's data did not come");
+		n = epoll_wait(ep, evs, 8, 5000);
+		CHECK(n > 0, "epoll_wait: %d %s", n, strerror(errno));
+		CHECK(!ep_has(evs, n, 3, 0), "the drained pipe reported again");
+		if (ep_has(evs, n, 1, EPOLLIN)) {
+			c = accept(l, NULL, NULL);
+			CHECK(c >= 0 && kind(c) == K_CONN, "accept: %s", strerror(errno));
+			ev = (struct epoll_event){.events = EPOLLIN, .data.u32 = 4};
+			EXPECT_RC(epoll_ctl(ep, EPOLL_CTL_ADD, c, &ev), 0);
+		}
+		if (ep_has(evs, n, 4, EPOLLIN) && !got_tcp) {
+			/* level-triggered: reported again while unread */
+			int n2 = epoll_wait(ep, ev2, 8, 0);
+			CHECK(ep_has(ev2, n2, 4, EPOLLIN), "level-triggered connection not reported again");
+			EXPECT_RC(read_full(c, buf, 5, 5), 0);
+			CHECK(!memcmp(buf, "hello", 5), "TCP data");
+			got_tcp = 1;
+		}
+		if (ep_has(evs, n, 2, EPOLLIN) && !got_udp) {
+			/* edge-triggered: not reported again until something new comes */
+			int n2 = epoll_wait(ep, ev2, 8, 100);
+			CHECK(!ep_has(ev2, n2, 2, 0), "EPOLLET: the UDP socket reported twice");
+			EXPECT_RC(recv(u, buf, sizeof(buf), 0), 5);
+			CHECK(!memcmp(buf, "dgram", 5), "UDP data");
+			got_udp = 1;
+		}
+	}
+	/* a UDP socket on both sides (INADDR_ANY): the kernel's event (a datagram from
+	 * 127.0.0.1) and the library's (one from the client over the cluster), one entry */
+	{
+		struct sockaddr_in wa = any_sa((uint16_t)(port0 + 62)), lo = {.sin_family = AF_INET};
+		int w = socket(AF_INET, SOCK_DGRAM, 0), o = socket(AF_INET, SOCK_DGRAM, 0), seen = 0;
+		CHECK(w >= 0 && o >= 0 && bind(w, (struct sockaddr *)&wa, sizeof(wa)) == 0 && kind(w) == K_UDP,
+		      "wildcard UDP: %s", strerror(errno));
+		ev = (struct epoll_event){.events = EPOLLIN, .data.u32 = 6};
+		EXPECT_RC(epoll_ctl(ep, EPOLL_CTL_ADD, w, &ev), 0);
+		lo.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		lo.sin_port = htons((uint16_t)(port0 + 62));
+		EXPECT_RC(sendto(o, "os", 2, 0, (struct sockaddr *)&lo, sizeof(lo)), 2);
+		EXPECT_RC(write(c, "w", 1), 1);   /* the client sends its datagram now */
+		for (rounds = 0; seen != 3; rounds++) {
+			ssize_t r;
+			CHECK(rounds < 50, "wildcard UDP: seen %d", seen);
+			n = epoll_wait(ep, evs, 8, 5000);
+			if (!ep_has(evs, n, 6, EPOLLIN))
+				continue;
+			r = recv(w, buf, sizeof(buf), 0);
+			CHECK(r == 2 && (!memcmp(buf, "os", 2) || !memcmp(buf, "cl", 2)), "wildcard UDP got %zd", r);
+			seen |= buf[0] == 'o' ? 1 : 2;
+		}
+		close(o);
+		close(w);
+	}
+	/* MOD to EPOLLOUT: writable; DEL; then nothing: a timed-out wait */
+	ev = (struct epoll_event){.events = EPOLLOUT, .data.u32 = 5};
+	EXPECT_RC(epoll_ctl(ep, EPOLL_CTL_MOD, c, &ev), 0);
+	n = epoll_wait(ep, evs, 8, 1000);
+	CHECK(ep_has(evs, n, 5, EPOLLOUT), "EPOLLOUT after MOD (%d events)", n);
+	EXPECT_RC(write(c, "bye", 3), 3);
+	EXPECT_RC(epoll_ctl(ep, EPOLL_CTL_DEL, c, NULL), 0);
+	t0 = t_now_ns();
+	n = epoll_pwait(ep, evs, 8, 100, NULL);
+	CHECK(n == 0 && t_now_ns() - t0 >= 90000000ull, "an idle wait: %d events after %.0f ms", n,
+	      (double)(t_now_ns() - t0) / 1e6);
+	EXPECT_RC(read(c, buf, 1), 0);   /* the client's close */
+	close(c);
+	close(ep);
+	close(l);
+	close(u);
+	close(pfd[0]);
+	close(pfd[1]);
+	say("ok epoll server");
+	return 0;
+}
+
+static int epoll_client(void)
+{
+	int c = connect_to(1, (uint16_t)(port0 + 60), 0), u = socket(AF_INET, SOCK_DGRAM, 0);
+	struct sockaddr_in to = node_sa(1, (uint16_t)(port0 + 61));
+	char buf[4];
+	CHECK(c >= 0 && u >= 0, "connect: %s", strerror(errno));
+	EXPECT_RC(write(c, "hello", 5), 5);
+	EXPECT_RC(sendto(u, "dgram", 5, 0, (struct sockaddr *)&to, sizeof(to)), 5);
+	EXPECT_RC(read_full(c, buf, 1, 1), 0);
+	to.sin_port = htons((uint16_t)(port0 + 62));
+	EXPECT_RC(sendto(u, "cl", 2, 0, (struct sockaddr *)&to, sizeof(to)), 2);
+	EXPECT_RC(read_full(c, buf, 3, 3), 0);
+	CHECK(!memcmp(buf, "bye", 3), "reply");
+	close(c);
+	close(u);
+	say("ok epoll client");
+	return 0;
+}
+
+/* ---- fork and exec ------------------------------------------------------------------------ */
+
+static int fork_server(void)
+{
+	int l = listener((uint16_t)(port0 + 70), 0), c1, c2;
+	char buf[8];
+	CHECK(l >= 0, "listen: %s", strerror(errno));
+	c1 = accept(l, NULL, NULL);
+	CHECK(c1 >= 0, "accept: %s", strerror(errno));
+	EXPECT_RC(read_full(c1, buf, 1, 1), 0);
+	EXPECT_RC(write(c1, "A", 1), 1);
+	c2 = accept(l, NULL, NULL);   /* the child's own connection */
+	CHECK(c2 >= 0, "accept: %s", strerror(errno));
+	EXPECT_RC(read_full(c2, buf, 5, 5), 0);
+	CHECK(!memcmp(buf, "child", 5), "the child's data");
+	EXPECT_RC(write(c2, "C", 1), 1);
+	EXPECT_RC(read(c2, buf, 1), 0);
+	EXPECT_RC(read_full(c1, buf, 1, 1), 0);   /* the parent's connection still works */
+	CHECK(buf[0] == 'b', "parent after the child: %c", buf[0]);
+	EXPECT_RC(write(c1, "B", 1), 1);
+	EXPECT_RC(read(c1, buf, 1), 0);
+	close(c1);
+	close(c2);
+	close(l);
+	say("ok fork server");
+	return 0;
+}
+
+static int fork_child(int c, int u, int o, uint16_t oport)
+{
+	struct sockaddr_in lo = {.sin_family = AF_INET, .sin_port = htons(oport)};
+	struct pollfd p = {.fd = c, .events = POLLIN | POLLOUT};
+	char x;
+	int n;
+	lo.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	CHECK(kind(c) == K_STALE, "the inherited connection is kind %d", kind(c));
+	CHECK(write(c, "z", 1) < 0 && errno == EBADF, "write on the parent's connection: %s", strerror(errno));
+	CHECK(read(c, &x, 1) < 0 && errno == EBADF, "read on the parent's connection: %s", strerror(errno));
+	EXPECT_RC(poll(&p, 1, 0), 1);
+	CHECK(p.revents & (POLLERR | POLLHUP), "poll on the parent's connection: 0x%x", p.revents);
+	/* OS sockets keep working; a wildcard UDP socket is the OS's in the child */
+	CHECK(kind(u) == K_OS, "the inherited wildcard UDP socket is kind %d", kind(u));
+	EXPECT_RC(sendto(u, "os", 2, 0, (struct sockaddr *)&lo, sizeof(lo)), 2);
+	(void)o;
+	/* a new connection: the child opens a port of its own */
+	n = connect_to(1, (uint16_t)(port0 + 70), 0);
+	CHECK(n >= 0 && kind(n) == K_CONN, "the child's connect: %s", strerror(errno));
+	EXPECT_RC(write(n, "child", 5), 5);
+	EXPECT_RC(read_full(n, &x, 1, 1), 0);
+	CHECK(x == 'C', "reply to the child %c", x);
+	close(n);
+	close(c);   /* nothing on the wire: the parent's connection stays */
+	return 0;
+}
+
+static int fork_client(const char *self)
+{
+	int c = connect_to(1, (uint16_t)(port0 + 70), 0), u = socket(AF_INET, SOCK_DGRAM, 0),
+	    o = socket(AF_INET, SOCK_DGRAM, 0), st;
+	struct sockaddr_in any = any_sa(0), lo = {.sin_family = AF_INET};
+	socklen_t ll = sizeof(lo);
+	char x, path[64], link[128];
+	ssize_t n;
+	pid_t pid;
+
+	CHECK(c >= 0 && u >= 0 && o >= 0, "connect: %s", strerror(errno));
+	EXPECT_RC(write(c, "a", 1), 1);
+	EXPECT_RC(read_full(c, &x, 1, 1), 0);
+	EXPECT_RC(bind(u, (struct sockaddr *)&any, sizeof(any)), 0);
+	CHECK(kind(u) == K_UDP, "kind %d", kind(u));
+	lo.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	EXPECT_RC(bind(o, (struct sockaddr *)&lo, sizeof(lo)), 0);
+	EXPECT_RC(getsockname(o, (struct sockaddr *)&lo, &ll), 0);
+	fflush(stdout);
+	pid = fork();
+	CHECK(pid >= 0, "fork: %s", strerror(errno));
+	if (pid == 0)
+		_exit(fork_child(c, u, o, ntohs(lo.sin_port)) == 0 ? 0 : 1);
+	CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0, "the child failed (0x%x)", st);
+	EXPECT_RC(recv(o, &x, 1, MSG_DONTWAIT), 1);   /* the child's datagram over the OS */
+	CHECK(kind(c) == K_CONN, "the parent's connection is kind %d", kind(c));
+	EXPECT_RC(write(c, "b", 1), 1);
+	EXPECT_RC(read_full(c, &x, 1, 1), 0);
+	CHECK(x == 'B', "reply %c", x);
+	/* exec: ParaNIC sockets do not survive; the fd is a plain eventfd in the new program */
+	snprintf(path, sizeof(path), "%d", c);
+	pid = fork();
+	CHECK(pid >= 0, "fork: %s", strerror(errno));
+	if (pid == 0) {
+		execl(self, self, "execchild", path, (char *)NULL);
+		_exit(127);
+	}
+	CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0, "the exec'd child failed (0x%x)",
+	      st);
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", c);
+	n = readlink(path, link, sizeof(link) - 1);
+	link[n > 0 ? n : 0] = 0;
+	CHECK(strstr(link, "eventfd"), "the placeholder is %s", link);
+	close(c);
+	close(u);
+	close(o);
+	say("ok fork client");
+	return 0;
+}
+
+/* exec'd by fork_client: the inherited ParaNIC fd is nothing to the library now */
+static int exec_child(int fd)
+{
+	char x = 0;
+	CHECK(kind(fd) == K_OS, "the inherited fd is kind %d after exec", kind(fd));
+	CHECK(send(fd, &x, 1, 0) < 0 && errno == ENOTSOCK, "send on it: %s", strerror(errno));
+	say("ok execchild");
+	return 0;
+}
+
+/* ---- reclaim: a dead process's directory entry (one node, two processes) ---------------------- */
+
+static int reclaim_case(void)
+{
+	unsigned local = (unsigned)t_env_long("PARANIC_LOCAL_RANK", 0);
+	struct sockaddr_in a = node_sa(me, (uint16_t)(port0 + 80));
+	int u = socket(AF_INET, SOCK_DGRAM, 0), r;
+	long long nobody;
+
+	CHECK(u >= 0, "socket: %s", strerror(errno));
+	if (local == 0) {   /* binds, then dies without closing */
+		EXPECT_RC(bind(u, (struct sockaddr *)&a, sizeof(a)), 0);
+		say("phase-bound");
+		t_sleep_us(400000);
+		raise(SIGKILL);
+		return -1;
+	}
+	t_sleep_us(150000);
+	r = bind(u, (struct sockaddr *)&a, sizeof(a));
+	CHECK(r < 0 && errno == EADDRINUSE, "bind while the owner lives: %d %s", r, strerror(errno));
+	t_sleep_us(1000000);   /* the owner is dead by now */
+	nobody = sock_stat("udp_nobody");
+	EXPECT_RC(sendto(u, "x", 1, 0, (struct sockaddr *)&a, sizeof(a)), 1);
+	CHECK(sock_stat("udp_nobody") == nobody + 1, "a dead owner's port still served");
+	u = socket(AF_INET, SOCK_DGRAM, 0);
+	EXPECT_RC(bind(u, (struct sockaddr *)&a, sizeof(a)), 0);
+	EXPECT_RC(sendto(u, "y", 1, 0, (struct sockaddr *)&a, sizeof(a)), 1);   /* to itself */
+	EXPECT_RC(recv(u, &r, sizeof(r), 0), 1);
+	say("ok reclaim");
+	return 0;
+}
+
 /* ---- os: a process outside a job ------------------------------------------------------------ */
 
 static int os_only(void)
@@ -746,6 +1379,7 @@ int main(int argc, char **argv)
 		h = h * 33 + (uint8_t)*p;
 	port0 = (uint16_t)t_env_long("SOCK_TEST_PORT", 20000 + (long)(h % 10000) * 4);
 	*(void **)&fd_kind = dlsym(RTLD_DEFAULT, "pn_sock_fd_kind");
+	*(void **)&sock_stat = dlsym(RTLD_DEFAULT, "pn_sock_stat");
 	signal(SIGPIPE, on_sigpipe);
 	t_case = cs;
 	if (!fd_kind) {
@@ -772,6 +1406,18 @@ int main(int argc, char **argv)
 		r = cross();
 	else if (!strcmp(cs, "os"))
 		r = os_only();
+	else if (!strcmp(cs, "udp"))
+		r = me ? udp_server() : udp_client();
+	else if (!strcmp(cs, "ppn"))
+		r = ppn_case();
+	else if (!strcmp(cs, "reclaim"))
+		r = reclaim_case();
+	else if (!strcmp(cs, "epoll"))
+		r = me ? epoll_server() : epoll_client();
+	else if (!strcmp(cs, "fork"))
+		r = me ? fork_server() : fork_client(argv[0]);
+	else if (!strcmp(cs, "execchild") && argc > 2)
+		r = exec_child(atoi(argv[2]));
 	else
 		say("FAIL %s: unknown case", cs);
 	return r == 0 && !t_failures ? 0 : 1;
