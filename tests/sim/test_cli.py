@@ -107,9 +107,30 @@ def test_run_sw(userlib_build):
     assert r.returncode == 1 and "launch: node 1 exited with status 1" in r.stdout
     for bad, msg in ((["--nodes", "2"], "no program given"), (["--nodes", "0", "--", "true"], "--nodes must be"),
                      (["--", "/no/such/program"], "not found or not executable"),
-                     (["--cluster", "a/b", "--", "true"], "bad cluster name")):
+                     (["--cluster", "a/b", "--", "true"], "bad cluster name"),
+                     (["--ppn", "0", "--", "true"], "--ppn must be")):
         r = paranic("run", *bad)
         assert r.returncode == 2 and msg in r.stderr, (bad, r.stderr)
+
+
+def test_run_ppn_sw(userlib_build, tmp_path):
+    """`paranic run --ppn 2`: two processes per node, each attached to its own context
+    of its node (through the Python bindings) while all four hold theirs, under the
+    job's paranicds."""
+    prog = ("import os, time, pathlib; from paranic.lib import Hal; h = Hal.open(); "
+            "print('ctx', h.node_id, h.ctx_id, flush=True); d = pathlib.Path(os.environ['MARK']); "
+            "(d / os.environ['PARANIC_RANK']).touch(); t = time.time() + 30\n"
+            "while len(list(d.iterdir())) < 4 and time.time() < t: time.sleep(0.01)\n"
+            "h.close()")
+    r = paranic("run", "--nodes", "2", "--ppn", "2", "--", sys.executable, "-c", prog,
+                timeout=120, env={"MARK": str(tmp_path)})
+    assert r.returncode == 0, r.stdout + r.stderr
+    seen = sorted(ln.split(": ", 1) for ln in r.stdout.splitlines() if ln[:1].isdigit() and ": ctx" in ln)
+    assert [who for who, _ in seen] == ["0.0", "0.1", "1.0", "1.1"], r.stdout
+    for node in (0, 1):
+        mine = [line.split() for who, line in seen if who.startswith(f"{node}.")]
+        assert all(f[1] == str(node) for f in mine), r.stdout
+        assert len({f[2] for f in mine}) == 2, f"node {node}: both processes got one context\n{r.stdout}"
 
 
 def test_run_and_selftest_on_sim(sim_binary, userlib_build):

@@ -31,7 +31,9 @@ from paranic.topo import Topology
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--backend", choices=["sw", "sim"], default=os.environ.get("PARANIC_BACKEND", "sw"),
                    help="sw: software NIC on this machine (default); sim: the Verilator cluster")
-    p.add_argument("--nodes", "-n", type=int, default=2, help="processes, one per node (default 2)")
+    p.add_argument("--nodes", "-n", type=int, default=2, help="nodes, one process each (default 2)")
+    p.add_argument("--ppn", type=int, default=1,
+                   help="processes per node (default 1); each needs a free context of its node")
     p.add_argument("--topo", help="sim: the simulated cluster (default: ring:4, ring:8 or torus:4x4 by --nodes)")
     p.add_argument("--cluster", help="cluster name (default run-<pid>)")
     p.add_argument("--timeout", type=int, default=0, help="kill everything after S seconds (default: never)")
@@ -67,6 +69,9 @@ def run(a: argparse.Namespace) -> int:
         return 2
     if a.timeout < 0:
         print("paranic run: --timeout must be >= 0", file=sys.stderr)
+        return 2
+    if not 1 <= a.ppn <= 64:
+        print("paranic run: --ppn must be 1..64", file=sys.stderr)
         return 2
     cluster = a.cluster or f"run-{os.getpid()}"
     try:
@@ -117,11 +122,11 @@ def run(a: argparse.Namespace) -> int:
 
             daemons = PD.Daemons.start(cluster, a.nodes, a.backend, env=env)
             for n in range(a.nodes):
-                PD.job_start(cluster, n, cluster, a.nodes, 1, prog, env=env)
+                PD.job_start(cluster, n, cluster, a.nodes, a.ppn, prog, env=env)
             env = dict(env, PARANIC_JOB=cluster)
             extra = ["-f", "--attach"]   # the daemons' cluster: pn_launch neither creates nor removes it
         r = L.launch(prog, a.nodes, cluster, backend=a.backend, timeout=timeout, env=env, stream=sys.stdout,
-                     extra=extra)
+                     extra=extra, ppn=a.ppn)
         return r.rc
     except (RuntimeError, TimeoutError, ValueError) as e:
         print(f"paranic run: {e}", file=sys.stderr)
