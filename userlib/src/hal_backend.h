@@ -126,6 +126,10 @@ struct pn_hal {
 
 	/* Software counters. */
 	uint64_t sent_packets, sent_bytes, recv_packets, recv_bytes, refused;
+
+	/* The cluster (job) this context belongs to, as resolved at open: upper layers
+	 * name node-local resources after it (ports' intra-node shared memory). */
+	char cluster[72];
 };
 
 /* ---- helpers shared by the common code and the backends -------------------------------- */
