@@ -94,3 +94,19 @@ def test_eager_against_rendezvous_latency(sim4):
     # are loose, the comparison is by the fastest iteration)
     assert 0 < eager8 < 4000 and rndv8 > eager8 + 1000, (eager8, rndv8)
     assert eager_e < rndv_e + 500, (eager_e, rndv_e)
+
+
+def test_intra_node_path(sim4):
+    """Two processes per node (``pn_launch -p 2``) on the simulated ring: the ports of a
+    node talk through shared memory (ports_shm.c), not one packet of it through the
+    simulated NIC; content and order as on `sw` (userlib/tests/ports_shm_test.c)."""
+    import re
+
+    _quiet(sim4)
+    r = launch(sim4, [str(TESTS / "ports_shm_test"), "local", "sim"], 2, "pt-shm", timeout=300,
+               extra=["-f", "-p", "2"])
+    assert r.rc == 0 and not r.fails(), r.out
+    lines = [ln for ls in r.procs.values() for ln in ls if ln.startswith("ok local")]
+    assert len(lines) == 4, r.out
+    for ln in lines:
+        assert re.search(r"24 messages .* via shm; NIC packets 0$", ln), ln

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -205,6 +206,7 @@ int pn_open(pn_hal_t **out, const pn_open_opts_t *opts)
 		return -ENOMEM;
 	h->ops = ops;
 	h->daemon_fd = -1;
+	snprintf(h->cluster, sizeof(h->cluster), "%s", o.cluster);
 	r = ops->attach(h, &o, &h->map);
 	if (r < 0) {
 		free(h);

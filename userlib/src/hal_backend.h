@@ -135,6 +135,9 @@ struct pn_hal {
 
 	/* The connection to the node's paranicd (-1: none), open for the context's life. */
 	int daemon_fd;
+	/* The cluster (job) this context belongs to, as resolved at open: upper layers
+	 * name node-local resources after it (ports' intra-node shared memory). */
+	char cluster[72];
 };
 
 /* ---- paranicd (src/daemon.c) ------------------------------------------------------------ */

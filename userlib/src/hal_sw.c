@@ -26,6 +26,7 @@
  * the half-written slot repaired. docs/userlib.md describes the design.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -559,7 +560,23 @@ int pn_sw_cluster_destroy(const char *cluster)
 		return -EINVAL;
 	if ((r = shm_name(cluster, name, sizeof(name))) < 0)
 		return r;
-	return shm_unlink(name) < 0 ? -errno : 0;
+	r = shm_unlink(name) < 0 ? -errno : 0;
+	{
+		/* The ports' intra-node segments of the cluster ("/paranic-<cluster>:..."),
+		 * left behind by killed processes. */
+		size_t n = strlen(name + 1);
+		DIR *d = opendir("/dev/shm");
+		struct dirent *e;
+		while (d && (e = readdir(d)))
+			if (!strncmp(e->d_name, name + 1, n) && e->d_name[n] == ':') {
+				char full[300];
+				snprintf(full, sizeof(full), "/%s", e->d_name);
+				shm_unlink(full);
+			}
+		if (d)
+			closedir(d);
+	}
+	return r;
 }
 
 /* Any live owner of a context in the mapped cluster? */

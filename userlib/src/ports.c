@@ -40,6 +40,10 @@
  * answers PONG from any library call. No answer within the timeout: the operations
  * end with -ETIMEDOUT and the connection is dropped. A closing port sends CLOSE.
  *
+ * Intra-node path. A peer on our node (another context) is reached through shared-memory
+ * rings (ports_shm.c) when both ports take it (PARANIC_PORT_SHM): the same packets, the
+ * same protocol, another transport; the source of a ring's packets is the ring's owner.
+ *
  * Non-blocking inside: the progress engine never waits in the HAL. It sends a PIO
  * packet only when the window is free, posts a descriptor only when the TX ring has
  * room, and leaves what cannot go now for the next call.
@@ -57,6 +61,7 @@
 #include "hal_backend.h"
 #include "paranic/pn_daemon.h"
 #include "paranic/pn_ports.h"
+#include "ports_shm.h"
 #include "ports_wire.h"
 
 #define HDR ((uint32_t)sizeof(struct pw_msg))
@@ -126,6 +131,9 @@ struct cts {
 };
 
 enum { TX_NONE, TX_CONNECTING, TX_OPEN };
+/* How packets to a peer go: the NIC, or (a port of our node, both taking it) shared
+ * memory; a same-node peer whose port we have not found yet is undecided. */
+enum { PATH_UNKNOWN, PATH_NIC, PATH_SHM };
 enum {
 	CTL_CONNECT = 1u << 0,
 	CTL_ACCEPT = 1u << 1,
@@ -169,6 +177,9 @@ struct peer {
 	uint64_t last_heard, ping_sent, ping_last;
 	uint16_t nack1_key, nack2_key;
 	uint32_t pong1_conn, pong2_conn;
+	/* the intra-node path */
+	uint8_t path;                  /* PATH_* (both directions of the pair use it) */
+	struct pn_shm_link *shm;       /* PATH_SHM: the peer's inbox and our ring to it */
 };
 
 struct idtab {
@@ -210,6 +221,8 @@ struct pn_port {
 	unsigned eslot_next;
 	uint64_t last_live;
 	uint8_t pio_buf[PN_PIO_WINDOW_BYTES];
+	struct pn_shm *shm;            /* the intra-node path (NULL: none) */
+	int shm_on;                    /* it is enabled and the inbox exists */
 	pn_port_stats_t st;
 };
 
@@ -351,6 +364,7 @@ static struct peer *peer_get(pn_port_t *p, unsigned node, unsigned ctx)
 			return NULL;
 		pe->node = (uint16_t)node;
 		pe->ctx = (uint8_t)ctx;
+		pe->path = p->shm_on && node == p->node && ctx != p->ctx ? PATH_UNKNOWN : PATH_NIC;
 		pe->last_heard = p->now;
 		pe->all_next = p->all_peers;
 		p->all_peers = pe;
@@ -389,6 +403,10 @@ static void req_finish(pn_port_t *p, struct pn_port_req *r, int err)
 	if (r->type == RQ_RECV && !err) {
 		p->st.recv_msgs++;
 		p->st.recv_bytes += r->st.len;
+		if (r->peer && r->peer->path == PATH_SHM) {
+			p->st.shm_recv_msgs++;
+			p->st.shm_recv_bytes += r->st.len;
+		}
 	}
 }
 
@@ -720,9 +738,69 @@ static int pio_ready(pn_port_t *p)
 	return pio_free(p->h);
 }
 
+/* ---- the intra-node path (ports_shm.c) ---------------------------------------------------- */
+
+/* Find out how a port of our node is reached: its inbox says whether it takes shared
+ * memory (and that it is alive). A link to the same port as before is kept (with our
+ * ring to it); one to a port that is gone is dropped. */
+static void path_resolve(pn_port_t *p, struct peer *pe)
+{
+	struct pn_shm_link *l = NULL;
+	int rc;
+
+	if (!p->shm_on || pe->node != p->node || pe->ctx == p->ctx)
+		return;
+	rc = pn_shm_link_open(p->shm, pe->ctx, &l);
+	if (rc == 1 && pe->shm && pn_shm_link_epoch(pe->shm) == pn_shm_link_epoch(l) && pn_shm_link_alive(pe->shm)) {
+		pn_shm_link_close(p->shm, l, 0);
+		pe->path = PATH_SHM;
+		return;
+	}
+	if (pe->shm) {
+		pn_shm_link_close(p->shm, pe->shm, 0);
+		pe->shm = NULL;
+		p->st.shm_peers--;
+	}
+	if (rc == 1) {
+		pe->shm = l;
+		pe->path = PATH_SHM;
+		p->st.shm_peers++;
+	} else {
+		pe->path = rc == 0 ? PATH_NIC : PATH_UNKNOWN;
+	}
+}
+
+/* Room for one packet of len payload bytes to pe now: the PIO window, or its ring. */
+static int pkt_ready(pn_port_t *p, struct peer *pe, uint32_t len)
+{
+	if (pe->path != PATH_SHM)
+		return pio_ready(p);
+	if (pn_shm_room(pe->shm, len))
+		return 1;
+	p->st.shm_full++;
+	return 0;
+}
+
+/* One single-packet message to pe (the caller checked pkt_ready). */
+static int xmit(pn_port_t *p, struct peer *pe, uint64_t tag, const void *buf, size_t len)
+{
+	void *d;
+	int rc;
+	if (pe->path != PATH_SHM)
+		return pn_send_pio(p->h, pe->node, pe->ctx, tag, buf, len);
+	if ((rc = pn_shm_begin(p->shm, pe->shm)) < 0)
+		return rc;
+	if (!(d = pn_shm_put(pe->shm, tag, (uint32_t)len, PN_FLAG_SOM | PN_FLAG_EOM)))
+		return -EAGAIN;
+	if (len)
+		memcpy(d, buf, len);
+	pn_shm_publish(pe->shm);
+	return 0;
+}
+
 static int send_ctl(pn_port_t *p, struct peer *pe, unsigned kind, uint16_t key, const struct pw_ctl *c)
 {
-	return pn_send_pio(p->h, pe->node, pe->ctx, PW_TAG(kind, key, 0), c, sizeof(*c));
+	return xmit(p, pe, PW_TAG(kind, key, 0), c, sizeof(*c));
 }
 
 static void ctl_init(const pn_port_t *p, struct pw_ctl *c, uint32_t dst_epoch)
@@ -743,7 +821,7 @@ static int ctl_flush(pn_port_t *p)
 		struct cts *q = p->cts_head;
 		struct peer *pe = q->peer;
 		if (pe->rx_known && pe->rx_conn == q->conn) {
-			if (!pio_ready(p))
+			if (!pkt_ready(p, pe, sizeof(c)))
 				return n;
 			ctl_init(p, &c, pe->rx_epoch);
 			c.a = q->sreq;
@@ -762,11 +840,18 @@ static int ctl_flush(pn_port_t *p)
 	}
 	while (p->ctl_peers) {
 		struct peer *pe = p->ctl_peers;
+		if (pe->path == PATH_UNKNOWN && (pe->ctl & CTL_CONNECT)) {
+			/* A port of our node: CONNECT only once we know the way (the retries of
+			 * live_check look again, until the timeout). */
+			path_resolve(p, pe);
+			if (pe->path == PATH_UNKNOWN)
+				pe->ctl &= ~CTL_CONNECT;
+		}
 		while (pe->ctl) {
 			uint32_t f = pe->ctl & -pe->ctl;   /* lowest flag first */
 			unsigned kind = 0;
 			uint16_t key = 0;
-			if (!pio_ready(p))
+			if (!pkt_ready(p, pe, sizeof(c)))
 				return n;
 			ctl_init(p, &c, 0);
 			switch (f) {
@@ -865,11 +950,98 @@ static int eslot_ready(pn_port_t *p, size_t need)
 	return tx_reached(h, p->eslot_ticket[p->eslot_next]) && tx_room(h);
 }
 
+static void sent(pn_port_t *p, struct peer *pe, size_t len)
+{
+	p->st.sent_msgs++;
+	p->st.sent_bytes += len;
+	if (pe->path == PATH_SHM) {
+		p->st.shm_msgs++;
+		p->st.shm_bytes += len;
+	}
+}
+
+/* send_start over shared memory: an eager message as records of the ring, all at once
+ * (no other packet comes between them), else RTS; no DMA, no bounce slot. */
+static int send_start_shm(pn_port_t *p, struct peer *pe, struct pn_port_req *r)
+{
+	struct pn_shm_link *l = pe->shm;
+	struct pw_rts m;
+	uint64_t cost = msg_cost(r->len);
+	int eager = (long)r->len <= p->eager_max && pe->tx_sent_cost - pe->tx_consumed + cost <= pe->tx_window;
+	uint8_t *d;
+	int rc;
+
+	memset(&m, 0, sizeof(m));
+	m.m.tag = r->tag;
+	m.m.len = (uint32_t)r->len;
+	m.m.channel = r->channel;
+	r->registered = 0;   /* nothing of the caller's buffer is read after the send completes */
+	if ((rc = pn_shm_begin(p->shm, l)) < 0) {
+		rq_unlink(r);
+		req_finish(p, r, rc);
+		return rc;
+	}
+	if (eager) {
+		uint64_t tag = PW_TAG(PW_EAGER, pe->tx_key, pe->tx_seq);
+		size_t off = r->len < PW_SHM_REC_MAX - HDR ? r->len : PW_SHM_REC_MAX - HDR;
+		d = pn_shm_put(l, tag, (uint32_t)(HDR + off), PN_FLAG_SOM | (off == r->len ? PN_FLAG_EOM : 0));
+		if (!d)
+			goto full;
+		memcpy(d, &m, HDR);
+		if (off)
+			memcpy(d + HDR, r->sbuf, off);
+		while (off < r->len) {
+			size_t c = r->len - off < PW_SHM_REC_MAX ? r->len - off : PW_SHM_REC_MAX;
+			if (!(d = pn_shm_put(l, tag, (uint32_t)c, off + c == r->len ? PN_FLAG_EOM : 0)))
+				goto full;
+			memcpy(d, r->sbuf + off, c);
+			off += c;
+		}
+		pn_shm_publish(l);
+		rq_unlink(r);
+		pe->tx_seq++;
+		pe->tx_sent_cost += cost;
+		sent(p, pe, r->len);
+		p->st.eager_msgs++;
+		req_finish(p, r, 0);
+		return 1;
+	full:
+		pn_shm_rollback(l);
+		p->st.shm_full++;
+		return 0;
+	}
+	if (!pn_shm_room(l, sizeof(m))) {
+		p->st.shm_full++;
+		return 0;
+	}
+	rq_unlink(r);
+	if ((rc = id_alloc(&p->stab, r, &r->sid)) < 0) {
+		req_finish(p, r, rc);
+		return rc;
+	}
+	m.sreq = r->sid;
+	d = pn_shm_put(l, PW_TAG(PW_RTS, pe->tx_key, pe->tx_seq), sizeof(m), PN_FLAG_SOM | PN_FLAG_EOM);
+	memcpy(d, &m, sizeof(m));
+	pn_shm_publish(l);
+	pe->tx_seq++;
+	if ((long)r->len <= p->eager_max)
+		p->st.credit_fallbacks++;
+	sent(p, pe, r->len);
+	p->st.rndv_msgs++;
+	r->state = RQ_RTS;
+	r->key = pe->tx_key;
+	if (!pe->n_rts++)
+		pe->last_heard = p->now;
+	return 1;
+}
+
 /* Start send r (the head of its peer's queue, connection open). 1: started (and maybe
  * done), 0: no resources now, <0: r failed. */
 static int send_start(pn_port_t *p, struct peer *pe, struct pn_port_req *r)
 {
 	pn_hal_t *h = p->h;
+	if (pe->path == PATH_SHM)
+		return send_start_shm(p, pe, r);
 	struct pw_rts m;
 	uint64_t cost = msg_cost(r->len);
 	int eager = (long)r->len <= p->eager_max && pe->tx_sent_cost - pe->tx_consumed + cost <= pe->tx_window;
@@ -913,8 +1085,7 @@ static int send_start(pn_port_t *p, struct peer *pe, struct pn_port_req *r)
 			}
 			pe->tx_seq++;
 			pe->tx_sent_cost += cost;
-			p->st.sent_msgs++;
-			p->st.sent_bytes += r->len;
+			sent(p, pe, r->len);
 			p->st.eager_msgs++;
 			req_finish(p, r, 0);
 			return 1;
@@ -938,8 +1109,7 @@ static int send_start(pn_port_t *p, struct peer *pe, struct pn_port_req *r)
 	pe->tx_seq++;
 	if ((long)r->len <= p->eager_max)
 		p->st.credit_fallbacks++;
-	p->st.sent_msgs++;
-	p->st.sent_bytes += r->len;
+	sent(p, pe, r->len);
 	p->st.rndv_msgs++;
 	r->state = RQ_RTS;
 	r->key = pe->tx_key;
@@ -950,6 +1120,10 @@ static int send_start(pn_port_t *p, struct peer *pe, struct pn_port_req *r)
 
 static void connect_start(pn_port_t *p, struct peer *pe)
 {
+	/* A port of our node: which way (again: it may be a new process since). */
+	if (p->shm_on && pe->node == p->node && pe->ctx != p->ctx &&
+	    (pe->path != PATH_SHM || !pn_shm_link_alive(pe->shm)))
+		path_resolve(p, pe);
 	pe->tx_state = TX_CONNECTING;
 	pe->tx_conn++;
 	pe->tx_key = pw_conn_key(p->epoch, pe->tx_conn);
@@ -986,6 +1160,36 @@ static int send_pump(pn_port_t *p)
 	return n;
 }
 
+/* Stream rendezvous data over shared memory: records of up to PW_SHM_REC_MAX straight
+ * from the caller's buffer (one copy; the receiver's is the second), each published at
+ * once so that the receiver copies while we do; done when the last is in the ring. */
+static int stream_shm(pn_port_t *p, struct pn_port_req *s)
+{
+	struct peer *pe = s->peer;
+	uint64_t tag = PW_TAG(PW_RDATA, s->key, s->rid);
+	int n = 0, rc;
+
+	if ((rc = pn_shm_begin(p->shm, pe->shm)) < 0) {
+		req_finish(p, s, rc);
+		return 0;
+	}
+	while (s->off < s->len) {
+		size_t c = s->len - s->off < PW_SHM_REC_MAX ? s->len - s->off : PW_SHM_REC_MAX;
+		uint8_t *d = pn_shm_put(pe->shm, tag, (uint32_t)c, 0);
+		if (!d) {
+			p->st.shm_full++;
+			break;
+		}
+		memcpy(d, s->sbuf + s->off, c);
+		pn_shm_publish(pe->shm);
+		s->off += c;
+		n++;
+	}
+	if (s->off == s->len)
+		req_finish(p, s, 0);
+	return n;
+}
+
 /* Stream rendezvous data (the head of the stream queue first). */
 static int stream_pump(pn_port_t *p)
 {
@@ -996,6 +1200,12 @@ static int stream_pump(pn_port_t *p)
 	while ((s = p->streamq.head)) {
 		struct peer *pe = s->peer;
 		uint64_t tag = PW_TAG(PW_RDATA, s->key, s->rid);
+		if (pe->path == PATH_SHM) {
+			n += stream_shm(p, s);
+			if (s->state != RQ_DONE)
+				return n;
+			continue;
+		}
 		if (s->registered) {
 			while (s->off < s->len && tx_room(h)) {
 				size_t c = s->len - s->off < PN_MAX_DMA_LENGTH ? s->len - s->off : PN_MAX_DMA_LENGTH;
@@ -1119,34 +1329,30 @@ static void heard(pn_port_t *p, struct peer *pe)
 	pe->ping_sent = 0;
 }
 
-static void on_eager(pn_port_t *p, struct peer *pe, const pn_header_t *hd)
+/* The packet handlers take the payload in place (an RX slot or a ring record); the
+ * caller releases it afterwards. */
+static void on_eager(pn_port_t *p, struct peer *pe, const pn_header_t *hd, const uint8_t *pl)
 {
-	pn_hal_t *h = p->h;
 	uint16_t key = PW_TAG_EPOCH(hd->tag);
 	uint32_t seq = PW_TAG_LOW(hd->tag);
-	const uint8_t *pl;
 	struct imsg *m;
 
 	if (!rx_key_ok(pe, key)) {
 		nack(p, pe, 1, key);
-		pn_recv_skip(h);
 		return;
 	}
 	heard(p, pe);
-	pn_recv_payload(h, (const void **)&pl);
 	if (hd->flags & PN_FLAG_SOM) {
 		struct pw_msg w;
 		uint32_t n;
 		if (hd->length < HDR) {
 			p->st.stray++;
-			pn_recv_skip(h);
 			return;
 		}
 		memcpy(&w, pl, HDR);
 		n = hd->length - HDR;
 		if (w.len > PN_PORT_EAGER_LIMIT || n > w.len || (int32_t)(seq - pe->rx_seq) < 0) {
 			p->st.stray++;
-			pn_recv_skip(h);
 			return;
 		}
 		if (n < w.len && pe->eager_active) {   /* a new multi-packet message: the last broke off */
@@ -1182,7 +1388,6 @@ static void on_eager(pn_port_t *p, struct peer *pe, const pn_header_t *hd)
 				r->peer = pe;
 				if (n)
 					memcpy(r->rbuf, pl + HDR, n);
-				pn_recv_skip(h);
 				tmp.peer = pe;
 				tmp.conn = pe->rx_conn;
 				tmp.cost = msg_cost(w.len);
@@ -1199,7 +1404,6 @@ static void on_eager(pn_port_t *p, struct peer *pe, const pn_header_t *hd)
 				pe->rx_seq++;
 				release_held(p, pe);
 			}
-			pn_recv_skip(h);
 			return;
 		}
 		m->peer = pe;
@@ -1223,7 +1427,6 @@ static void on_eager(pn_port_t *p, struct peer *pe, const pn_header_t *hd)
 				memcpy(dst, pl + HDR, n);
 		}
 		m->got = n;
-		pn_recv_skip(h);
 		if (m->got == m->len)
 			eager_complete(p, m);
 		else
@@ -1233,7 +1436,6 @@ static void on_eager(pn_port_t *p, struct peer *pe, const pn_header_t *hd)
 	m = pe->eager_active;
 	if (!m || m->seq != seq || hd->length > m->len - m->got) {
 		p->st.stray++;
-		pn_recv_skip(h);
 		return;
 	}
 	if (!m->discard) {
@@ -1242,7 +1444,6 @@ static void on_eager(pn_port_t *p, struct peer *pe, const pn_header_t *hd)
 			memcpy(dst + m->got, pl, hd->length);
 	}
 	m->got += hd->length;
-	pn_recv_skip(h);
 	if (m->got == m->len)
 		eager_complete(p, m);
 }
@@ -1279,22 +1480,18 @@ static void on_rts(pn_port_t *p, struct peer *pe, const pn_header_t *hd, const s
 	arrive(p, pe, m);
 }
 
-static void on_rdata(pn_port_t *p, struct peer *pe, const pn_header_t *hd)
+static void on_rdata(pn_port_t *p, struct peer *pe, const pn_header_t *hd, const uint8_t *pl)
 {
-	pn_hal_t *h = p->h;
 	struct pn_port_req *r = id_get(&p->rtab, PW_TAG_LOW(hd->tag));
 
 	if (!rx_key_ok(pe, PW_TAG_EPOCH(hd->tag)) || !r || r->peer != pe || r->state != RQ_RNDV ||
 	    hd->length > r->st.len - r->got) {
 		p->st.stray++;
-		pn_recv_skip(h);
 		return;
 	}
 	heard(p, pe);
 	if (hd->length)
-		pn_recv_body(h, r->rbuf + r->got, hd->length);
-	else
-		pn_recv_skip(h);
+		memcpy(r->rbuf + r->got, pl, hd->length);
 	r->got += hd->length;
 	if (r->got == r->st.len) {
 		id_free(&p->rtab, r->rid);
@@ -1436,17 +1633,16 @@ static void on_ctl(pn_port_t *p, struct peer *pe, unsigned kind, const pn_header
 /* PEER-DEAD from a node's paranicd: the process on (node, ctx) died. Its connections
  * end now, as the liveness timeout would end them, with -ECONNRESET. Believed only from
  * that node's daemon context (the NIC stamps the source). */
-static void on_peer_dead(pn_port_t *p, const pn_header_t *hd)
+static void on_peer_dead(pn_port_t *p, const pn_header_t *hd, const void *pl)
 {
 	struct pw_dead d;
 	struct peer *pe;
 
-	if (hd->length != sizeof(d) || !(hd->flags & PN_FLAG_SOM) || !(hd->flags & PN_FLAG_EOM)) {
-		pn_recv_skip(p->h);
+	if (hd->length != sizeof(d) || !pl || !(hd->flags & PN_FLAG_SOM) || !(hd->flags & PN_FLAG_EOM)) {
 		p->st.foreign++;
 		return;
 	}
-	pn_recv_body(p->h, &d, sizeof(d));
+	memcpy(&d, pl, sizeof(d));
 	if (hd->src_ctx != PN_DAEMON_CTX(p->nctx) || d.node != hd->src_node || d.node >= p->nodes ||
 	    d.ctx >= p->nctx) {
 		p->st.foreign++;   /* not from that node's daemon: not believed */
@@ -1463,53 +1659,111 @@ static void on_peer_dead(pn_port_t *p, const pn_header_t *hd)
 		rx_reset(p, pe, -ECONNRESET);
 }
 
-/* Take one packet from the RX ring: 1 if one was handled, 0 if none. */
-static int poll_one(pn_port_t *p)
+/* Handle one packet from the NIC or a ring (pe NULL: a source that cannot be a port). */
+static void dispatch(pn_port_t *p, struct peer *pe, const pn_header_t *hd, const uint8_t *pl)
 {
-	pn_hal_t *h = p->h;
-	pn_header_t hd;
-	struct peer *pe;
-	unsigned kind;
-	int r = pn_recv_header(h, &hd);
+	unsigned kind = PW_TAG_KIND(hd->tag);
 
-	if (r <= 0)
-		return 0;
-	kind = PW_TAG_KIND(hd.tag);
-	if (kind == PW_PEER_DEAD && hd.type == PN_TYPE_DATA && PW_TAG_MAGIC(hd.tag) == PW_MAGIC) {
-		on_peer_dead(p, &hd);
-		return 1;
-	}
-	if (hd.type != PN_TYPE_DATA || PW_TAG_MAGIC(hd.tag) != PW_MAGIC || kind < PW_EAGER || kind > PW_NACK ||
-	    !(pe = peer_get(p, hd.src_node, hd.src_ctx))) {
+	if (hd->type != PN_TYPE_DATA || PW_TAG_MAGIC(hd->tag) != PW_MAGIC || kind < PW_EAGER || kind > PW_NACK ||
+	    !pe) {
 		p->st.foreign++;
-		pn_recv_skip(h);
-		return 1;
+		return;
 	}
 	if (kind == PW_EAGER) {
-		on_eager(p, pe, &hd);
+		on_eager(p, pe, hd, pl);
 	} else if (kind == PW_RDATA) {
-		on_rdata(p, pe, &hd);
+		on_rdata(p, pe, hd, pl);
 	} else {
 		union {
 			struct pw_rts m;
 			struct pw_ctl c;
 		} u;
 		size_t want = kind == PW_RTS ? sizeof(u.m) : sizeof(u.c);
-		if (hd.length != want || !(hd.flags & PN_FLAG_SOM) || !(hd.flags & PN_FLAG_EOM)) {
+		if (hd->length != want || !(hd->flags & PN_FLAG_SOM) || !(hd->flags & PN_FLAG_EOM)) {
 			p->st.stray++;
-			pn_recv_skip(h);
-			return 1;
+			return;
 		}
-		pn_recv_body(h, &u, want);
+		memcpy(&u, pl, want);
 		if (kind == PW_RTS)
-			on_rts(p, pe, &hd, &u.m);
+			on_rts(p, pe, hd, &u.m);
 		else
-			on_ctl(p, pe, kind, &hd, &u.c);
+			on_ctl(p, pe, kind, hd, &u.c);
 	}
+}
+
+/* A CONNECT from a port of our node that came the other way, or from another process
+ * than the one we know: find out again how that port is reached. */
+static void connect_path(pn_port_t *p, struct peer *pe, const pn_header_t *hd, const void *pl, int via_shm)
+{
+	struct pw_ctl c;
+	if (!pe || !p->shm_on || pe->node != p->node || PW_TAG_KIND(hd->tag) != PW_CONNECT || hd->length != sizeof(c))
+		return;
+	memcpy(&c, pl, sizeof(c));
+	if (via_shm ? pn_shm_link_epoch(pe->shm) != c.src_epoch : pe->path == PATH_SHM)
+		path_resolve(p, pe);
+}
+
+/* Take one packet from the RX ring: 1 if one was handled, 0 if none. */
+static int poll_one(pn_port_t *p)
+{
+	pn_hal_t *h = p->h;
+	pn_header_t hd;
+	const void *pl = NULL;
+	struct peer *pe;
+
+	if (pn_recv_header(h, &hd) <= 0)
+		return 0;
+	pn_recv_payload(h, &pl);
+	if (PW_TAG_KIND(hd.tag) == PW_PEER_DEAD && hd.type == PN_TYPE_DATA && PW_TAG_MAGIC(hd.tag) == PW_MAGIC) {
+		on_peer_dead(p, &hd, pl);   /* from a node's paranicd, never through a ring */
+		pn_recv_skip(h);
+		return 1;
+	}
+	pe = peer_get(p, hd.src_node, hd.src_ctx);
+	if (pe && pe->path == PATH_SHM)
+		connect_path(p, pe, &hd, pl, 0);
+	dispatch(p, pe, &hd, pl);
+	pn_recv_skip(h);
+	return 1;
+}
+
+/* Take one packet from the rings of the ports of our node: 1 if one was handled. */
+static int poll_shm(pn_port_t *p)
+{
+	pn_header_t hd;
+	const void *pl;
+	struct peer *pe;
+
+	if (!pn_shm_next(p->shm, &hd, &pl))
+		return 0;
+	pe = peer_get(p, hd.src_node, hd.src_ctx);
+	if (pe && pe->path != PATH_SHM)
+		path_resolve(p, pe);   /* it sends us by shared memory: it found our inbox */
+	if (pe && pe->path == PATH_SHM)
+		connect_path(p, pe, &hd, pl, 1);
+	dispatch(p, pe, &hd, pl);
+	pn_shm_release(p->shm);
 	return 1;
 }
 
 /* ---- liveness ------------------------------------------------------------------------------ */
+
+/* A port of our node whose process is gone (its inbox's owner; a closed port clears it):
+ * what depends on it ends at once with -ECONNRESET, after what it published is read. */
+static int shm_dead(pn_port_t *p, struct peer *pe)
+{
+	if (pn_shm_link_alive(pe->shm) || pn_shm_pending(p->shm, pe->ctx))
+		return 0;
+	p->st.shm_dead++;
+	tx_reset(p, pe, -ECONNRESET, 1);
+	rx_reset(p, pe, -ECONNRESET);
+	pn_shm_link_close(p->shm, pe->shm, 0);
+	pe->shm = NULL;
+	p->st.shm_peers--;
+	pe->path = PATH_UNKNOWN;
+	pe->ping_sent = 0;
+	return 1;
+}
 
 static void live_check(pn_port_t *p)
 {
@@ -1531,6 +1785,10 @@ static void live_check(pn_port_t *p)
 		}
 		need1 = pe->n_rts > 0;
 		need2 = pe->n_rndv > 0 || (pe->eager_active && !pe->eager_active->discard);
+		if (pe->path == PATH_SHM &&
+		    (need1 || need2 || pe->sendq.head || (p->streamq.head && p->streamq.head->peer == pe)) &&
+		    shm_dead(p, pe))
+			continue;
 		if (!need1 && !need2) {
 			pe->ping_sent = 0;
 			continue;
@@ -1566,6 +1824,12 @@ static int progress(pn_port_t *p)
 	p->now = pn_monotonic_ns();
 	while (n < PROGRESS_BUDGET && poll_one(p))
 		n++;
+	if (p->shm_on) {
+		int k = 0;
+		while (k < PROGRESS_BUDGET && poll_shm(p))
+			k++;
+		n += k;
+	}
 	if (p->cts_head || p->ctl_peers)
 		n += ctl_flush(p);
 	if (p->send_peers)
@@ -1889,6 +2153,7 @@ void pn_port_opts_init(pn_port_opts_t *o)
 	o->eager_max = -1;
 	o->eager_window = -1;
 	o->timeout_ms = -1;
+	o->shm = -1;
 }
 
 static int env_long(const char *name, long *v)
@@ -1938,6 +2203,14 @@ int pn_port_open(pn_port_t **out, const pn_port_opts_t *opts)
 			return r;
 		o.eager_window = v;
 	}
+	if (o.shm == -1) {
+		v = 1;
+		if ((r = env_long("PARANIC_PORT_SHM", &v)) < 0)
+			return r;
+		o.shm = (int)v;
+	}
+	if (o.shm != 0 && o.shm != 1)
+		return -EINVAL;
 	if (o.timeout_ms == -1) {
 		v = PN_PORT_DEFAULT_TIMEOUT_MS;
 		if ((r = env_long("PARANIC_PORT_TIMEOUT_MS", &v)) < 0)
@@ -1991,6 +2264,12 @@ int pn_port_open(pn_port_t **out, const pn_port_opts_t *opts)
 	p->st.epoch = p->epoch;
 	p->st.node = p->node;
 	p->st.ctx = p->ctx;
+	/* The intra-node path: our inbox (also when disabled, so that peers of our node
+	 * learn to use the NIC with us); without one, everything goes by the NIC. */
+	if (pn_shm_open(&p->shm, p->h->cluster, p->node, p->ctx, p->nctx, p->epoch, o.shm) == 0)
+		p->shm_on = o.shm;
+	else
+		p->shm = NULL;
 	pn_set_wait_hook(p->h, hook, p);
 	*out = p;
 	return 0;
@@ -2085,15 +2364,25 @@ int pn_port_close(pn_port_t *p)
 		struct pw_ctl c;
 		if (pe->tx_state == TX_NONE && !pe->rx_known)
 			continue;
-		while (!pio_ready(p) && pn_monotonic_ns() - t0 < p->timeout_ns) {
+		while (!pkt_ready(p, pe, sizeof(c)) && pn_monotonic_ns() - t0 < p->timeout_ns) {
 			progress(p);
 			pn_backoff_step(&b);
 		}
-		if (!pio_free(h))
+		if (pe->path == PATH_SHM ? !pn_shm_room(pe->shm, sizeof(c)) : !pio_free(h)) {
+			if (pe->path == PATH_SHM)
+				continue;
 			break;
+		}
 		ctl_init(p, &c, pe->tx_state == TX_OPEN ? pe->tx_remote_epoch : pe->rx_epoch);
 		send_ctl(p, pe, PW_CLOSE, 0, &c);
 	}
+	/* Our rings stay readable for live peers that have not mapped them yet. */
+	for (struct peer *pe = p->all_peers; pe; pe = pe->all_next) {
+		pn_shm_link_close(p->shm, pe->shm, 1);
+		pe->shm = NULL;
+	}
+	pn_shm_close(p->shm);
+	p->shm = NULL;
 	while (!pio_free(h) && pn_monotonic_ns() - t0 < p->timeout_ns) {
 		pn_progress(h);
 		pn_backoff_step(&b);

@@ -95,6 +95,69 @@ static inline uint16_t pw_conn_key(uint32_t epoch, uint32_t conn)
 	return (uint16_t)((x ^ (x >> 16)) | 1);
 }
 
+/* ---- the intra-node path (ports_shm.c, docs/ports.md "Intra-node path") ----------------
+ *
+ * Two ports of one node (same node id, other contexts) exchange the same packets as
+ * above (tag, flags, payload) through shared memory instead of the NIC. Per receiver
+ * port an *inbox* segment, created by the receiver at open:
+ *     /paranic-<cluster>:n<node>:c<ctx>
+ * per sender -> receiver a *ring* segment, created by the sender (one per connection
+ * incarnation `inc`, announced in the receiver's inbox):
+ *     /paranic-<cluster>:n<node>:c<src>-c<dst>:<inc, 16 hex digits>
+ * The ring is single-producer (the sender) single-consumer (the receiver): records of
+ * struct pw_shm_rec + payload, each PW_SHM_ALIGN-aligned, never split at the ring's end
+ * (a PW_SHM_WRAP record says "continue at offset 0"). The receiver takes the source
+ * (node, context) from the ring it read, never from a record.
+ */
+#define PW_SHM_VERSION 1
+#define PW_SHM_INBOX_MAGIC 0x58424e4950534e50ull   /* "PNSPINBX" */
+#define PW_SHM_RING_MAGIC 0x474e52504d48534eull    /* "NSHMPRNG" */
+#define PW_SHM_ALIGN 64u
+#define PW_SHM_REC_MAX (64u * 1024u)        /* payload bytes per record (a "packet") */
+#define PW_SHM_RING_BYTES (1u << 20)         /* data bytes of a ring (power of two) */
+#define PW_SHM_HDR_BYTES 4096u               /* ring segment: header page, then the data */
+
+enum pw_shm_kind {
+	PW_SHM_PKT = 1,    /* a packet: tag, flags, payload as on the NIC */
+	PW_SHM_WRAP = 2,   /* padding up to the ring's end */
+};
+
+struct pw_shm_rec {
+	uint64_t tag;      /* the packet's tag (PW_TAG) */
+	uint32_t len;      /* payload bytes that follow */
+	uint16_t flags;    /* PN_FLAG_SOM / PN_FLAG_EOM as the NIC would set them */
+	uint16_t kind;     /* enum pw_shm_kind */
+};
+
+/* The receiver's inbox: who it is, and the rings announced to it. */
+struct pw_shm_inbox {
+	uint64_t magic;                /* written last, after the rest */
+	uint32_t version, node, ctx, nctx;
+	uint32_t owner_pid;            /* the receiving process (liveness) */
+	uint32_t epoch;                /* its port's epoch */
+	uint32_t enabled;              /* 0: this port takes no shared memory (PARANIC_PORT_SHM=0) */
+	uint32_t rsvd;
+	_Alignas(64) uint64_t change;  /* bumped by a sender after it set inc[] */
+	_Alignas(64) uint64_t inc[64]; /* per sender context: its current ring's incarnation (0: none) */
+};
+
+/* The header page of a ring segment. */
+struct pw_shm_ring {
+	uint64_t magic;
+	uint32_t version, node, src_ctx, dst_ctx;
+	uint32_t owner_pid;            /* the sending process */
+	uint32_t epoch;                /* its port's epoch */
+	uint64_t inc;                  /* (epoch << 32) | number of the ring */
+	uint64_t size;                 /* data bytes (power of two) */
+	uint32_t rx_mapped;            /* set by the receiver once it has mapped the ring */
+	uint32_t rsvd;
+	_Alignas(64) uint64_t head;    /* bytes written (producer; published with release) */
+	_Alignas(64) uint64_t tail;    /* bytes consumed (consumer) */
+};
+
+_Static_assert(sizeof(struct pw_shm_rec) == 16, "pw_shm_rec is 16 bytes");
+_Static_assert(sizeof(struct pw_shm_ring) <= PW_SHM_HDR_BYTES, "ring header fits its page");
+
 _Static_assert(sizeof(struct pw_msg) == 16, "pw_msg is 16 bytes on the wire");
 _Static_assert(sizeof(struct pw_rts) == 24, "pw_rts is 24 bytes on the wire");
 _Static_assert(sizeof(struct pw_ctl) == 32, "pw_ctl is 32 bytes on the wire");

@@ -71,6 +71,8 @@ typedef struct pn_port_opts {
 	long eager_max;       /* -1: $PARANIC_EAGER_MAX, else PN_PORT_DEFAULT_EAGER_MAX */
 	long eager_window;    /* -1: $PARANIC_EAGER_WINDOW, else the default above (0) */
 	long timeout_ms;      /* -1: $PARANIC_PORT_TIMEOUT_MS, else PN_PORT_DEFAULT_TIMEOUT_MS */
+	int shm;              /* the intra-node path: 1 ports of this node through shared memory,
+			       * 0 everything through the NIC; -1: $PARANIC_PORT_SHM, else 1 */
 } pn_port_opts_t;
 
 /* What a completed receive (or a probe) found. */
@@ -103,6 +105,12 @@ typedef struct pn_port_stats {
 	uint64_t overrun;             /* eager messages beyond the granted credit (dropped) */
 	uint64_t aborted;             /* partial messages given up (the sender died or restarted) */
 	uint64_t nomem;               /* messages dropped for want of memory */
+	/* The intra-node path (docs/ports.md): ports of this node reached through shared memory. */
+	uint64_t shm_msgs, shm_bytes;         /* of sent_msgs/sent_bytes: through shared memory */
+	uint64_t shm_recv_msgs, shm_recv_bytes;   /* of recv_msgs/recv_bytes: through shared memory */
+	uint64_t shm_peers;           /* same-node ports we have a shared-memory link to, now */
+	uint64_t shm_full;            /* times a packet waited for room in a full ring */
+	uint64_t shm_dead;            /* same-node peers found gone (their process), operations reset */
 } pn_port_stats_t;
 
 /* Fill opts with "unset" values (everything from the environment or defaults). */
