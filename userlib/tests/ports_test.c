@@ -907,6 +907,12 @@ static int case_kill(void)
 	}
 	if (me == 2)   /* posted before anyone sends */
 		EXPECT_RC(pn_port_irecv(port, 1, PCTX, 2, 0, 0, malloc(BIG), BIG, &r), 0);
+	/* node 0's connection to node 1 exists before the victim stops answering (else its
+	 * send below would end as a refused connect, on a loaded machine) */
+	if (me == 0 && psend(1, PCTX, 4, 0xc0, 0, sizeof(small), small) < 0)
+		return -1;
+	if (me == 1 && precv(0, PCTX, 4, 0xc0, ALL, small, sizeof(small), &st) < 0)
+		return -1;
 	EXPECT_RC(pn_port_barrier(port), 0);
 	if (me == 1) {
 		/* the victim: starts streaming 64 MiB to node 2, then stops calling the library
