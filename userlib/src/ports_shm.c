@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,19 +41,19 @@ struct rx_ring {
 };
 
 struct pn_shm {
+	struct pn_shm_rxq q;               /* first: pn_shm_idle (ports_shm.h) reads it */
 	char cluster[72];
 	unsigned node, ctx, nctx;
 	uint32_t epoch, pid, ring_seq;
 	int enabled;
 	struct pw_shm_inbox *in;
 	size_t in_bytes;
-	uint64_t seen;                     /* in->change when last scanned */
-	int rescan;                        /* a new ring waits until the old one is drained */
 	struct rx_ring rx[PN_MAX_CONTEXTS];
-	unsigned active[PN_MAX_CONTEXTS], nactive, rr;
+	unsigned active[PN_MAX_CONTEXTS], rr;
 	int cur;                           /* context of the record pn_shm_next returned, -1 */
 	uint64_t cur_bytes;
 };
+_Static_assert(offsetof(struct pn_shm, q) == 0, "pn_shm_idle reads the first member");
 
 struct pn_shm_link {
 	unsigned ctx;
@@ -151,6 +152,8 @@ int pn_shm_open(struct pn_shm **out, const char *cluster, unsigned node, unsigne
 		return e ? e : -ENOMEM;
 	}
 	close(fd);
+	s->q.change = &s->in->change;
+	s->q.seen = 0;   /* the new inbox's counter */
 	s->in->version = PW_SHM_VERSION;
 	s->in->node = node;
 	s->in->ctx = ctx;
@@ -390,10 +393,10 @@ uint64_t pn_shm_backlog(const struct pn_shm_link *l)
 
 static void active_set(struct pn_shm *s)
 {
-	s->nactive = 0;
+	s->q.nactive = 0;
 	for (unsigned c = 0; c < PN_MAX_CONTEXTS; c++)
 		if (s->rx[c].r)
-			s->active[s->nactive++] = c;
+			s->active[s->q.nactive++] = c;
 	s->rr = 0;
 }
 
@@ -405,8 +408,8 @@ static void scan(struct pn_shm *s)
 	int changed = 0;
 	char name[200];
 
-	s->seen = ch;
-	s->rescan = 0;
+	s->q.seen = ch;
+	s->q.rescan = 0;
 	for (unsigned c = 0; c < s->nctx && c < PN_MAX_CONTEXTS; c++) {
 		struct rx_ring *x = &s->rx[c];
 		uint64_t inc = __atomic_load_n(&s->in->inc[c], __ATOMIC_ACQUIRE);
@@ -418,7 +421,7 @@ static void scan(struct pn_shm *s)
 		if (!inc || inc == x->inc || c == s->ctx)
 			continue;
 		if (x->r && (s->cur == (int)c || x->tail != __atomic_load_n(&x->r->head, __ATOMIC_ACQUIRE))) {
-			s->rescan = 1;   /* read the old one to its end first */
+			s->q.rescan = 1;   /* read the old one to its end first */
 			continue;
 		}
 		rx_unmap(x);
@@ -456,10 +459,10 @@ int pn_shm_next(struct pn_shm *s, pn_header_t *hd, const void **payload)
 {
 	if (!s || !s->in)
 		return 0;
-	if (s->rescan || __atomic_load_n(&s->in->change, __ATOMIC_ACQUIRE) != s->seen)
+	if (s->q.rescan || __atomic_load_n(s->q.change, __ATOMIC_ACQUIRE) != s->q.seen)
 		scan(s);
-	for (unsigned k = 0; k < s->nactive; k++) {
-		unsigned i = (s->rr + k) % s->nactive, c = s->active[i];
+	for (unsigned k = 0; k < s->q.nactive; k++) {
+		unsigned i = (s->rr + k) % s->q.nactive, c = s->active[i];
 		struct rx_ring *x = &s->rx[c];
 		for (;;) {
 			const struct pw_shm_rec *h;
@@ -488,7 +491,7 @@ int pn_shm_next(struct pn_shm *s, pn_header_t *hd, const void **payload)
 			*payload = h + 1;
 			s->cur = (int)c;
 			s->cur_bytes = rec_bytes(hd->length);
-			s->rr = (i + 1) % s->nactive;
+			s->rr = (i + 1) % s->q.nactive;
 			return 1;
 		}
 	}

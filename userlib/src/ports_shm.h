@@ -57,6 +57,23 @@ uint64_t pn_shm_backlog(const struct pn_shm_link *l);
 
 /* ---- receiving ------------------------------------------------------------------------- */
 
+/* The receive side's state that every progress call tests (the first member of struct
+ * pn_shm, so that the test is inline in ports.c and costs three loads, no call). */
+struct pn_shm_rxq {
+	const uint64_t *change;   /* the inbox's change counter (senders bump it to announce a ring) */
+	uint64_t seen;            /* its value when the rings were last looked up */
+	unsigned nactive;         /* rings mapped */
+	int rescan;               /* an announced ring waits until the old one is read to its end */
+};
+
+/* 1 when pn_shm_next can find nothing now: no ring mapped, none announced since the last
+ * look. s must not be NULL. */
+static inline int pn_shm_idle(const struct pn_shm *s)
+{
+	const struct pn_shm_rxq *q = (const struct pn_shm_rxq *)(const void *)s;
+	return !q->nactive && !q->rescan && __atomic_load_n(q->change, __ATOMIC_ACQUIRE) == q->seen;
+}
+
 /* The next record from any ring (round robin over the senders): 1 with the sender's
  * context, the header (src_node/src_ctx from the ring, never from the record) and the
  * payload (valid until pn_shm_release); 0 if none. */
