@@ -1,7 +1,7 @@
 """`paranic bench layers --backend sim --quick` on the cached ring:4 simulator (which it
-starts itself): hardware-path rows for hal, rawdata, ports and sockets (the socket
-program timed with the preload library's pn_sock_now_ns), os-tcp natively, and figures
-within what the gateware allows. About 15 s."""
+starts itself): hardware-path rows for hal, rawdata, ports, sockets (the socket
+program timed with the preload library's pn_sock_now_ns), am and rma, os-tcp natively,
+and figures within what the gateware allows. About 25 s."""
 
 from __future__ import annotations
 
@@ -23,10 +23,10 @@ def test_layers_on_the_simulator(sim_binary, userlib_build):
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
     assert "paranic bench: starting the ring:4 simulator" in r.stderr
     rows = {x["layer"]: x for x in json.loads(r.stdout)["rows"]}
-    assert list(rows) == ["hal", "rawdata", "ports", "sockets", "os-tcp"]
+    assert list(rows) == ["hal", "rawdata", "ports", "sockets", "am", "rma", "os-tcp"]
     from paranic.hw.link import link_efficiency
     link = P.WORD_BYTES * P.TARGET_CLK_HZ / 1e6 * link_efficiency(P.DEFAULT_MTU)   # 969.7 MB/s
-    for name in ("hal", "rawdata", "ports", "sockets"):
+    for name in ("hal", "rawdata", "ports", "sockets", "am", "rma"):
         x = rows[name]
         assert x["sw_ns"] is None and x["latency_ns"] == x["hw_ns"], x            # hardware path only
         # One way over one hop: at least the PIO path's 60 cycles (PCIe model 38);
@@ -35,5 +35,16 @@ def test_layers_on_the_simulator(sim_binary, userlib_build):
         assert x["hw_cycles"] == round(x["hw_ns"] / P.TARGET_CLK_NS, 1), x
         # 1 MiB messages: no faster than the link's payload bandwidth, and well above half of it.
         assert link * 0.5 < x["hw_MBps"] <= link * 1.001 and x["MBps"] == x["hw_MBps"], x
+    # An AM request or RMA put is a ports message with a longer header (24 bytes, an
+    # RMA put 32 more of arguments), and its answer one too: more PIO stores each way
+    # (192 and 288 ns one way, docs/benchmarks.md). A run descheduled in every one of
+    # its 30 iterations only ever comes out slower: compare when ports was undisturbed
+    # (its path is 844-848 ns).
+    ports = rows["ports"]["hw_ns"]
+    for name in ("am", "rma"):
+        x = rows[name]
+        assert x["below"] == "ports" and x["added_hw_ns"] == round(x["hw_ns"] - ports, 1), x
+        if ports < 900:
+            assert x["hw_ns"] >= ports + 150, (x, rows["ports"])
     os_tcp = rows["os-tcp"]
     assert os_tcp["hw_ns"] is None and os_tcp["sw_ns"] > 0 and os_tcp["native_only"], os_tcp

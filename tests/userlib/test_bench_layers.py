@@ -1,7 +1,7 @@
 """`paranic bench layers` (ParaStation's Table 3) on the sw backend, as a user runs it:
 the JSON rows and how their figures hang together, the table, the plot, a subset of
-layers, bad input; and its two programs on their own: pn_bench's ports mode and
-pn_sockbench with and without the preload library (pn_sock_now_ns, pn_sock_fd_kind).
+layers, bad input; and its two programs on their own: pn_bench's ports, am and rma modes
+and pn_sockbench with and without the preload library (pn_sock_now_ns, pn_sock_fd_kind).
 The simulator run is tests/sim/test_bench_layers_sim.py."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from paranic.launch import BIN, USERLIB_BUILD
 
 ROOT = Path(__file__).resolve().parents[2]
 PARANIC = [sys.executable, "-m", "paranic.cli"]
-READY = ["hal", "rawdata", "ports", "sockets", "os-tcp"]
+READY = ["hal", "rawdata", "ports", "sockets", "am", "rma", "os-tcp"]
 
 
 def paranic(*args: str, timeout: int = 300) -> subprocess.CompletedProcess:
@@ -49,7 +49,7 @@ def test_layers_sw_quick_json_and_plot(userlib_build, tmp_path):
     r = paranic("bench", "layers", "--backend", "sw", "--quick", "--json", "--plot", str(png))
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
     res = json.loads(r.stdout)
-    assert res["bench"] == "layers" and res["not_yet"] == ["pvm", "am", "rma"]
+    assert res["bench"] == "layers" and res["not_yet"] == ["pvm"]
     assert res["config"]["latency_bytes"] == 8 and res["config"]["bandwidth_bytes"] == 1 << 20
     rows = res["rows"]
     assert [x["layer"] for x in rows] == READY
@@ -62,7 +62,10 @@ def test_layers_sw_quick_json_and_plot(userlib_build, tmp_path):
         assert x["iters"]["sw"][0] >= 2 and x["iters"]["sw"][1] >= 2, x
         if x["below"]:
             assert x["added_ns"] == pytest.approx(x["latency_ns"] - by[x["below"]]["latency_ns"], abs=0.2), x
-    assert [by[n]["below"] for n in READY] == [None, "hal", "hal", "ports", None]
+    assert [by[n]["below"] for n in READY] == [None, "hal", "hal", "ports", "ports", "ports", None]
+    for n in ("am", "rma"):   # no row of ParaStation's Table 3
+        assert by[n]["parastation_layer"] is None and by[n]["parastation_latency_us"] is None, by[n]
+    assert "layers: am on sw" in r.stderr and "layers: rma on sw" in r.stderr
     assert by["os-tcp"]["native_only"] and by["os-tcp"]["added_ns"] is None
     t3 = table3()
     if t3:
@@ -75,27 +78,34 @@ def test_layers_sw_quick_json_and_plot(userlib_build, tmp_path):
 
 def test_layers_subset_table(userlib_build):
     """--layers picks rows (table order whatever the order given); a layer whose lower
-    layer was not measured has no added figure; the text table lists the not-yet
-    layers."""
-    r = paranic("bench", "layers", "--backend", "sw", "--quick", "--layers", "sockets,hal")
+    layer was not measured has no added figure, one whose layer was has it; the text
+    table lists the not-yet layers."""
+    r = paranic("bench", "layers", "--backend", "sw", "--quick", "--layers", "rma,sockets,hal")
     assert r.returncode == 0, r.stderr[-3000:]
     lines = r.stdout.splitlines()
     assert lines[0].startswith("protocol hierarchy (ParaStation's Table 3)")
     rows = [ln.split()[0] for ln in lines[3:] if ln and not ln.startswith(("(", " "))]
-    assert rows == ["hal", "sockets", "pvm", "am", "rma"], r.stdout
-    assert all("not yet" in ln for ln in lines if ln.split()[:1] in (["pvm"], ["am"], ["rma"]))
-    sock = next(ln for ln in lines if ln.startswith("sockets"))
-    assert sock.split()[5] == "-", sock      # added_ns (after "hw + sw"): ports not measured
-    assert "rawdata on sw" not in r.stderr and "os-tcp on sw" not in r.stderr
+    assert rows == ["hal", "sockets", "rma", "pvm"], r.stdout
+    assert all("not yet" in ln for ln in lines if ln.split()[:1] == ["pvm"])
+    assert not any("not yet" in ln for ln in lines if ln.split()[:1] in (["am"], ["rma"]))
+    for name in ("sockets", "rma"):
+        row = next(ln for ln in lines if ln.startswith(name))
+        assert row.split()[5] == "-", row      # added_ns (after "hw + sw"): ports not measured
+    assert "rawdata on sw" not in r.stderr and "os-tcp on sw" not in r.stderr and "am on sw" not in r.stderr
+    r = paranic("bench", "layers", "--backend", "sw", "--quick", "--json", "--layers", "am,ports")
+    assert r.returncode == 0, r.stderr[-3000:]
+    by = {x["layer"]: x for x in json.loads(r.stdout)["rows"]}
+    assert list(by) == ["ports", "am"]
+    assert by["am"]["added_ns"] == pytest.approx(by["am"]["latency_ns"] - by["ports"]["latency_ns"], abs=0.2)
 
 
 @pytest.mark.parametrize("spec, why", [("foo", "unknown layer 'foo'"), ("hal,bogus", "unknown layer 'bogus'"),
-                                       ("pvm", "not implemented yet"), ("hal,rma", "not implemented yet")])
+                                       ("pvm", "not implemented yet"), ("rma,pvm", "not implemented yet")])
 def test_bad_layers_exit_2(spec, why):
     """An unknown or not-yet layer: a clear message and exit 2, before anything is built or run."""
     r = paranic("bench", "layers", "--backend", "sw", "--layers", spec, timeout=60)
     assert r.returncode == 2, r.stderr
-    assert why in r.stderr and "hal, rawdata, ports, sockets, os-tcp" in r.stderr, r.stderr
+    assert why in r.stderr and "hal, rawdata, ports, sockets, am, rma, os-tcp" in r.stderr, r.stderr
     assert "building" not in r.stderr and r.stdout == ""
 
 
@@ -105,7 +115,8 @@ def test_parse_layers():
     assert layers.parse_layers(" os-tcp , hal ") == ["hal", "os-tcp"]
     with pytest.raises(ValueError, match="unknown layer 'HAL'"):
         layers.parse_layers("HAL")
-    assert set(layers.NOT_YET) == {"pvm", "am", "rma"}
+    assert set(layers.NOT_YET) == {"pvm"}
+    assert layers.parse_layers("rma,am") == ["am", "rma"]
     assert all(layers.BY_NAME[x.below] for x in layers.LAYERS if x.below)   # every "below" is a layer
 
 
@@ -120,6 +131,44 @@ def test_pn_bench_ports_mode(run_nodes):
     assert all(x["layer"] == "ports" and x["latency_ns"] > 0 and x["MBps"] > 0 for x in rows)
     r = run_nodes([str(BIN / "pn_bench"), "--layer", "hal,portz"], 2, "layers-bad", timeout=30)
     assert r.rc != 0 and "unknown layer 'portz'" in r.out
+
+
+def test_pn_bench_am_and_rma_modes(run_nodes):
+    """pn_bench --layer am,rma: a row per bench and size (8 B .. 1 MiB: eager and
+    rendezvous, AM's 1 MiB requests beyond the default max_payload through the
+    receiver's slow path). Node 0's endpoint counters show what each mode does:
+    am ping-pong = one request and one reply handled per iteration (warm-up included),
+    am stream = requests only; rma = puts only (ping-pong each waited for). Every
+    message's length is checked by the program and the target's region is compared
+    with the initiator's data after every rma run (else it exits non-zero). --per-iter:
+    every iteration timed on sw too, latency_ns still the mean."""
+    r = run_nodes([str(BIN / "pn_bench"), "--layer", "am,rma", "--bench", "pingpong,stream,pairwise,overhead",
+                   "--min", "8", "--max", str(1 << 20), "--scale", "0.01", "--per-iter"], 2, "layers-am-rma",
+                  timeout=180)
+    assert r.rc == 0, r.out
+    rows = [json.loads(ln) for ln in r.nodes[0] if ln.startswith("{")]
+    sizes = [8 << i for i in range(18)]
+    for layer in ("am", "rma"):
+        got = {(x["bench"], x["bytes"]) for x in rows if x["layer"] == layer}
+        assert got == {(b, n) for b in ("pingpong", "stream", "pairwise") for n in sizes} | {
+            ("overhead", n) for n in (0, 8, 64, 256)}, (layer, got)
+    for x in rows:
+        assert x["latency_ns"] > 0 and x["iters"] >= 2, x
+        if x["bench"] == "overhead":
+            continue
+        if x["bench"] == "pingpong":   # --per-iter: sampled, but the row's latency is the mean
+            assert 0 < x["min_ns_per_iter"] <= x["median_ns_per_iter"], x
+            assert x["latency_ns"] == pytest.approx(x["ns_per_iter"] / 2, rel=1e-3), x
+        runs = x["iters"] + x["iters"] // 10 + 1           # with the warm-up
+        if x["layer"] == "am":
+            assert x["rma_puts"] == 0 and x["am_requests"] == runs, x
+            assert x["am_handled_replies"] == (runs if x["bench"] == "pingpong" else 0), x
+        else:
+            assert x["am_requests"] == 0 and x["am_handled_replies"] == 0 and x["rma_puts"] == runs, x
+        # the window (16) bounds what is outstanding: a stream waits for it, a ping-pong never
+        if x["bench"] == "pingpong":
+            assert x["am_window_waits"] == 0, x
+    assert any(x["am_window_waits"] > 0 for x in rows if x["bench"] == "stream" and x["bytes"] == 8), rows
 
 
 def test_pn_sockbench_preloaded_and_not(run_nodes):

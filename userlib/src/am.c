@@ -3,16 +3,26 @@
  * Active messages and RMA over the ports layer's public API (pn_am.h, docs/am.md,
  * wire format in am_wire.h).
  *
- * Receive: one receive is kept posted on the AM channel (any source) into a buffer of
- * header + max_payload bytes; a longer message (-EMSGSIZE, it stays queued) is taken
- * whole into a temporary buffer. Send: header, arguments and payload are assembled in
- * a fresh buffer and sent with pn_port_isend; the buffer is freed when the send
- * completes (at once for eager messages), so AM calls never wait for a send.
+ * Receive: two receives are kept posted on the AM channel (any source), each into a
+ * buffer of header + min(max_payload, 64 KiB) bytes; a longer message (-EMSGSIZE, it
+ * stays queued) is taken whole into a temporary buffer. Send: header, arguments and
+ * payload are assembled in a buffer (a cached one for small messages) and sent with
+ * pn_port_isend; the buffer is released when the send completes (at once for eager
+ * messages), so AM calls never wait for a send.
  * Window: per peer the requests (and RMA operations) not yet answered, at most
  * `window`. Liveness: while something depends on a peer and nothing was heard from it
  * for a quarter of the timeout, PING; PONG says how many window messages the peer's
  * incarnation received from ours (fewer than we sent before the PING: they were lost
  * with a previous process, -ECONNRESET); no PONG within the timeout: -ETIMEDOUT.
+ *
+ * Cost per poll (docs/am.md, "Measured"): a poll that finds nothing is one pn_port_test
+ * of the posted receive (which progresses the port) plus, only while something depends
+ * on a peer, one clock read; the peer scan of liveness runs at most every timeout/64,
+ * and "heard from" is a flag the scan turns into a time (no clock read per message).
+ * Pending sends are tested oldest first up to the first one still pending (every
+ * pn_port_test of an unfinished request progresses the port once more); an RMA
+ * operation's data request only once the operation's answer is in (it cannot complete
+ * before). Small messages are assembled in a cached buffer (no malloc per message).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -39,6 +49,7 @@ struct peer {
 	uint32_t out;            /* outstanding */
 	struct rec *recs;        /* window entries */
 	uint64_t last_heard, ping_at, ping_last;   /* ping_at: the first unanswered PING */
+	int heard;               /* heard from (or started depending on) it since the last scan */
 	uint32_t ping_mark;      /* window messages sent since `base` when the last PING went */
 	uint32_t base;           /* `sent` when the peer last failed: PONG counts from a new start */
 	uint32_t failures;       /* times this peer failed (pn_am_request notices during a wait) */
@@ -87,8 +98,13 @@ struct psend {
 	struct psend *next;
 	pn_port_req_t *req;
 	void *buf;
+	int small;               /* buf is a SBUF_CAP buffer (back to the cache when done) */
 	unsigned node, ctx;
 };
+
+/* Messages up to this size (header, arguments, payload) are assembled in the endpoint's
+ * cached buffer (or, while that one is still being sent, a fresh buffer of this size). */
+#define SBUF_CAP 1024
 
 struct pn_am {
 	pn_port_t *port;
@@ -105,10 +121,13 @@ struct pn_am {
 	unsigned me, myctx, nodes, nctx;
 	uint32_t epoch;
 	struct peer *peers;
-	pn_port_req_t *rreq;
-	uint8_t *rbuf;
+	pn_port_req_t *rreq[2];  /* two receives posted on the AM channel (NULL: not posted) */
+	uint8_t *rbuf[2];
+	unsigned rnext;          /* the slot posted first: where the next message lands */
 	size_t rcap;
-	struct psend *sends;
+	struct psend *sends, **sends_tail;   /* oldest first */
+	uint8_t *sbuf;           /* the cached small send buffer, NULL while in use */
+	uint64_t live_next;      /* the next liveness scan (monotonic ns) */
 	struct pn_rma_req *ops;
 	struct region *regions;
 	struct tgt_op *tops;
@@ -161,17 +180,33 @@ static int check_addr(pn_am_t *am, unsigned node, unsigned ctx)
 static void reap_sends(pn_am_t *am);
 static void peer_fail(pn_am_t *am, unsigned node, unsigned ctx, int err);
 
+static void buf_done(pn_am_t *am, uint8_t *buf, int small)
+{
+	if (small && !am->sbuf)
+		am->sbuf = buf;
+	else
+		free(buf);
+}
+
 /* Assemble and send one AM message; never waits. */
 static int send_msg(pn_am_t *am, unsigned node, unsigned ctx, const struct paw_hdr *hdr, const uint64_t *args,
 		    const void *payload, size_t len)
 {
 	size_t hl = sizeof(*hdr) + 8u * hdr->nargs;
-	uint8_t *buf = malloc(hl + len ? hl + len : 1);
-	struct paw_hdr *hp = (struct paw_hdr *)buf;
+	int small = hl + len <= SBUF_CAP;
+	uint8_t *buf;
+	struct paw_hdr *hp;
 	pn_port_req_t *req = NULL;
 	int r;
+	if (small && am->sbuf) {
+		buf = am->sbuf;
+		am->sbuf = NULL;
+	} else {
+		buf = malloc(small ? SBUF_CAP : hl + len);
+	}
 	if (!buf)
 		return -ENOMEM;
+	hp = (struct paw_hdr *)buf;
 	*hp = *hdr;
 	hp->epoch = am->epoch;
 	hp->len = (uint32_t)len;
@@ -181,12 +216,12 @@ static int send_msg(pn_am_t *am, unsigned node, unsigned ctx, const struct paw_h
 		memcpy(buf + hl, payload, len);
 	r = pn_port_isend(am->port, node, ctx, am->ch, hdr->kind, buf, hl + len, &req);
 	if (r < 0) {
-		free(buf);
+		buf_done(am, buf, small);
 		return r;
 	}
 	r = pn_port_test(am->port, &req, NULL);
 	if (r != 0) {   /* completed (eager): done with the buffer */
-		free(buf);
+		buf_done(am, buf, small);
 		if (r < 0)
 			peer_fail(am, node, ctx, r);
 		return 0;
@@ -194,30 +229,29 @@ static int send_msg(pn_am_t *am, unsigned node, unsigned ctx, const struct paw_h
 	struct psend *ps = malloc(sizeof(*ps));
 	if (!ps) {   /* cannot track it: wait for it here */
 		r = pn_port_wait(am->port, &req, NULL, -1);
-		free(buf);
+		buf_done(am, buf, small);
 		return r < 0 ? r : 0;
 	}
-	ps->req = req;
-	ps->buf = buf;
-	ps->node = node;
-	ps->ctx = ctx;
-	ps->next = am->sends;
-	am->sends = ps;
+	*ps = (struct psend){.req = req, .buf = buf, .small = small, .node = node, .ctx = ctx};
+	*am->sends_tail = ps;
+	am->sends_tail = &ps->next;
 	return 0;
 }
 
+/* Sends complete about in the order they were started: test the oldest first and stop
+ * at the first one still pending (each test of an unfinished request progresses the
+ * port once more; pn_am_poll has just done that). */
 static void reap_sends(pn_am_t *am)
 {
-	struct psend **pp = &am->sends;
-	while (*pp) {
-		struct psend *ps = *pp;
+	while (am->sends) {
+		struct psend *ps = am->sends;
 		int r = pn_port_test(am->port, &ps->req, NULL);
-		if (r == 0) {
-			pp = &ps->next;
-			continue;
-		}
-		*pp = ps->next;
-		free(ps->buf);
+		if (r == 0)
+			break;
+		am->sends = ps->next;
+		if (!am->sends)
+			am->sends_tail = &am->sends;
+		buf_done(am, ps->buf, ps->small);
 		if (r < 0)
 			peer_fail(am, ps->node, ps->ctx, r);
 		free(ps);
@@ -325,8 +359,8 @@ static int slot_take(pn_am_t *am, struct peer *p, uint16_t handler, uint64_t arg
 	}
 	for (unsigned i = 0; i < am->window; i++)
 		if (!p->recs[i].used) {
-			if (p->out == 0) {   /* starts depending on the peer */
-				p->last_heard = now_ns();
+			if (p->out == 0) {   /* starts depending on the peer: counts from the next scan */
+				p->heard = 1;
 				p->ping_at = 0;
 			}
 			*seq = ++p->sent;
@@ -349,14 +383,28 @@ static void slot_undo(pn_am_t *am, struct peer *p, uint32_t seq)
 
 /* ---- liveness --------------------------------------------------------------------------- */
 
+/* Every timeout/64 at most, and only while something depends on a peer (requests or
+ * RMA operations outstanding, target puts waiting for data). A peer heard from since
+ * the last scan counts as heard at this scan: PINGs and failures come up to 1/64 of the
+ * timeout later than with a clock read per message. */
 static void liveness(pn_am_t *am)
 {
-	uint64_t now = now_ns();
+	uint64_t now;
+	if (!am->st.outstanding && !am->tops)
+		return;
+	now = now_ns();
+	if (now < am->live_next)
+		return;
+	am->live_next = now + am->timeout_ns / 64;
 	for (unsigned i = 0; i < am->nodes * am->nctx; i++) {
 		struct peer *p = &am->peers[i];
 		unsigned node = i / am->nctx, ctx = i % am->nctx;
 		if (!p->out && !p->tgt_waits)
 			continue;
+		if (p->heard) {
+			p->last_heard = now;
+			p->heard = 0;
+		}
 		if (p->ping_at && now - p->ping_at > am->timeout_ns) {
 			peer_fail(am, node, ctx, -ETIMEDOUT);
 		} else if (p->ping_at ? now - p->ping_last > am->timeout_ns / 4 : now - p->last_heard > am->timeout_ns / 4) {
@@ -390,7 +438,7 @@ static void reap_ops(pn_am_t *am)
 	struct pn_rma_req **pp = &am->ops;
 	while (*pp) {
 		struct pn_rma_req *op = *pp;
-		if (op->data) {
+		if (op->data && op->acked) {   /* before its answer it cannot be done */
 			int r = pn_port_test(am->port, &op->data, NULL);
 			if (r < 0 && !op->err)
 				op->err = r;
@@ -559,7 +607,7 @@ static void handle(pn_am_t *am, uint8_t *buf, size_t n, unsigned node, unsigned 
 		p->src_epoch = h.epoch;
 		p->recvd = 0;
 	}
-	p->last_heard = now_ns();
+	p->heard = 1;
 	switch (h.kind) {
 	case PAW_REQ: {
 		pn_am_token_t tok = {.am = am, .src_node = (int)node, .src_ctx = (int)ctx, .handler = h.handler,
@@ -650,11 +698,28 @@ static void handle(pn_am_t *am, uint8_t *buf, size_t n, unsigned node, unsigned 
 	}
 }
 
-static int repost(pn_am_t *am)
+static int repost(pn_am_t *am, unsigned i)
 {
-	return pn_port_irecv(am->port, PN_PORT_ANY, PN_PORT_ANY, am->ch, 0, 0, am->rbuf, am->rcap, &am->rreq);
+	return pn_port_irecv(am->port, PN_PORT_ANY, PN_PORT_ANY, am->ch, 0, 0, am->rbuf[i], am->rcap,
+			     &am->rreq[i]);
 }
 
+/* Post the slots that are not posted, the older position first (rnext, then the other):
+ * messages land in the order the receives were posted, and are handled in that order. */
+static int topup(pn_am_t *am)
+{
+	for (unsigned k = 0; k < 2; k++) {
+		unsigned i = am->rnext ^ k;
+		int r;
+		if (!am->rreq[i] && (r = repost(am, i)) < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* Two receives stay posted, so that after a message the poll looks for the next one in
+ * the other slot and returns; the used slot is posted again at the next poll (off the
+ * path of a request that the caller sends in reply to what it has just handled). */
 int pn_am_poll(pn_am_t *am)
 {
 	int n = 0;
@@ -662,19 +727,34 @@ int pn_am_poll(pn_am_t *am)
 		return -EINVAL;
 	if (am->depth)
 		return -EDEADLK;
+	topup(am);
 	while (n < 64) {
 		pn_port_status_t st;
+		unsigned i = am->rnext;
 		int r;
-		if (!am->rreq && repost(am) < 0)
+		if (!am->rreq[i] && repost(am, i) < 0)
 			break;
-		r = pn_port_test(am->port, &am->rreq, &st);
+		r = pn_port_test(am->port, &am->rreq[i], &st);
 		if (r == 0)
 			break;
+		am->rnext ^= 1;   /* rreq[i] is NULL now: the other slot is the older one */
 		if (r == 1) {
-			handle(am, am->rbuf, st.len, (unsigned)st.src_node, (unsigned)st.src_ctx);
+			handle(am, am->rbuf[i], st.len, (unsigned)st.src_node, (unsigned)st.src_ctx);
 		} else if (r == -EMSGSIZE) {   /* longer than our buffer: take it whole */
-			uint8_t *big = malloc(st.len);
+			/* it ended every posted receive: collect the other slot's -EMSGSIZE too (a
+			 * receive posted after it was queued matched it as well), then receive it */
+			uint8_t *big;
 			pn_port_status_t s2;
+			unsigned o = am->rnext;
+			if (am->rreq[o] && pn_port_cancel(am->port, &am->rreq[o]) != 0) {   /* ended already */
+				pn_port_status_t s3;
+				/* a message in it would have come before this one: cannot happen */
+				if (pn_port_wait(am->port, &am->rreq[o], &s3, -1) == 1)
+					handle(am, am->rbuf[o], s3.len, (unsigned)s3.src_node,
+					       (unsigned)s3.src_ctx);
+			}
+			am->rreq[o] = NULL;
+			big = malloc(st.len);
 			if (big && pn_port_recv(am->port, st.src_node, st.src_ctx, am->ch, 0, 0, big, st.len, &s2, -1) >= 0)
 				handle(am, big, s2.len, (unsigned)s2.src_node, (unsigned)s2.src_ctx);
 			free(big);
@@ -757,17 +837,19 @@ int pn_am_open(pn_am_t **out, pn_port_t *port, const pn_am_opts_t *opts)
 	/* the posted buffer holds the largest message we send; longer ones take the slow path */
 	am->rcap = PAW_HDR_MAX + (am->max_payload < 65536 ? am->max_payload : 65536);
 	am->peers = calloc((size_t)am->nodes * am->nctx, sizeof(*am->peers));
-	am->rbuf = malloc(am->rcap);
-	if (!am->peers || !am->rbuf) {
-		free(am->peers);
-		free(am->rbuf);
-		free(am);
-		return -ENOMEM;
-	}
-	r = repost(am);
+	am->rbuf[0] = malloc(am->rcap);
+	am->rbuf[1] = malloc(am->rcap);
+	am->sbuf = malloc(SBUF_CAP);
+	am->sends_tail = &am->sends;
+	r = !am->peers || !am->rbuf[0] || !am->rbuf[1] || !am->sbuf ? -ENOMEM : topup(am);
 	if (r < 0) {
+		for (unsigned i = 0; i < 2; i++)
+			if (am->rreq[i])
+				pn_port_cancel(port, &am->rreq[i]);
 		free(am->peers);
-		free(am->rbuf);
+		free(am->rbuf[0]);
+		free(am->rbuf[1]);
+		free(am->sbuf);
 		free(am);
 		return r;
 	}
@@ -788,8 +870,9 @@ int pn_am_close(pn_am_t *am)
 		reap_sends(am);
 		liveness(am);
 	}
-	if (am->rreq && pn_port_cancel(am->port, &am->rreq) != 0)
-		pn_port_wait(am->port, &am->rreq, NULL, -1);
+	for (unsigned i = 0; i < 2; i++)
+		if (am->rreq[i] && pn_port_cancel(am->port, &am->rreq[i]) != 0)
+			pn_port_wait(am->port, &am->rreq[i], NULL, -1);
 	while (am->ops) {
 		struct pn_rma_req *op = am->ops;
 		am->ops = op->next;
@@ -805,7 +888,9 @@ int pn_am_close(pn_am_t *am)
 	for (unsigned i = 0; i < am->nodes * am->nctx; i++)
 		free(am->peers[i].recs);
 	free(am->peers);
-	free(am->rbuf);
+	free(am->rbuf[0]);
+	free(am->rbuf[1]);
+	free(am->sbuf);
 	free(am);
 	return 0;
 }

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * pn_bench: micro-benchmarks of the HAL, rawdata and ports layers (used by `paranic bench`).
+ * pn_bench: micro-benchmarks of the HAL, rawdata, ports, AM and RMA layers (`paranic bench`).
  *
- *   pn_launch -n 2 -- pn_bench [--backend B] [--layer hal,rawdata,ports|all]
+ *   pn_launch -n 2 -- pn_bench [--backend B] [--layer hal,rawdata,ports,am,rma|all]
  *       [--bench pairwise,pingpong,stream,overhead,barrier|all] [--min BYTES] [--max BYTES]
- *       [--scale F] [--barriers N]
+ *       [--scale F] [--barriers N] [--per-iter]
  *
  * Nodes 0 and 1 measure (further nodes only join the barriers); node 0 prints one
  * JSON object per line:
@@ -27,6 +27,8 @@
  *           Only with --bench barrier (not part of "all").
  * ns are the backend's time base (pn_now_ns: wall clock for sw, simulated time for
  * sim), wall_ns the process's monotonic clock, cycles pn_cycles (target clock).
+ * --per-iter: time every iteration on sw as well (median_ns_per_iter, min_ns_per_iter:
+ * robust against preemption on a loaded machine; latency_ns stays the mean there).
  * Iterations per size: scale * clamp(64 MiB / (bytes + 64), 8, 20000).
  * The HAL layer uses context 1 and registered buffers (PIO up to the threshold, DMA in
  * place above); rawdata its well-known context 0 and plain malloc'd buffers; ports a
@@ -34,12 +36,26 @@
  * buffers from pn_dma_alloc on the port's context (registered: rendezvous by DMA in
  * place), a receive naming the peer port. --layer takes a comma-separated list; "all"
  * (the default) is hal and rawdata, as before ports existed.
+ * am and rma: an AM endpoint (pn_am.h) on that port. am: "send" is pn_am_request of
+ * `bytes` payload and no arguments, "recv" polls until an AM bench handler ran (and
+ * checks the length); in pingpong the request handler replies with the payload (so a
+ * ping-pong iteration is one request + reply and the answering node's own "send" is
+ * that reply), elsewhere it does not (automatic ACK). max_payload is raised to --max when that is above the default. rma: node 0
+ * puts `bytes` from its registered buffer into node 1's region (node 1's registered
+ * receive buffer, key exchanged by an AM request); pingpong: pn_rma_put + pn_rma_wait
+ * (completion: the data is in the target's memory and its RMAACK is back), latency_ns
+ * = half of it; stream: implicit puts, then pn_rma_flush. The target only serves (polls
+ * until the puts are in); after every rma run the target checks its region against the
+ * initiator's pattern. pairwise and overhead: every node is an initiator. am and rma
+ * rows add node 0's endpoint counters over the run (warm-up included): am_requests,
+ * am_handled_replies, rma_puts, am_window_waits.
  */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "paranic/pn_am.h"
 #include "paranic/pn_ports.h"
 #include "paranic/pn_rawdata.h"
 #include "paranic/pn_sim.h"
@@ -56,6 +72,16 @@ static size_t bufsz;
 static pn_port_t *port;          /* the ports layer (only when named in --layer) */
 static uint8_t *psbuf, *prbuf;    /* registered in the port's context */
 static double scale = 1.0;
+static pn_am_t *am;               /* AM/RMA endpoint on `port` (only when am or rma is named) */
+static uint64_t am_my_key, am_peer_key;   /* this node's region (its prbuf), the peer's */
+static unsigned long am_handled, am_taken;   /* AM bench handlers run; of them, counted by a "recv" */
+static unsigned long am_owed;     /* pingpong: replies sent in the request handler */
+static int am_echo;               /* the request handler replies (pingpong) */
+static int rma_init, rma_rt;      /* this node initiates; each put is waited for (else flush) */
+static pn_rma_req_t *rma_q;
+static size_t am_last_len;        /* payload of the last AM bench message handled */
+static char row_extra[256];       /* am, rma: node 0's endpoint counters over the run (report) */
+static uint64_t rma_want_served, rma_want_bytes;   /* target: puts (and bytes) to have served */
 /* On sim, each iteration is timed too (pn_now_ns is a load from the simulator's shared
  * clock there): the hardware path is deterministic, but simulated time keeps running
  * while a client process is descheduled (a busy 2-core machine), which only ever
@@ -63,7 +89,7 @@ static double scale = 1.0;
  * whole round trip), the median for pairwise and barrier (a node that fell behind
  * finds its peer's message waiting, or the others already in the barrier, and catches
  * up in one short iteration); the barrier's hardware path from trace records. */
-static int per_iter;
+static int per_iter, on_sim;
 static uint64_t *samples;
 static unsigned nsamples;
 
@@ -149,6 +175,101 @@ static int port_recv1(unsigned src, size_t n)
 	return r < 0 ? r : ((size_t)r == n ? 0 : -EPROTO);
 }
 
+/* ---- active messages and RMA (pn_am.h) ------------------------------------------------ */
+
+enum { AMB_REQ = 1, AMB_REP = 2, AMB_KEY = 3, AMB_DONE = 4 };
+static unsigned long am_done;     /* AMB_DONE requests received */
+
+static void amb_req(pn_am_token_t *t, const uint64_t *a, unsigned na, void *p, size_t len, void *arg)
+{
+	(void)arg;
+	am_handled++;
+	am_last_len = len;
+	if (am_echo && pn_am_reply(t, AMB_REP, a, na, p, len) == 0)
+		am_owed++;
+}
+
+static void amb_rep(pn_am_token_t *t, const uint64_t *a, unsigned na, void *p, size_t len, void *arg)
+{
+	(void)t, (void)a, (void)na, (void)p, (void)arg;
+	am_handled++;
+	am_last_len = len;
+}
+
+static void amb_key(pn_am_token_t *t, const uint64_t *a, unsigned na, void *p, size_t len, void *arg)
+{
+	(void)t, (void)p, (void)len, (void)arg;
+	if (na == 1)
+		am_peer_key = a[0];
+}
+
+static void amb_done(pn_am_token_t *t, const uint64_t *a, unsigned na, void *p, size_t len, void *arg)
+{
+	(void)t, (void)a, (void)na, (void)p, (void)len, (void)arg;
+	am_done++;
+}
+
+/* After a measurement (untimed): both nodes serve until the other is through, so that
+ * a node does not stop calling the library while its last answer (a rendezvous reply)
+ * still needs it. */
+static int am_finish(unsigned peer)
+{
+	static unsigned long want;   /* one DONE per finish, which may arrive before it */
+	int r = pn_am_request(am, peer, PORT_CTX, AMB_DONE, NULL, 0, NULL, 0);
+	want++;
+	while (r >= 0 && am_done < want)
+		r = pn_am_poll(am);
+	return r < 0 ? r : pn_am_flush(am, -1);
+}
+
+static int am_send1(unsigned dst, size_t n)
+{
+	if (am_owed) {   /* pingpong's answer: the handler has replied already */
+		am_owed--;
+		return 0;
+	}
+	return pn_am_request(am, dst, PORT_CTX, AMB_REQ, NULL, 0, psbuf, n);   /* no arguments */
+}
+
+static int am_recv1(unsigned src, size_t n)
+{
+	(void)src;
+	while (am_handled == am_taken) {
+		int r = pn_am_poll(am);
+		if (r < 0)
+			return r;
+	}
+	am_taken++;
+	return am_last_len == n ? 0 : -EPROTO;   /* every message of a run has n bytes */
+}
+
+static int rma_send1(unsigned dst, size_t n)
+{
+	if (!rma_init)
+		return 0;   /* the target: its answer (RMAACK) went while it served */
+	return pn_rma_put(am, dst, PORT_CTX, dst == me ? am_my_key : am_peer_key, 0, psbuf, n,
+			  rma_rt ? &rma_q : NULL);
+}
+
+static int rma_recv1(unsigned src, size_t n)
+{
+	(void)src;
+	if (rma_init) {
+		int r = rma_rt ? pn_rma_wait(am, &rma_q, -1) : pn_rma_flush(am);
+		return r < 0 ? r : 0;
+	}
+	rma_want_served++;
+	rma_want_bytes += n;
+	for (;;) {   /* serve until this put is in the region */
+		pn_am_stats_t st;
+		int r = pn_am_poll(am);
+		if (r < 0 || (r = pn_am_stats(am, &st)) < 0)
+			return r;
+		if (st.rma_served >= rma_want_served && st.rma_bytes_in >= rma_want_bytes)
+			return 0;
+	}
+}
+
 struct layer {
 	const char *name;
 	int (*send)(unsigned dst, size_t n);
@@ -165,6 +286,8 @@ static const struct layer LAYERS[] = {
 	{"hal", hal_send, hal_recv_from},
 	{"rawdata", rd_send1, rd_recv1},
 	{"ports", port_send1, port_recv1},
+	{"am", am_send1, am_recv1},
+	{"rma", rma_send1, rma_recv1},
 };
 
 /* Is layer `name` in the --layer list ("all": the HAL-level layers hal and rawdata)? */
@@ -196,9 +319,10 @@ static void report(const char *bench, const char *layer, size_t n, unsigned it, 
 	double med = median_ns();
 	say("{\"bench\": \"%s\", \"layer\": \"%s\", \"backend\": \"%s\", \"bytes\": %zu, \"iters\": %u, "
 	    "\"ns_per_iter\": %.1f, \"median_ns_per_iter\": %.1f, \"min_ns_per_iter\": %.1f, "
-	    "\"wall_ns_per_iter\": %.1f, \"cycles_per_iter\": %.1f, \"latency_ns\": %.1f, \"MBps\": %.2f}",
+	    "\"wall_ns_per_iter\": %.1f, \"cycles_per_iter\": %.1f, \"latency_ns\": %.1f, \"MBps\": %.2f%s}",
 	    bench, layer, pn_backend_name(h), n, it, (double)ns / it, med, min_ns(), (double)wall / it,
-	    (double)cyc / it, latency, mbps);
+	    (double)cyc / it, latency, mbps, row_extra);
+	row_extra[0] = 0;
 }
 
 #define TRY(x)                                                                          \
@@ -217,9 +341,21 @@ static void run(const char *bench, const struct layer *L, size_t n)
 	uint64_t t0 = 0, w0 = 0, c0 = 0, ns, wall, cyc, last = 0;
 
 	nsamples = 0;
+	am_echo = !strcmp(bench, "pingpong");
+	rma_rt = strcmp(bench, "stream") != 0;
+	rma_init = me == 0 || !strcmp(bench, "pairwise");
+	int is_am = L->send == am_send1 || L->send == rma_send1;
+	pn_am_stats_t st0 = {0}, st1;
+	if (L->send == rma_send1)
+		memset(prbuf, 0, n);   /* the region: the peer's puts must fill it */
 	pn_barrier(h);
 	if (me > 1)
 		return;
+	if (is_am) {   /* what the target has served so far (it polls only in this run's calls) */
+		TRY(pn_am_stats(am, &st0));
+		rma_want_served = st0.rma_served;
+		rma_want_bytes = st0.rma_bytes_in;
+	}
 	if (!strcmp(bench, "pairwise")) {
 		for (unsigned i = 0; i < warm + it; i++) {
 			if (i == warm) {
@@ -271,11 +407,26 @@ static void run(const char *bench, const struct layer *L, size_t n)
 	ns = pn_now_ns(h) - t0;
 	wall = t_now_ns() - w0;
 	cyc = pn_cycles(h) - c0;
+	if (is_am) {
+		TRY(pn_am_stats(am, &st1));
+		snprintf(row_extra, sizeof(row_extra), ", \"am_requests\": %llu, \"am_handled_replies\": %llu, "
+			 "\"rma_puts\": %llu, \"am_window_waits\": %llu",
+			 (unsigned long long)(st1.requests - st0.requests),
+			 (unsigned long long)(st1.handled_replies - st0.handled_replies),
+			 (unsigned long long)(st1.rma_puts - st0.rma_puts),
+			 (unsigned long long)(st1.window_waits - st0.window_waits));
+		TRY(am_finish(peer));
+	}
+	if (L->send == rma_send1 && (me == 1 || !strcmp(bench, "pairwise")) &&
+	    pat_check(prbuf, n, peer, 0) != (size_t)-1) {
+		say("FAIL bench: rma %s %zu B: the region does not hold the peer's data", bench, n);
+		exit(1);
+	}
 	TRY(pn_tx_wait(h));
 	if (me != 0)
 		return;
 	double med = median_ns(), per = (double)ns / it;   /* one iteration */
-	if (nsamples)
+	if (nsamples && on_sim)
 		per = !strcmp(bench, "pairwise") ? med : min_ns();
 	if (per <= 0)
 		per = 0.001;
@@ -366,8 +517,8 @@ static void barriers(unsigned count)
 	cyc = pn_cycles(h) - c0;
 	/* Back to back: the median episode on sim (a node descheduled after an episode
 	 * makes the next one look short, so not the fastest), the mean natively. */
-	double med = median_ns(), per = nsamples ? med : (double)ns / count;
-	if (per_iter)
+	double med = median_ns(), per = nsamples && on_sim ? med : (double)ns / count;
+	if (on_sim)
 		path = barrier_trace(count < 20 ? count : 20, &path_lo, &path_hi);
 	if (me == 0)
 		say("{\"bench\": \"barrier\", \"layer\": \"hal\", \"backend\": \"%s\", \"nodes\": %u, "
@@ -383,6 +534,8 @@ static void overhead(const struct layer *L, size_t n)
 	unsigned it = (unsigned)(200000 * scale) + 2, warm = it / 10 + 1;
 	uint64_t t0 = 0, w0 = 0, c0 = 0;
 	nsamples = 0;
+	am_echo = 0;
+	rma_rt = rma_init = 1;
 	pn_barrier(h);
 	if (me != 0)
 		return;
@@ -422,12 +575,14 @@ int main(int argc, char **argv)
 			hi = strtoul(argv[++a], NULL, 0);
 		else if (!strcmp(argv[a], "--scale") && a + 1 < argc)
 			scale = atof(argv[++a]);
+		else if (!strcmp(argv[a], "--per-iter"))   /* time every iteration on sw too */
+			per_iter = 1;
 		else if (!strcmp(argv[a], "--barriers") && a + 1 < argc)
 			nbarriers = strtol(argv[++a], NULL, 0);
 		else {
-			fprintf(stderr, "usage: %s [--backend B] [--layer hal,rawdata,ports|all] "
+			fprintf(stderr, "usage: %s [--backend B] [--layer hal,rawdata,ports,am,rma|all] "
 					"[--bench pairwise,pingpong,stream,overhead,barrier|all] [--min N] [--max N] "
-					"[--scale F] [--barriers N]\n", argv[0]);
+					"[--scale F] [--barriers N] [--per-iter]\n", argv[0]);
 			return 2;
 		}
 	}
@@ -442,7 +597,8 @@ int main(int argc, char **argv)
 		for (size_t l = 0; l < sizeof(LAYERS) / sizeof(LAYERS[0]); l++)
 			known |= strlen(LAYERS[l].name) == len && !strncmp(p, LAYERS[l].name, len);
 		if (!known) {
-			say("FAIL bench: unknown layer '%.*s' (hal, rawdata, ports or all)", (int)len, p);
+			say("FAIL bench: unknown layer '%.*s' (hal, rawdata, ports, am, rma or all)", (int)len,
+			    p);
 			return 2;
 		}
 		if (!p[len])
@@ -459,7 +615,8 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	me = (unsigned)pn_node_id(h);
-	per_iter = !strcmp(pn_backend_name(h), "sim");
+	on_sim = !strcmp(pn_backend_name(h), "sim");
+	per_iter |= on_sim;
 	size_t cap = (size_t)(20000 * scale) + 2;   /* iters_for()'s largest */
 	if (nbarriers > 0 && (size_t)nbarriers >= cap)
 		cap = (size_t)nbarriers + 1;
@@ -489,7 +646,8 @@ int main(int argc, char **argv)
 		return 1;
 	pat_fill(sbuf, bufsz, me, 0);
 	pat_fill(usbuf, bufsz, me, 0);
-	if (layer_named(layer, "ports")) {
+	int want_am = layer_named(layer, "am") || layer_named(layer, "rma");
+	if (layer_named(layer, "ports") || want_am) {
 		pn_port_opts_t po;
 		pn_port_opts_init(&po);
 		po.hal = o;
@@ -501,6 +659,28 @@ int main(int argc, char **argv)
 		TRY(pn_dma_alloc(pn_port_hal(port), bufsz, (void **)&psbuf));
 		TRY(pn_dma_alloc(pn_port_hal(port), bufsz, (void **)&prbuf));
 		pat_fill(psbuf, bufsz, me, 0);
+	}
+	if (want_am) {
+		pn_am_opts_t ao;
+		pn_am_opts_init(&ao);
+		if (hi > PN_AM_DEFAULT_MAX_PAYLOAD)   /* am's stream of --max byte requests */
+			ao.max_payload = (long)hi;
+		if ((r = pn_am_open(&am, port, &ao)) < 0) {
+			say("FAIL pn_am_open: %d (%s)", r, pn_strerror(r));
+			return 1;
+		}
+		TRY(pn_am_register(am, AMB_REQ, amb_req, NULL));
+		TRY(pn_am_register(am, AMB_REP, amb_rep, NULL));
+		TRY(pn_am_register(am, AMB_KEY, amb_key, NULL));
+		TRY(pn_am_register(am, AMB_DONE, amb_done, NULL));
+		TRY(pn_rma_register(am, prbuf, bufsz, PN_RMA_WRITE, &am_my_key));
+	}
+	pn_barrier(h);
+	if (am && me < 2) {   /* every endpoint is open: tell the peer our region's key */
+		TRY(pn_am_request(am, 1 - me, PORT_CTX, AMB_KEY, &am_my_key, 1, NULL, 0));
+		while (!am_peer_key)
+			TRY(pn_am_poll(am));
+		TRY(pn_am_flush(am, -1));
 	}
 	pn_barrier(h);
 
@@ -522,6 +702,8 @@ int main(int argc, char **argv)
 		}
 	}
 	pn_barrier(h);
+	if (am)
+		TRY(pn_am_close(am));
 	if (port) {
 		pn_dma_free(pn_port_hal(port), psbuf);
 		pn_dma_free(pn_port_hal(port), prbuf);

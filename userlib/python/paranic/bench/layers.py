@@ -10,10 +10,17 @@ Table 3 (PC columns) and the latency each layer adds over the layer it is built 
 Layers are a registry (:data:`LAYERS`): a row is one :class:`Layer` with a measure
 function ``(session, backend) -> (ping-pong row, stream row)`` returning rows as
 pn_bench prints them (``latency_ns`` one way, ``latency_ns`` per stream message). A new
-layer (PVM, active messages, RMA) is one such function plus a mode of a benchmark
-program; until then it is listed as "not yet".
+layer (PVM) is one such function plus a mode of a benchmark program; until then it is
+listed as "not yet".
 
 * ``hal``, ``rawdata``, ``ports``: ``pn_bench --layer X`` (userlib/tools/pn_bench.c).
+* ``am``: ``pn_bench --layer am``: ping-pong = a request whose handler replies with the
+  8 bytes (half the request + reply round trip); stream = 1 MiB requests (the endpoint's
+  max_payload raised to 1 MiB), then the last one's answer.
+* ``rma``: ``pn_bench --layer rma``: ping-pong = an 8-byte ``pn_rma_put`` + ``pn_rma_wait``
+  (completion: the data is in the target's region and its answer is back), half of it;
+  stream = 1 MiB puts from registered memory into the peer's region, then
+  ``pn_rma_flush``.
 * ``sockets``: ``pn_sockbench`` (a plain TCP program, no libparanic) between nodes 0
   and 1 under ``LD_PRELOAD=libparanic_sock.so``; on sim it times with the library's
   ``pn_sock_now_ns`` (simulated time). A row whose connection was not a ParaNIC one
@@ -120,8 +127,8 @@ LAYERS: tuple[Layer, ...] = (
     Layer("sockets", "TCP sockets over ports (LD_PRELOAD)", "ports", _sockbench("cluster", "sockets", True),
           "socket", "port"),
     Layer("pvm", "PVM over the emulated sockets", "sockets", None, "pvm", "socket"),
-    Layer("am", "active messages", "ports", None),
-    Layer("rma", "remote memory access (put/get)", "ports", None),
+    Layer("am", "active messages: request + reply handlers", "ports", _pn_bench("am")),
+    Layer("rma", "RMA: put into a registered region", "ports", _pn_bench("rma")),
     Layer("os-tcp", "the OS's TCP over loopback (no ParaNIC)", None, _sockbench("loopback", "os-tcp", False),
           "socket_self", None, parastation_os=True, native_only=True),
 )
