@@ -121,13 +121,16 @@ def test_parse_layers():
 
 
 def test_pn_bench_ports_mode(run_nodes):
-    """pn_bench --layer ports: ping-pong (eager) and stream (rendezvous at 1 MiB) rows;
-    a bad layer name in the list exits 2 with a message."""
-    r = run_nodes([str(BIN / "pn_bench"), "--layer", "ports", "--bench", "pingpong,stream", "--min", "8",
+    """pn_bench --layer ports: pairwise, ping-pong and stream rows, eager and rendezvous
+    (pairwise above the eager limit: both nodes send before they receive, which two
+    blocking rendezvous sends could not); a bad layer name in the list exits 2 with a
+    message."""
+    r = run_nodes([str(BIN / "pn_bench"), "--layer", "ports", "--bench", "pairwise,pingpong,stream", "--min", "8",
                    "--max", str(1 << 20), "--scale", "0.01"], 2, "layers-ports", timeout=120)
     assert r.rc == 0, r.out
     rows = [json.loads(ln) for ln in r.nodes[0] if ln.startswith("{")]
-    assert {(x["bench"], x["bytes"]) for x in rows} == {(b, 8 << i) for b in ("pingpong", "stream") for i in range(18)}
+    assert {(x["bench"], x["bytes"]) for x in rows} == {(b, 8 << i) for b in ("pairwise", "pingpong", "stream")
+                                                         for i in range(18)}
     assert all(x["layer"] == "ports" and x["latency_ns"] > 0 and x["MBps"] > 0 for x in rows)
     r = run_nodes([str(BIN / "pn_bench"), "--layer", "hal,portz"], 2, "layers-bad", timeout=30)
     assert r.rc != 0 and "unknown layer 'portz'" in r.out
