@@ -11,8 +11,10 @@ PVM's hello (hello.pvm + hello_other), master/slave (master1 + slave1) and pn_pv
   so that the three pvmds (one machine) each have their own address: checks host names,
   rsh start, PVM's own protocol and the examples' results; the traffic is the OS's.
 * test_pvm_over_paranic: the same run over libparanic_sock.so (10.77.0.0/24, which the OS
-  does not have): pvmd-pvmd UDP and task-task TCP over ports. Expected to fail until the
-  socket library carries UDP and several processes per node (see the xfail reason).
+  does not have): pvmd-pvmd UDP and task-task TCP over ports, checked by the library's
+  counters (the master pvmd's exit line with PARANIC_SOCK_DEBUG, the ring workers'
+  pn_sock_stat("tcp_remote")) and debug lines (pvmd' taking over the inherited UDP
+  socket; a task accepting a connection from another node).
 """
 
 from __future__ import annotations
@@ -92,10 +94,10 @@ def test_rsh_starts_a_process_of_the_node(userlib_build, tmp_path):
     assert bad.returncode == 2 and "unknown host pn-node3" in bad.stderr
 
 
-def check_pvm_run(r: subprocess.CompletedProcess, work: Path, addr_prefix: str) -> list[str]:
+def check_pvm_run(r: subprocess.CompletedProcess, work: Path, addr_prefix: str) -> dict[int, tuple[str, int]]:
     """The job's node-0 output: 3 hosts; hello's answer from another host; master1's 9
     results each as expected; every ring worker's sum right, workers on every host; the
-    pvmds at their nodes' addresses; halt."""
+    pvmds at their nodes' addresses; halt. Returns worker index -> (host, tcp_remote)."""
     out = node0(r.stdout)
     text = "\n".join(out) + "\n" + r.stderr + "\n" + logs(work)
     assert r.returncode == 0 and "ok pvm" in out, text
@@ -106,12 +108,14 @@ def check_pvm_run(r: subprocess.CompletedProcess, work: Path, addr_prefix: str) 
     assert sorted(int(m.group(2)) for m in got) == list(range(3 * NODES)), text
     assert all(float(m.group(1)) == float(m.group(3)) for m in got), text
     assert f"ok ring workers={2 * NODES} ints=16384 hosts={NODES}" in out, text
-    workers = [re.fullmatch(r"worker (\d+) on (pn-node\d+) sum (\d+) ok", ln) for ln in out]
-    assert {m.group(2) for m in workers if m} == {f"pn-node{i}" for i in range(NODES)}, text
+    workers = [re.fullmatch(r"worker (\d+) on (pn-node\d+) sum (\d+) ok tcp_remote (-?\d+)", ln) for ln in out]
+    ring = {int(m.group(1)): (m.group(2), int(m.group(4))) for m in workers if m}
+    assert sorted(ring) == list(range(2 * NODES)), text
+    assert {host for host, _ in ring.values()} == {f"pn-node{i}" for i in range(NODES)}, text
     for i in range(NODES):
         log = "\n".join(p.read_text(errors="replace") for p in work.glob(f"pvm/node{i}/pvml.*"))
         assert re.search(rf"pn-node{i} \({re.escape(addr_prefix)}{i + 1}:\d+\)", log), text
-    return out
+    return ring
 
 
 def pvm_env(ring: Path, **extra: str) -> dict[str, str]:
@@ -122,21 +126,40 @@ def test_pvm_over_the_os(ring, tmp_path):
     work = tmp_path / "w"
     r = paranic_run(["sh", str(JOB), str(work), "hello.pvm", "master1", str(ring)], tmp_path,
                     pvm_env(ring, PARANIC_SOCK="0", PARANIC_SOCK_NET="127.1.0.0/24"))
-    check_pvm_run(r, work, "127.1.0.")
+    ring = check_pvm_run(r, work, "127.1.0.")
+    assert all(remote == 0 for _, remote in ring.values()), ring   # preloaded, but off: the OS's TCP
 
 
-@pytest.mark.xfail(reason="libparanic_sock.so does not carry UDP yet: pvmd binds its two UDP sockets "
-                          "(netsock, ppnetsock) to its node's cluster address 10.77.0.N, which the OS does not "
-                          "have (mksocs() bind netsock: EADDRNOTAVAIL); the tasks' direct TCP routes further need "
-                          "several processes per node (pvmd, tasks) on the socket port", strict=False)
 def test_pvm_over_paranic(ring, tmp_path):
     work = tmp_path / "w"
     r = paranic_run(["sh", str(JOB), str(work), "hello.pvm", "master1", str(ring)], tmp_path,
                     pvm_env(ring, PARANIC_SOCK_DEBUG="2"))
-    check_pvm_run(r, work, "10.77.0.")
+    workers = check_pvm_run(r, work, "10.77.0.")
+    log = logs(work)
+    # Task-task TCP: worker i sends to worker i+1 over a direct route; between hosts that
+    # is a cluster TCP connection, which both workers' libraries count (tcp_remote).
+    n = len(workers)
+    for i in range(n):
+        j = (i + 1) % n
+        if workers[i][0] != workers[j][0]:
+            assert workers[i][1] >= 1 and workers[j][1] >= 1, (i, j, workers)
+    assert any(workers[i][0] != workers[(i + 1) % n][0] for i in range(n)), workers
+    # pvmd-pvmd UDP: the master pvmd (stderr: pvmd.out) sent and received datagrams over
+    # ports, and never had to take its sockets back; its helper pvmd' (another process)
+    # took over the inherited UDP socket (ppnetsock) to report the started hosts.
+    out = (work / "pvmd.out").read_text(errors="replace")
+    exits = {pid: tuple(map(int, c)) for pid, *c in
+             re.findall(r"paranic_sock\[(\d+)\]: exit: .*counters: tcp_opened \d+ tcp_remote \d+ "
+                        r"udp_sent (\d+) udp_recv (\d+) udp_taken (\d+)", out)}
+    opened = re.findall(r"paranic_sock\[(\d+)\]: port open at node 0 ", out)
+    master = opened[0] if opened else None
+    assert master in exits, out
+    sent, recv, taken = exits[master]
+    assert sent >= 2 * (NODES - 1) and recv >= 2 * (NODES - 1) and taken == 0, (exits, out)
+    takers = re.findall(r"paranic_sock\[(\d+)\]: UDP port \d+ taken over", out)
+    assert takers and master not in takers, out
     # The tasks' stderr (the library's debug lines) reaches the master pvmd's log: some
     # process of one node accepted a ParaNIC connection from another node (a direct route).
-    log = logs(work)
     node_of = {pid: int(n) for pid, n in re.findall(r"paranic_sock\[(\d+)\]: node (\d+) of", log)}
     reqs = [(node_of.get(pid), int(src)) for pid, src in
             re.findall(r"paranic_sock\[(\d+)\]: REQ from node (\d+) ctx \d+ for port \d+: accepted", log)]

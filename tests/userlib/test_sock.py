@@ -9,7 +9,8 @@ each, or two with pn_launch -p 2).
   a connection to the node's own address, a killed peer (ECONNRESET), a process
   outside a job (everything the OS's); UDP (boundaries, truncation, peek, non-blocking,
   poll/select, connect, INADDR_ANY serving the cluster and the OS), epoll over mixed sets,
-  fork and exec; 2 nodes x 2 processes connecting to each other and exchanging datagrams.
+  fork and exec, a cluster UDP socket shared by parent and child over fork (fork_udp);
+  2 nodes x 2 processes connecting to each other and exchanging datagrams.
 * Debian's NPtcp (NetPIPE) and iperf3 between two nodes under `paranic run --backend sw
   --nodes 2`: NPtcp's integrity check up to 1 MiB and a measuring run whose result file
   must have its rows; iperf3 with a byte count, both directions, and in UDP mode.
@@ -77,7 +78,7 @@ def test_library_exports_the_socket_calls_only(userlib_build):
 # ---- the C test program --------------------------------------------------------------------------
 
 @pytest.mark.parametrize("case", ["echo", "many", "eof", "nonblock", "mixed", "refused", "cross", "udp", "epoll",
-                                  "fork"])
+                                  "fork", "fork_udp"])
 def test_cases(run_nodes, case):
     """Two nodes, node 1 serving, node 0 the client (sock_test.c says what each case checks)."""
     r = run_nodes(preloaded(case), 2, f"sock-{case}", timeout=40)
@@ -142,7 +143,7 @@ def test_nobody_there_refuses(run_nodes):
 
 def test_killed_peer_resets(run_nodes):
     """Node 1 kills itself (SIGKILL) while node 0 waits in read: the read ends with ECONNRESET
-    (the peer's pid is gone; checked every 100 ms), not a hang."""
+    (the peer's pid is gone: checked every 100 ms, reset 400 ms after), not a hang."""
     r = run_nodes(preloaded("reset"), 2, "sock-reset", timeout=30, extra=[])
     line = r.ok(0, "reset client")
     assert "launch: node 1 killed by signal 9" in r.out, r.out

@@ -558,6 +558,8 @@ SK_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 
 SK_EXPORT int close(int fd)
 {
+	if (!sk_in && sk_internal_fd(fd))
+		return 0;   /* the socket port's own: kept (sock_int.h) */
 	if (sk_peek(fd) || (!sk_in && __atomic_load_n(&G.eps, __ATOMIC_RELAXED))) {
 		sk_enter();
 		if (G.eps) {
@@ -825,6 +827,10 @@ SK_EXPORT int dup(int fd)
 SK_EXPORT int dup2(int oldfd, int newfd)
 {
 	int r;
+	if (!sk_in && oldfd != newfd && sk_internal_fd(newfd)) {
+		errno = EBUSY;   /* the socket port's own fd stays */
+		return -1;
+	}
 	if (!sk_peek(oldfd) && !sk_peek(newfd))
 		return REAL(dup2)(oldfd, newfd);
 	sk_enter();
@@ -838,6 +844,10 @@ SK_EXPORT int dup2(int oldfd, int newfd)
 SK_EXPORT int dup3(int oldfd, int newfd, int flags)
 {
 	int r;
+	if (!sk_in && oldfd != newfd && sk_internal_fd(newfd)) {
+		errno = EBUSY;
+		return -1;
+	}
 	if (!sk_peek(oldfd) && !sk_peek(newfd))
 		return REAL(dup3)(oldfd, newfd, flags);
 	sk_enter();
@@ -962,11 +972,14 @@ SK_EXPORT int pn_sock_fd_kind(int fd)
 /* For the tests: the library's counters by name (UDP: "udp_sent", "udp_recv",
  * "udp_nobody" (sent to a cluster port nobody has bound: dropped), "udp_unbound"
  * (arrived for a port no socket has any more: dropped), "udp_full" (the receive queue
- * was full: dropped), "udp_failed" (the ports layer failed the send)); -1 unknown. */
+ * was full: dropped), "udp_failed" (the ports layer failed the send), "udp_taken" (a
+ * UDP port shared over fork taken over from another process); TCP: "tcp_opened"
+ * (cluster connections opened, by connect or by a listener), "tcp_remote" (those with
+ * a peer on another node)); -1 unknown. */
 SK_EXPORT long long pn_sock_stat(const char *name)
 {
 	static const char *const names[SK_ST_N] = {"udp_sent", "udp_recv", "udp_nobody", "udp_unbound", "udp_full",
-						   "udp_failed"};
+						   "udp_failed", "udp_taken", "tcp_opened", "tcp_remote"};
 	long long v = -1;
 	sk_enter();
 	for (int i = 0; i < SK_ST_N; i++)

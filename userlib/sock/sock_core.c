@@ -18,6 +18,7 @@
  */
 #include "sock_int.h"
 
+#include <dirent.h>
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -48,20 +49,33 @@ void sk_resolve(void)
 #undef R
 }
 
-static void warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void warn(const char *fmt, ...)
+static void vwarn(const char *fmt, va_list ap)
 {
 	char buf[512];
-	va_list ap;
 	int n = snprintf(buf, sizeof(buf), "paranic_sock[%d]: ", (int)getpid());
-	va_start(ap, fmt);
 	n += vsnprintf(buf + n, sizeof(buf) - (size_t)n - 1, fmt, ap);
-	va_end(ap);
 	if (n > (int)sizeof(buf) - 2)
 		n = (int)sizeof(buf) - 2;
 	buf[n++] = '\n';
 	if (REAL(write)(2, buf, (size_t)n) < 0)
 		return;
+}
+
+static void warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void warn(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vwarn(fmt, ap);
+	va_end(ap);
+}
+
+void sk_warn(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vwarn(fmt, ap);
+	va_end(ap);
 }
 
 void sk_enter(void)
@@ -179,11 +193,13 @@ static void sk_config(void)
 
 /* The child of a fork must not use the parent's port (a context belongs to one
  * process): the sockets it inherited that only the port served (connections, cluster
- * listeners and UDP sockets) are stale, every call on them fails with EBADF; the ones
- * the OS serves too (a wildcard listener, a UDP socket bound to INADDR_ANY) become the
- * OS's sockets in the child. Its new sockets open a port of its own (any free context)
- * on first need. The parent's connections, requests and directory entries stay the
- * parent's: the child forgets them (their memory is left alone). */
+ * listeners) are stale, every call on them fails with EBADF; the ones the OS serves too
+ * (a wildcard listener, a UDP socket bound to INADDR_ANY) become the OS's sockets in the
+ * child. An inherited UDP socket on the cluster only (bound to the node's address) is
+ * shared: the child's first use opens its own port and takes the socket's directory
+ * entry over (sk_udp_claim, sock_udp.c). Its new sockets open a port of its own (any free
+ * context) on first need. The parent's connections, requests and directory entries stay
+ * the parent's: the child forgets them (their memory is left alone). */
 static void sk_atfork_child(void)
 {
 	pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
@@ -199,16 +215,17 @@ static void sk_atfork_child(void)
 			s->dir = 0;   /* a port it bound is the parent's entry */
 		} else if (s->os) {
 			G.fds[fd] = NULL;   /* an OS socket only, from now on */
-		} else {
+		} else if (s->type != SK_UDP) {
 			s->stale = 1;
 			s->dir = 0;
 		}
 	}
+	sk_udp_fork(1);   /* (G.udps: the inherited UDP sockets on the cluster only) */
 	G.port = NULL;
+	G.n_ifd = 0;   /* the parent's port's fds: the child may close its copies */
 	G.open_failed = 0;
 	G.conns = NULL;
 	G.listeners = NULL;
-	G.udps = NULL;
 	G.dh = G.uh = NULL;
 	G.uinflight = 0;
 	G.dir_used = 0;
@@ -218,13 +235,26 @@ static void sk_atfork_child(void)
 	G.gen = (uint32_t)getpid() * 2654435761u;
 }
 
+/* The parent of a fork: its UDP sockets on the cluster are shared with the child now. */
+static void sk_atfork_parent(void)
+{
+	int locked = !sk_in;
+	if (!G.active)
+		return;
+	if (locked)
+		sk_enter();
+	sk_udp_fork(0);
+	if (locked)
+		sk_leave();
+}
+
 static void sk_fini(void);
 
 __attribute__((constructor)) static void sk_init(void)
 {
 	sk_resolve();
 	sk_config();
-	pthread_atfork(NULL, NULL, sk_atfork_child);
+	pthread_atfork(NULL, sk_atfork_parent, sk_atfork_child);
 	if (G.debug && G.active)
 		warn("node %u of %u, address %u.%u.%u.%u, context %d (-1: any free one)", G.node, G.nodes,
 		     G.my_addr >> 24, (G.my_addr >> 16) & 255, (G.my_addr >> 8) & 255, G.my_addr & 255,
@@ -236,11 +266,30 @@ __attribute__((destructor)) static void sk_destructor(void)
 	sk_fini();
 }
 
+/* The process's open fds (below SK_MAX_FD) as a bit set, from /proc/self/fd. */
+static uint64_t fds_before[SK_MAX_FD / 64], fds_after[SK_MAX_FD / 64];
+
+static int fd_scan(uint64_t *bits)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	memset(bits, 0, SK_MAX_FD / 8);
+	if (!d)
+		return -1;
+	while ((e = readdir(d))) {
+		long fd = strtol(e->d_name, NULL, 10);
+		if (e->d_name[0] >= '0' && e->d_name[0] <= '9' && fd >= 0 && fd < SK_MAX_FD && fd != dirfd(d))
+			bits[fd / 64] |= 1ull << (fd % 64);
+	}
+	closedir(d);
+	return 0;
+}
+
 pn_port_t *sk_port(void)
 {
 	pn_port_opts_t o;
 	const char *b;
-	int r;
+	int r, scanned;
 
 	if (G.port)
 		return G.port;
@@ -248,6 +297,7 @@ pn_port_t *sk_port(void)
 		return NULL;
 	pn_port_opts_init(&o);
 	o.hal.ctx = G.ctx_fixed ? (int)G.ctx : PN_CTX_ANY;
+	scanned = fd_scan(fds_before) == 0;
 	r = pn_port_open(&G.port, &o);
 	if (r < 0) {
 		G.port = NULL;
@@ -260,10 +310,21 @@ pn_port_t *sk_port(void)
 		return NULL;
 	}
 	G.ctx = (unsigned)pn_port_ctx(G.port);
+	/* The fds the port opened (sim: the simulator's socket and the memory; pci: the
+	 * device; the daemon's connection) must outlive a program that closes every fd it
+	 * does not know (pvmd does when it starts): the program's close of them is ignored. */
+	if (scanned && fd_scan(fds_after) == 0) {
+		int n = 0;
+		for (int w = 0; w < SK_MAX_FD / 64; w++)
+			for (uint64_t x = fds_after[w] & ~fds_before[w]; x && n < SK_MAX_IFD; x &= x - 1)
+				G.ifd[n++] = w * 64 + __builtin_ctzll(x);
+		__atomic_store_n(&G.n_ifd, n, __ATOMIC_RELEASE);
+	}
 	b = pn_backend_name(pn_port_hal(G.port));
 	G.local_pids = b && (!strcmp(b, "sw") || !strcmp(b, "sim"));
 	if (G.debug)
-		warn("port open at node %d context %d (%s)", pn_port_node(G.port), pn_port_ctx(G.port), b);
+		warn("port open at node %d context %d (%s), %d fds of its own", pn_port_node(G.port),
+		     pn_port_ctx(G.port), b, G.n_ifd);
 	return G.port;
 }
 
@@ -649,13 +710,23 @@ static int pid_alive(int32_t pid)
 	return !(p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X'));
 }
 
-/* A peer on this host whose process is gone: the connection is reset. */
+/* A peer on this host whose process is gone: the connection is reset, SK_DEAD_GRACE_NS
+ * after its death was first seen. The grace is for data the peer sent before it exited
+ * and that is still on the way (its sends completed when its NIC had read the data: on
+ * sim the packets may still be in the simulated network for a while); it arrives and
+ * is read, then the peer's CLOSE ends the connection normally. */
 void sk_pid_check(struct conn *c, uint64_t now)
 {
 	if (!c->pid_ok || c->error || c->state != CS_OPEN || now < c->live_at)
 		return;
 	c->live_at = now + (G.finished ? SK_LIVE_NS / 100 : SK_LIVE_NS);
-	if (!pid_alive(c->peer_pid)) {
+	if (pid_alive(c->peer_pid)) {
+		c->dead_at = 0;
+		return;
+	}
+	if (!c->dead_at)
+		c->dead_at = now;
+	if (now - c->dead_at >= SK_DEAD_GRACE_NS || G.finished) {
 		c->error = ECONNRESET;
 		if (G.debug)
 			warn("connection %08x: peer process %d is gone", c->id, (int)c->peer_pid);
@@ -669,6 +740,9 @@ static void conn_opened(struct conn *c, uint32_t peer_id, int32_t pid, const uin
 	c->peer_pid = pid;
 	c->pid_ok = G.local_pids && !memcmp(boot, G.boot, sizeof(G.boot));
 	c->live_at = now + SK_LIVE_NS;
+	G.stat[SK_ST_TCP_OPENED]++;
+	if (c->peer_node != G.node)
+		G.stat[SK_ST_TCP_REMOTE]++;
 }
 
 /* The next message of c, if one has arrived: data that fits buf (cap) goes there (its
@@ -1582,8 +1656,13 @@ static void sk_fini(void)
 		unsigned open_ = 0, zombies = 0;
 		for (struct conn *c = G.conns; c; c = c->next)
 			c->closed ? zombies++ : open_++;
-		warn("exit: %u connections open, %u closed ones still draining", open_, zombies);
+		warn("exit: %u connections open, %u closed ones still draining; counters: tcp_opened %llu tcp_remote %llu "
+		     "udp_sent %llu udp_recv %llu udp_taken %llu", open_, zombies,
+		     (unsigned long long)G.stat[SK_ST_TCP_OPENED], (unsigned long long)G.stat[SK_ST_TCP_REMOTE],
+		     (unsigned long long)G.stat[SK_ST_UDP_SENT], (unsigned long long)G.stat[SK_ST_UDP_RECV],
+		     (unsigned long long)G.stat[SK_ST_UDP_TAKEN]);
 	}
+	__atomic_store_n(&G.n_ifd, 0, __ATOMIC_RELEASE);
 	pn_port_close(G.port);
 	G.port = NULL;
 	sk_leave();

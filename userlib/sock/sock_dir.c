@@ -12,6 +12,11 @@
  * node to leave removes the segment (marking it dead first, so a process that mapped
  * it meanwhile maps a fresh one).
  *
+ * A forked child that uses a UDP socket it inherited (bound on the cluster) takes the
+ * entry over (sk_dir_claim): the entry then names the child and remembers the previous
+ * owner, which gets it back when the child closes the socket or dies, or takes it back
+ * by using the socket itself (docs/sockets.md, "fork and exec").
+ *
  * On sw and sim every node of a job runs on one host: a connector maps the target
  * node's directory and reads it (sk_dir_lookup). On a real cluster that lookup becomes
  * a request to the target node's paranicd; sk_dir_lookup is the one function to swap.
@@ -33,9 +38,11 @@ struct sk_dirent {
 	uint8_t proto;     /* 0: free, else SK_PROTO_TCP / SK_PROTO_UDP */
 	uint8_t pad;
 	uint16_t ctx;
-	uint16_t pad2;
+	uint16_t prev_ctx;
 	int32_t pid;
 	uint32_t inst;     /* the owner's library instance: an entry of a pid that has exec'd is stale */
+	int32_t prev_pid;  /* 0, or the owner it was taken over from (a UDP socket shared over fork) */
+	uint32_t prev_inst;
 };
 
 struct sk_dir {
@@ -122,6 +129,45 @@ static void dir_unlock(struct sk_dir *d)
 	__atomic_store_n(&d->lock, 0, __ATOMIC_RELEASE);
 }
 
+static int live_owner(int32_t pid, uint32_t in)
+{
+	return alive(pid) && !(pid == (int32_t)getpid() && in != my_inst());
+}
+
+/* Under the lock: an owner that died (or exec'd since) gives the entry back to the
+ * previous owner, if that one lives, else the entry is free; a dead previous owner is
+ * forgotten. */
+static void ent_fix(struct sk_dirent *e)
+{
+	if (!e->proto)
+		return;
+	if (e->prev_pid && !live_owner(e->prev_pid, e->prev_inst))
+		e->prev_pid = 0;
+	if (live_owner(e->pid, e->inst))
+		return;
+	if (!e->prev_pid) {
+		__atomic_store_n(&e->proto, 0, __ATOMIC_RELEASE);
+		return;
+	}
+	e->ctx = e->prev_ctx;
+	e->inst = e->prev_inst;
+	__atomic_store_n(&e->pid, e->prev_pid, __ATOMIC_RELEASE);
+	e->prev_pid = 0;
+}
+
+/* Under the lock: this process lets go of the entry (close, exit). */
+static void ent_release(struct sk_dirent *e, int32_t me)
+{
+	if (!e->proto)
+		return;
+	if (e->prev_pid == me)
+		e->prev_pid = 0;
+	if (e->pid != me)
+		return;
+	e->pid = 0;   /* not alive: the previous owner, if any, has it again */
+	ent_fix(e);
+}
+
 /* A live mapping of node's directory (a fresh one when the mapped one was removed). */
 static struct sk_dir *dir_get(unsigned node, int create)
 {
@@ -150,8 +196,7 @@ int sk_dir_add(unsigned proto, uint16_t port, unsigned ctx)
 		}
 		for (unsigned i = 0; i < SK_DIR_ENTRIES; i++) {
 			struct sk_dirent *e = &d->e[i];
-			if (e->proto && (!alive(e->pid) || (e->pid == (int32_t)getpid() && e->inst != my_inst())))
-				e->proto = 0;   /* its owner died (or this pid exec'd since): reclaimed */
+			ent_fix(e);   /* its owner died (or this pid exec'd since): reclaimed */
 			if (!e->proto) {
 				if (!freee)
 					freee = e;
@@ -173,6 +218,7 @@ int sk_dir_add(unsigned proto, uint16_t port, unsigned ctx)
 			freee->ctx = (uint16_t)ctx;
 			freee->pid = (int32_t)getpid();
 			freee->inst = my_inst();
+			freee->prev_pid = 0;
 			__atomic_store_n(&freee->proto, (uint8_t)proto, __ATOMIC_RELEASE);
 		}
 		dir_unlock(d);
@@ -188,10 +234,78 @@ void sk_dir_del(unsigned proto, uint16_t port)
 	if (!d)
 		return;
 	dir_lock(d);
-	for (unsigned i = 0; i < SK_DIR_ENTRIES; i++)
-		if (d->e[i].proto == proto && d->e[i].port == port && d->e[i].pid == me && d->e[i].inst == my_inst())
-			__atomic_store_n(&d->e[i].proto, 0, __ATOMIC_RELEASE);
+	for (unsigned i = 0; i < SK_DIR_ENTRIES; i++) {
+		struct sk_dirent *e = &d->e[i];
+		if (e->proto == proto && e->port == port &&
+		    ((e->pid == me && e->inst == my_inst()) || (e->prev_pid == me && e->prev_inst == my_inst())))
+			ent_release(e, me);
+	}
 	dir_unlock(d);
+}
+
+/* Make this process the owner of (proto, port) on its node, the live owner it takes it
+ * from becoming the entry's previous owner (an inherited UDP socket, docs/sockets.md).
+ * *slot: a hint where the entry is (checked without the lock: ours already is the
+ * common case). 1: taken over from another live process, 0: ours already (or added
+ * afresh), negative errno. */
+int sk_dir_claim(unsigned proto, uint16_t port, unsigned ctx, int *slot)
+{
+	int32_t me = (int32_t)getpid();
+	struct sk_dir *d = dir_get(G.node, 1);
+	struct sk_dirent *e, *freee = NULL;
+	int r = 0;
+
+	if (!d)
+		return -ENOMEM;
+	if (*slot >= 0 && *slot < SK_DIR_ENTRIES) {
+		e = &d->e[*slot];
+		if (__atomic_load_n(&e->proto, __ATOMIC_ACQUIRE) == proto && e->port == port &&
+		    __atomic_load_n(&e->pid, __ATOMIC_ACQUIRE) == me && e->inst == my_inst() && !d->dead)
+			return 0;
+	}
+	dir_lock(d);
+	if (d->dead) {   /* removed under us: add to the new one */
+		dir_unlock(d);
+		r = sk_dir_add(proto, port, ctx);
+		return r < 0 ? r : 0;
+	}
+	for (unsigned i = 0; i < SK_DIR_ENTRIES; i++) {
+		e = &d->e[i];
+		ent_fix(e);
+		if (!e->proto) {
+			if (!freee)
+				freee = e;
+			continue;
+		}
+		if (e->proto != proto || e->port != port)
+			continue;
+		*slot = (int)i;
+		if (e->pid == me && e->inst == my_inst()) {
+			dir_unlock(d);
+			return 0;
+		}
+		e->prev_pid = e->pid;   /* live (ent_fix) */
+		e->prev_inst = e->inst;
+		e->prev_ctx = e->ctx;
+		e->ctx = (uint16_t)ctx;
+		e->inst = my_inst();
+		__atomic_store_n(&e->pid, me, __ATOMIC_RELEASE);
+		dir_unlock(d);
+		return 1;
+	}
+	if (!freee) {
+		r = -ENOBUFS;
+	} else {   /* nobody has it any more (the owner closed it or died): ours */
+		*slot = (int)(freee - d->e);
+		freee->port = port;
+		freee->ctx = (uint16_t)ctx;
+		freee->pid = me;
+		freee->inst = my_inst();
+		freee->prev_pid = 0;
+		__atomic_store_n(&freee->proto, (uint8_t)proto, __ATOMIC_RELEASE);
+	}
+	dir_unlock(d);
+	return r;
 }
 
 int sk_dir_lookup(unsigned node, unsigned proto, uint16_t port, unsigned *ctx, int32_t *pid)
@@ -202,10 +316,16 @@ int sk_dir_lookup(unsigned node, unsigned proto, uint16_t port, unsigned *ctx, i
 	for (unsigned i = 0; i < SK_DIR_ENTRIES; i++) {
 		const struct sk_dirent *e = &d->e[i];
 		if (__atomic_load_n(&e->proto, __ATOMIC_ACQUIRE) == proto && e->port == port) {
-			int32_t p = e->pid;
-			unsigned c = e->ctx;
-			if (e->proto != proto || e->port != port || !alive(p))
+			int32_t p = __atomic_load_n(&e->pid, __ATOMIC_ACQUIRE), pp = e->prev_pid;
+			unsigned c = e->ctx, pc = e->prev_ctx;
+			if (e->proto != proto || e->port != port)
 				continue;
+			if (!alive(p)) {   /* the owner died: the one it took the entry from, if alive */
+				if (!pp || !alive(pp))
+					continue;
+				p = pp;
+				c = pc;
+			}
 			*ctx = c;
 			if (pid)
 				*pid = p;
@@ -215,7 +335,7 @@ int sk_dir_lookup(unsigned node, unsigned proto, uint16_t port, unsigned *ctx, i
 	return -ECONNREFUSED;
 }
 
-/* After fork the child owns none of the parent's entries; its mappings stay valid. */
+/* At exit: this process's entries are freed (or given back to their previous owners). */
 void sk_dir_fini(void)
 {
 	struct sk_dir *d = dir_get(G.node, 0);
@@ -228,8 +348,8 @@ void sk_dir_fini(void)
 	dir_lock(d);
 	for (unsigned i = 0; i < SK_DIR_ENTRIES; i++) {
 		struct sk_dirent *e = &d->e[i];
-		if (e->proto && (e->pid == me || !alive(e->pid)))
-			e->proto = 0;
+		ent_release(e, me);
+		ent_fix(e);
 		live += e->proto != 0;
 	}
 	if (!live && !d->dead && dir_name(G.node, name, sizeof(name)) == 0) {

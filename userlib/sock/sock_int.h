@@ -40,8 +40,10 @@
 #define SK_EXPORT __attribute__((visibility("default")))
 #define SK_MAX_FD 65536      /* fds at or above are never ParaNIC sockets */
 #define SK_MAX_OPTS 16
+#define SK_MAX_IFD 8         /* fds the port's backend holds (sk_internal_fd) */
 #define SK_SERVICE_NS 50000ull        /* service() at most this often in busy loops */
 #define SK_LIVE_NS 100000000ull       /* peer pid checked this often */
+#define SK_DEAD_GRACE_NS 400000000ull /* a dead peer's connection is reset this long after */
 #define SK_DRAIN_AFTER_NS 200000ull   /* a blocked write pulls incoming data after this */
 #define SK_RETRY_NS 20000000ull       /* a refused connect is retried this often (connect wait) */
 
@@ -134,6 +136,9 @@ struct sock {
 	int type, family, nonblock;
 	int dgram;             /* a SOCK_DGRAM (UDP) socket */
 	int stale;             /* inherited over fork from the parent's port: EBADF */
+	int adopt;             /* SK_UDP on the cluster inherited over fork: the first use takes it over */
+	int shared;            /* SK_UDP that another process may use too (fork): each use claims the port */
+	int dslot;             /* where its directory entry was last seen (a hint) */
 	unsigned dir;          /* its port is in the node's directory (SK_PROTO_*) */
 	int os;                /* the fd is a real OS socket (SK_CAND, an OS-backed SK_LISTEN) */
 	int bound_any;         /* SK_CAND bound by the OS to the wildcard address */
@@ -186,10 +191,11 @@ struct conn {
 	struct sk_req req;
 	struct sk_ack ack;
 	uint64_t t0, retry_at, live_at;
+	uint64_t dead_at;           /* when the peer's process was first seen gone (0: alive) */
 };
 
 enum { SK_ST_UDP_SENT, SK_ST_UDP_RECV, SK_ST_UDP_NOBODY, SK_ST_UDP_UNBOUND, SK_ST_UDP_FULL, SK_ST_UDP_FAILED,
-       SK_ST_N };
+       SK_ST_UDP_TAKEN, SK_ST_TCP_OPENED, SK_ST_TCP_REMOTE, SK_ST_N };
 
 struct sk_ep;
 
@@ -214,8 +220,10 @@ struct sk_global {
 	struct sock *udps;          /* UDP sockets with a port on the cluster */
 	struct psend *uh;           /* datagrams in flight */
 	size_t uinflight;
-	uint64_t stat[8];           /* SK_ST_* */
+	uint64_t stat[SK_ST_N];     /* SK_ST_* */
 	struct sk_ep *eps;          /* epoll instances with entries of ours */
+	int ifd[SK_MAX_IFD];        /* the port's own fds (backend socket, memory, device): kept open */
+	int n_ifd;
 	uint64_t chan_used[1024];
 	uint32_t next_chan, gen;
 	uint32_t next_req;
@@ -228,6 +236,7 @@ extern struct sk_global G;
 extern __thread int sk_in __attribute__((tls_model("initial-exec")));
 
 void sk_enter(void);
+void sk_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));   /* "paranic_sock[pid]: ..." on stderr */
 void sk_leave(void);
 /* Release the lock and back off (spin, yield, sleep), take it again. */
 void sk_pause(struct pn_backoff *b);
@@ -247,6 +256,16 @@ struct sock *sk_new(int type, int family);
 void sk_untrack(int fd);                  /* an SK_CAND becomes a plain OS socket */
 
 pn_port_t *sk_port(void);
+/* fd is one the socket port's backend holds (the simulator's socket, the device, the
+ * daemon connection): the program's close() of it is ignored (daemons close every fd). */
+static inline int sk_internal_fd(int fd)
+{
+	int n = __atomic_load_n(&G.n_ifd, __ATOMIC_ACQUIRE);
+	for (int i = 0; i < n; i++)
+		if (G.ifd[i] == fd)
+			return 1;
+	return 0;
+}
 int sk_cluster_addr(const struct sockaddr *sa, socklen_t len, uint32_t *addr, uint16_t *port, int *any);
 int sk_fill_addr(int family, uint32_t addr, uint16_t port, struct sockaddr *sa, socklen_t *len);
 int sk_placeholder(int fd);
@@ -274,6 +293,7 @@ int sk_dir_add(unsigned proto, uint16_t port, unsigned ctx);   /* 0, -EADDRINUSE
 void sk_dir_del(unsigned proto, uint16_t port);
 int sk_dir_lookup(unsigned node, unsigned proto, uint16_t port, unsigned *ctx, int32_t *pid);   /* 0, -ECONNREFUSED */
 void sk_dir_fini(void);
+int sk_dir_claim(unsigned proto, uint16_t port, unsigned ctx, int *slot);   /* 1 taken over, 0 ours, -errno */
 int sk_register(struct sock *s, unsigned proto, uint16_t port);   /* port 0: an ephemeral one */
 
 /* UDP (sock_udp.c) */
@@ -286,6 +306,8 @@ short sk_udp_readiness(struct sock *s, short events);
 void sk_udp_pull(void);
 void sk_udp_reap(void);
 void sk_udp_destroy(struct sock *s);
+int sk_udp_claim(struct sock *s, int first);
+void sk_udp_fork(int child);
 int sk_udp_peername(struct sock *s, int fd, struct sockaddr *sa, socklen_t *len);
 size_t sk_udp_next_len(struct sock *s);
 

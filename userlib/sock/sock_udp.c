@@ -16,6 +16,14 @@
  * sk_service, polls and receives) into the socket's receive queue (at most
  * PARANIC_SOCK_RCVBUF bytes; beyond, dropped and counted); a datagram for a port
  * no socket of the process has any more is dropped and counted too.
+ *
+ * fork: a UDP socket on the cluster only is shared by the parent and the child, as a
+ * kernel socket is, but a port (and its receive queue) belongs to one process. The node's
+ * directory entry decides which process the datagrams to the socket's port reach: the
+ * child's first use of the inherited socket (any call, poll included) opens its own port
+ * and takes the entry over; afterwards either process takes it (back) when it sends or
+ * receives on the socket (sk_udp_claim). The entry remembers the owner it was taken
+ * from, who gets it back when the taker closes the socket or exits.
  */
 #include "sock_int.h"
 
@@ -187,11 +195,68 @@ int sk_udp_connect(struct sock *s, int fd, const struct sockaddr *sa, socklen_t 
 		return -ECONNREFUSED;
 	if (s->type == SK_CAND && (r = udp_autobind(s, fd)) < 0)
 		return r;
+	if ((r = sk_udp_claim(s, 1)) < 0)
+		return r;
 	s->peer_set = 1;
 	s->peer_node = node;
 	s->paddr = a;
 	s->pport = port;
 	return 0;
+}
+
+/* ---- sharing over fork ---------------------------------------------------------------------- */
+
+/* After fork. Parent (child 0): its UDP sockets on the cluster only are shared from now
+ * on. Child: they are its too, still to be adopted (its own port, the directory entry);
+ * its copy of their queues is the parent's and forgotten; wildcard sockets (the OS's in
+ * the child, sock_core.c) leave the list. */
+void sk_udp_fork(int child)
+{
+	struct sock *s = G.udps, *next;
+	if (!child) {
+		for (; s; s = s->unext)
+			if (!s->os && s->dir)
+				s->shared = 1;
+		return;
+	}
+	G.udps = NULL;
+	for (; s; s = next) {
+		next = s->unext;
+		if (s->os)
+			continue;
+		s->adopt = 1;
+		s->shared = 1;
+		s->dir = 0;   /* the parent's entry until the child takes it */
+		s->qh_d = s->qt_d = NULL;
+		s->qbytes = 0;
+		s->unext = G.udps;
+		G.udps = s;
+	}
+}
+
+/* Make this process the one the datagrams to s's port reach, if s is shared with
+ * another process (above). use: a send, receive or connect; otherwise (poll, FIONREAD)
+ * only a forked child's first touch of the inherited socket. 0 or -errno. */
+int sk_udp_claim(struct sock *s, int use)
+{
+	int r;
+	if (s->adopt) {
+		if (!sk_port())
+			return -EBADF;   /* no port of its own: the socket is unusable here */
+		s->adopt = 0;
+		s->dir = SK_PROTO_UDP;
+		G.dir_used = 1;
+	} else if (!use || !s->shared || !s->dir) {
+		return 0;
+	}
+	r = sk_dir_claim(SK_PROTO_UDP, s->lport, G.ctx, &s->dslot);
+	if (r == 1) {
+		G.stat[SK_ST_UDP_TAKEN]++;
+		if (G.debug)
+			sk_warn("UDP port %u taken over (context %u): shared with another process since a fork", s->lport,
+				G.ctx);
+	}
+	return r < 0 ? r : 0;
 }
 
 /* ---- send ---------------------------------------------------------------------------------- */
@@ -248,6 +313,8 @@ static ssize_t udp_send_cluster(struct sock *s, unsigned node, uint16_t dport, c
 			memcpy(copy + off, msg->msg_iov[i].iov_base, msg->msg_iov[i].iov_len);
 		off += msg->msg_iov[i].iov_len;
 	}
+	if (G.debug > 2)
+		sk_warn("DGRAM %zu bytes port %u -> node %u ctx %u port %u", len, s->lport, node, ctx, dport);
 	if (pn_port_isend(G.port, node, ctx, SK_CHAN_CTL, SK_DGRAM_TAG(s->lport, dport), copy, len, &ps->req) < 0) {
 		free(copy);
 		free(ps);
@@ -274,6 +341,8 @@ ssize_t sk_udp_sendmsg(struct sock *s, int fd, const struct msghdr *msg, int fla
 
 	for (size_t i = 0; i < msg->msg_iovlen; i++)
 		len += msg->msg_iov[i].iov_len;
+	if (s->type == SK_UDP && (r = sk_udp_claim(s, 1)) < 0)
+		return r;
 	if (!to) {
 		if (!s->peer_set || s->peer_node < 0) {
 			if (s->type == SK_UDP && !s->os)
@@ -369,6 +438,8 @@ static struct dgram *udp_head(struct sock *s)
 size_t sk_udp_next_len(struct sock *s)
 {
 	struct dgram *d;
+	if (sk_udp_claim(s, 0) < 0)
+		return 0;
 	sk_udp_pull();
 	d = udp_head(s);
 	return d ? d->len : 0;
@@ -405,8 +476,10 @@ static ssize_t udp_take(struct sock *s, struct dgram *d, struct msghdr *msg, int
 ssize_t sk_udp_recvmsg(struct sock *s, int fd, struct msghdr *msg, int flags)
 {
 	struct pn_backoff b = {0};
-	int nb = s->nonblock || (flags & MSG_DONTWAIT);
+	int nb = s->nonblock || (flags & MSG_DONTWAIT), r;
 
+	if ((r = sk_udp_claim(s, 1)) < 0)
+		return r;
 	for (;;) {
 		struct dgram *d;
 		sk_udp_pull();
@@ -446,7 +519,7 @@ ssize_t sk_udp_recvmsg(struct sock *s, int fd, struct msghdr *msg, int flags)
 short sk_udp_readiness(struct sock *s, short events)
 {
 	short rev = 0;
-	if (!G.port)
+	if (sk_udp_claim(s, 0) < 0 || !G.port)
 		return POLLERR | POLLHUP;
 	sk_udp_pull();
 	if (G.uh)

@@ -13,7 +13,8 @@
 #
 #   PVM_EP      where pvmd looks for the programs it spawns (hostfile ep=; default /usr/bin)
 #   PVM_WAIT_S  how long to wait for all hosts (default 30)
-# Output of node 0: "hosts N", each program's output, "ok pvm" (or "FAIL ...", exit 1).
+# Output of node 0: "hosts N", per program "run PROGRAM", its output and "time PROGRAM ms
+# T" (its wall time, PVM's task start included), "ok pvm" (or "FAIL ...", exit 1).
 [ "$PARANIC_NODE" = 0 ] || exit 0
 work=${1:?usage: pvm_job.sh WORKDIR [PROGRAM...]}
 shift
@@ -59,7 +60,9 @@ done
 echo "hosts $n"
 for p in "$@"; do
 	echo "run $p"
+	t0=$(date +%s%N)
 	"$rsh" "${prefix}0" "$p" || fail "$p exited $?"
+	echo "time $p ms $(( ($(date +%s%N) - t0) / 1000000 ))"
 done
 "$rsh" "${prefix}0" 'echo conf | pvm' 2>&1 | grep "$prefix"
 "$rsh" "${prefix}0" 'echo halt | pvm' > /dev/null 2>&1

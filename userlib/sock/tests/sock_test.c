@@ -38,6 +38,14 @@
  *             the inherited INADDR_ANY UDP socket is the OS's and works, a new connection
  *             of its own works; the parent's connection works after the child; an exec'd
  *             program sees the placeholder as a plain eventfd (execchild)
+ *   fork_udp  node 0 binds two UDP sockets to its cluster address (as pvmd: netsock,
+ *             ppnetsock) and forks: the child's first touch (a poll) of the inherited one
+ *             takes its port over (udp_taken), it sends to the parent's other socket on the
+ *             same node and gets the answer, and the server's; its exit gives the port back
+ *             (the server's datagram reaches the parent, which did not have to take it
+ *             back); a second child takes it by sending, the parent's send takes it back,
+ *             the child's receive and send take it again, the child dies holding it (_exit):
+ *             the parent gets the datagrams
  *   ppn       (pn_launch -p PPN) every process connects to every other's listener (TCP,
  *             intra-node too) and sends datagrams to every other's UDP socket; the two
  *             processes of a node bind one port: one gets it, the other EADDRINUSE
@@ -1287,6 +1295,202 @@ static int exec_child(int fd)
 	return 0;
 }
 
+/* ---- fork_udp: a UDP socket on the cluster shared by parent and child (pvmd's pvmd') --------- */
+
+/* Wait up to ms for a datagram on fd and take it: its length (text, NUL-terminated), -1
+ * on timeout. Stray answers to the first pings ("re:ping") are skipped. */
+static int fu_recv(int fd, char *buf, size_t n, struct sockaddr_in *from, int ms)
+{
+	for (;;) {
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		socklen_t fl = sizeof(*from);
+		ssize_t r;
+		if (poll(&p, 1, ms) != 1)
+			return -1;
+		r = recvfrom(fd, buf, n - 1, 0, (struct sockaddr *)from, &fl);
+		if (r < 0)
+			return -1;
+		buf[r] = 0;
+		if (strcmp(buf, "re:ping"))
+			return (int)r;
+	}
+}
+
+#define FU_EXPECT(fd, want)                                                                            \
+	do {                                                                                           \
+		char b_[64];                                                                           \
+		struct sockaddr_in f_;                                                                 \
+		CHECK(fu_recv(fd, b_, sizeof(b_), &f_, 5000) >= 0 && !strcmp(b_, want), "wanted %s, got %s", \
+		      want, b_);                                                                       \
+	} while (0)
+
+/* waitpid while staying in the library (poll on the socket fd): a datagram this
+ * process sent just before may still need its port's progress to leave (the first
+ * message to a new port waits for the peer's accept); a process blocked in the kernel
+ * makes none. 0 when the child exited with status 0. */
+static int fu_wait(pid_t pid, int fd)
+{
+	int st = 0;
+	for (int i = 0; i < 1000; i++) {
+		struct pollfd p = {.fd = fd, .events = 0};
+		pid_t r = waitpid(pid, &st, WNOHANG);
+		if (r == pid)
+			return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
+		if (r < 0)
+			return -1;
+		poll(&p, 1, 10);
+	}
+	return -1;
+}
+
+/* node 1: answers "re:MSG" to the source, "to:PORT" with "hi" to (source address, PORT),
+ * until "quit". */
+static int fork_udp_server(void)
+{
+	struct sockaddr_in a = node_sa(1, (uint16_t)(port0 + 90)), from;
+	int s = socket(AF_INET, SOCK_DGRAM, 0), count = 0;
+	char buf[64], out[80];
+
+	CHECK(s >= 0 && bind(s, (struct sockaddr *)&a, sizeof(a)) == 0, "bind: %s", strerror(errno));
+	for (;;) {
+		socklen_t fl = sizeof(from);
+		ssize_t n = recvfrom(s, buf, sizeof(buf) - 1, 0, (struct sockaddr *)&from, &fl);
+		CHECK(n >= 0, "recvfrom: %s", strerror(errno));
+		buf[n] = 0;
+		if (!strcmp(buf, "quit"))
+			break;
+		count++;
+		if (!strncmp(buf, "to:", 3)) {
+			struct sockaddr_in t = from;
+			t.sin_port = htons((uint16_t)atoi(buf + 3));
+			EXPECT_RC(sendto(s, "hi", 2, 0, (struct sockaddr *)&t, sizeof(t)), 2);
+		} else {
+			snprintf(out, sizeof(out), "re:%s", buf);
+			EXPECT_RC(sendto(s, out, strlen(out), 0, (struct sockaddr *)&from, fl), (long)strlen(out));
+		}
+	}
+	close(s);
+	say("ok fork_udp server messages=%d", count);
+	return 0;
+}
+
+/* child 1: its first touch (a poll) takes the inherited socket u over; it talks to the
+ * parent's other socket on the same node and to the server; exit() gives u back. */
+static int fork_udp_child1(int u, uint16_t uport, uint16_t nport, struct sockaddr_in srv)
+{
+	struct pollfd p = {.fd = u, .events = POLLOUT};
+	struct sockaddr_in me_n = node_sa(me, nport), a;
+	socklen_t al = sizeof(a);
+
+	CHECK(kind(u) == K_UDP, "the inherited cluster UDP socket is kind %d", kind(u));
+	CHECK(sock_stat("udp_taken") == 0, "taken before use");
+	CHECK(poll(&p, 1, 1000) == 1 && (p.revents & POLLOUT), "poll: 0x%x", p.revents);
+	CHECK(sock_stat("udp_taken") == 1, "the first poll did not take the socket over");
+	CHECK(getsockname(u, (struct sockaddr *)&a, &al) == 0 && ntohs(a.sin_port) == uport &&
+	      ntohl(a.sin_addr.s_addr) == sk_node_addr(&net, me), "getsockname in the child: %s", strerror(errno));
+	EXPECT_RC(sendto(u, "child", 5, 0, (struct sockaddr *)&me_n, sizeof(me_n)), 5);
+	FU_EXPECT(u, "ack");   /* the parent's answer to u's port reaches the child */
+	EXPECT_RC(sendto(u, "c1", 2, 0, (struct sockaddr *)&srv, sizeof(srv)), 2);
+	FU_EXPECT(u, "re:c1");
+	CHECK(sock_stat("udp_taken") == 1, "udp_taken %lld", sock_stat("udp_taken"));
+	return 0;
+}
+
+/* child 2: takes u over by sending, loses it to the parent's send, takes it back by
+ * sending again, and dies holding it (_exit: no library exit). */
+static int fork_udp_child2(int u, struct sockaddr_in srv, int rd, int wr)
+{
+	char x;
+	EXPECT_RC(sendto(u, "c2", 2, 0, (struct sockaddr *)&srv, sizeof(srv)), 2);
+	FU_EXPECT(u, "re:c2");
+	CHECK(sock_stat("udp_taken") == 1, "udp_taken %lld", sock_stat("udp_taken"));
+	EXPECT_RC(write(wr, "1", 1), 1);
+	EXPECT_RC(read(rd, &x, 1), 1);   /* the parent has used u meanwhile */
+	EXPECT_RC(recv(u, &x, 1, MSG_DONTWAIT) < 0 && errno == EAGAIN, 1);
+	CHECK(sock_stat("udp_taken") == 2, "the child's receive did not take u back: %lld", sock_stat("udp_taken"));
+	EXPECT_RC(sendto(u, "c3", 2, 0, (struct sockaddr *)&srv, sizeof(srv)), 2);
+	FU_EXPECT(u, "re:c3");
+	EXPECT_RC(write(wr, "2", 1), 1);
+	return 0;
+}
+
+static int fork_udp_client(void)
+{
+	struct sockaddr_in a = node_sa(me, 0), srv = node_sa(1, (uint16_t)(port0 + 90)), from;
+	int u = socket(AF_INET, SOCK_DGRAM, 0), n = socket(AF_INET, SOCK_DGRAM, 0), c2p[2], p2c[2], got = -1;
+	socklen_t al = sizeof(a);
+	uint16_t uport, nport;
+	char buf[64], msg[32], x;
+	pid_t pid;
+
+	CHECK(u >= 0 && n >= 0, "socket: %s", strerror(errno));
+	EXPECT_RC(bind(u, (struct sockaddr *)&a, sizeof(a)), 0);   /* pvmd's ppnetsock */
+	EXPECT_RC(getsockname(u, (struct sockaddr *)&a, &al), 0);
+	uport = ntohs(a.sin_port);
+	a = node_sa(me, 0);
+	EXPECT_RC(bind(n, (struct sockaddr *)&a, sizeof(a)), 0);   /* and its netsock */
+	al = sizeof(a);
+	EXPECT_RC(getsockname(n, (struct sockaddr *)&a, &al), 0);
+	nport = ntohs(a.sin_port);
+	CHECK(kind(u) == K_UDP && kind(n) == K_UDP, "kinds %d %d", kind(u), kind(n));
+	for (int i = 0; i < 200 && got < 0; i++) {   /* until the server is there */
+		EXPECT_RC(sendto(u, "ping", 4, 0, (struct sockaddr *)&srv, sizeof(srv)), 4);
+		struct pollfd p = {.fd = u, .events = POLLIN};
+		if (poll(&p, 1, 50) == 1 && recv(u, buf, sizeof(buf), 0) == 7)
+			got = 0;
+	}
+	CHECK(got == 0, "no answer from the server");
+
+	/* 1: the child's first use takes u over; its exit gives it back */
+	fflush(stdout);
+	pid = fork();
+	CHECK(pid >= 0, "fork: %s", strerror(errno));
+	if (pid == 0) {
+		close(n);
+		exit(fork_udp_child1(u, uport, nport, srv) == 0 ? 0 : 1);
+	}
+	CHECK(fu_recv(n, buf, sizeof(buf), &from, 5000) == 5 && !strcmp(buf, "child"), "the child's datagram: %s", buf);
+	CHECK(ntohs(from.sin_port) == uport && ntohl(from.sin_addr.s_addr) == sk_node_addr(&net, me),
+	      "the child's datagram came from port %u (u is %u)", ntohs(from.sin_port), uport);
+	EXPECT_RC(sendto(n, "ack", 3, 0, (struct sockaddr *)&from, sizeof(from)), 3);
+	CHECK(fu_wait(pid, n) == 0, "child 1 failed");
+	snprintf(msg, sizeof(msg), "to:%u", uport);
+	EXPECT_RC(sendto(n, msg, strlen(msg), 0, (struct sockaddr *)&srv, sizeof(srv)), (long)strlen(msg));
+	FU_EXPECT(u, "hi");   /* to u: the parent's again without its using u since the fork */
+	CHECK(sock_stat("udp_taken") == 0, "the parent had to take u back: %lld", sock_stat("udp_taken"));
+
+	/* 2: the parent takes u back by using it while the child lives; the child's retake;
+	 * the child dies holding it: the parent gets its datagrams */
+	CHECK(pipe(c2p) == 0 && pipe(p2c) == 0, "pipe: %s", strerror(errno));
+	fflush(stdout);
+	pid = fork();
+	CHECK(pid >= 0, "fork: %s", strerror(errno));
+	if (pid == 0) {
+		close(c2p[0]);
+		close(p2c[1]);
+		_exit(fork_udp_child2(u, srv, p2c[0], c2p[1]) == 0 ? 0 : 1);
+	}
+	close(c2p[1]);
+	close(p2c[0]);
+	CHECK(read(c2p[0], &x, 1) == 1 && x == '1', "child 2 failed");
+	EXPECT_RC(sendto(u, "p3", 2, 0, (struct sockaddr *)&srv, sizeof(srv)), 2);
+	FU_EXPECT(u, "re:p3");
+	CHECK(sock_stat("udp_taken") == 1, "the parent's send did not take u back: %lld", sock_stat("udp_taken"));
+	EXPECT_RC(write(p2c[1], "x", 1), 1);
+	CHECK(read(c2p[0], &x, 1) == 1 && x == '2', "child 2 failed");
+	CHECK(fu_wait(pid, n) == 0, "child 2 failed");
+	EXPECT_RC(sendto(n, msg, strlen(msg), 0, (struct sockaddr *)&srv, sizeof(srv)), (long)strlen(msg));
+	FU_EXPECT(u, "hi");
+	CHECK(sock_stat("udp_taken") == 1, "udp_taken %lld", sock_stat("udp_taken"));
+	EXPECT_RC(sendto(u, "quit", 4, 0, (struct sockaddr *)&srv, sizeof(srv)), 4);
+	close(c2p[0]);
+	close(p2c[1]);
+	close(u);
+	close(n);
+	say("ok fork_udp client");
+	return 0;
+}
+
 /* ---- reclaim: a dead process's directory entry (one node, two processes) ---------------------- */
 
 static int reclaim_case(void)
@@ -1416,6 +1620,8 @@ int main(int argc, char **argv)
 		r = me ? epoll_server() : epoll_client();
 	else if (!strcmp(cs, "fork"))
 		r = me ? fork_server() : fork_client(argv[0]);
+	else if (!strcmp(cs, "fork_udp"))
+		r = me ? fork_udp_server() : fork_udp_client();
 	else if (!strcmp(cs, "execchild") && argc > 2)
 		r = exec_child(atoi(argv[2]));
 	else
