@@ -456,3 +456,27 @@ def test_processes(L, run_nodes):
         peers = {p for p in range(nodes) if p != n}
         assert f"node={n} nodes={nodes} backend=sw" in line and "hal_ctx=1" in line, line
         assert all(f"{p}: " in line for p in peers), line
+
+
+def test_forked_child_leaves_the_parents_contexts(L, cluster, pair):
+    """A child of fork that closes an inherited handle does not free or close the
+    parent's context (the parent still owns it: a new open of that context is refused,
+    and the parent keeps sending and receiving on it)."""
+    a, b = pair
+    ctx = a.ctx_id
+    pid = os.fork()
+    if pid == 0:   # the child: close its copy, then exit without Python's clean-up
+        try:
+            a.close()
+            b.close()
+            os._exit(0)
+        except BaseException:
+            os._exit(1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    with pytest.raises(L.PnError) as e:
+        L.Hal.open(backend="sw", cluster=cluster, node=0, nodes=2, ctx=ctx).close()
+    assert e.value.errno == errno.EBUSY
+    a.send(1, b.ctx_id, 0x77, b"still mine")
+    hdrs, payload = recv_message(b, 10)
+    assert bytes(payload) == b"still mine" and hdrs[0].src_node == 0 and hdrs[0].src_ctx == ctx

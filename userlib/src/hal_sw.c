@@ -143,6 +143,21 @@ struct sw_be {
  * data would wait for ever). Other threads' contexts are only tried (trylock). */
 static pthread_mutex_t sw_open_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct sw_be *sw_open_list;
+static pthread_once_t sw_atfork_once = PTHREAD_ONCE_INIT;
+
+/* A child of fork inherits the list but not the contexts: the parent still owns them
+ * and runs their engines, so the child must not run copies of them (it would move the
+ * parent's descriptors a second time). Its own pn_open calls start a new list. */
+static void sw_atfork_child(void)
+{
+	pthread_mutex_init(&sw_open_lock, NULL);
+	sw_open_list = NULL;
+}
+
+static void sw_atfork_register(void)
+{
+	pthread_atfork(NULL, NULL, sw_atfork_child);
+}
 
 /* ---- process liveness ------------------------------------------------------------------ */
 
@@ -833,6 +848,7 @@ static int sw_attach(pn_hal_t *h, const pn_open_opts_t *o, struct pn_hw_map *map
 	be->rxr = sw_rxr(be, be->node, be->ctx);
 
 	pthread_mutex_init(&be->eng, NULL);
+	pthread_once(&sw_atfork_once, sw_atfork_register);
 	pthread_mutex_lock(&sw_open_lock);
 	be->next = sw_open_list;
 	sw_open_list = be;
@@ -868,9 +884,11 @@ static void sw_detach(pn_hal_t *h)
 	pthread_mutex_lock(&be->eng);   /* nobody runs its engines any more */
 	pthread_mutex_unlock(&be->eng);
 	pthread_mutex_destroy(&be->eng);
-	__atomic_store_n(&be->meta->state, SW_CLOSED, __ATOMIC_RELEASE);
-	sw_barrier_leave(be, be->ctx);
-	__atomic_store_n(&be->meta->owner_pid, 0, __ATOMIC_RELEASE);
+	if ((uint32_t)getpid() == be->pid) {   /* not a forked child's copy: the parent keeps it */
+		__atomic_store_n(&be->meta->state, SW_CLOSED, __ATOMIC_RELEASE);
+		sw_barrier_leave(be, be->ctx);
+		__atomic_store_n(&be->meta->owner_pid, 0, __ATOMIC_RELEASE);
+	}
 	sw_unmap(be);
 	free(be);
 	h->be = NULL;
