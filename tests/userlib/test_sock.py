@@ -214,7 +214,7 @@ def test_nptcp_integrity_and_rows(userlib_build, tmp_path):
 def test_iperf3(userlib_build, tmp_path, reverse):
     """iperf3 (one-off server on node 1, client on node 0) sends 256 MiB over a data
     connection beside its control connection, client to server or (-R) back, and reports.
-    The sender sends exactly that; the receiver counts what it read before the sender's
+    The sender sends that (iperf3 may add one block); the receiver counts what it read before the sender's
     TEST_END made it close the stream: all but at most the sender's send buffer (set to
     256 KiB here) and one 128 KiB block, as over TCP, where iperf3's receiver also drops
     what is still in flight at the end."""
@@ -228,7 +228,8 @@ def test_iperf3(userlib_build, tmp_path, reverse):
     assert r.returncode == 0, r.stdout + r.stderr + (report.read_text() if report.exists() else "")
     end = json.loads(report.read_text())["end"]
     sent, received = end["sum_sent"]["bytes"], end["sum_received"]["bytes"]
-    assert sent == total and total - sndbuf - block <= received <= total, end
+    # iperf3 checks -n between its blocks and may send one block more (seen on a loaded machine)
+    assert total <= sent <= total + block and sent - sndbuf - block <= received <= sent, end
     assert end["sum_received"]["bits_per_second"] > 1e8, end
     stream = json.loads(report.read_text())["start"]["connected"][0]
     assert stream["remote_host"] == node_addr(1) and stream["local_host"] == node_addr(0), stream
