@@ -277,12 +277,13 @@ int pn_win_register(struct pn_ctx *c, struct paranic_mem *m)
 	int r;
 
 	mutex_lock(&c->lock);
-	r = pn_mem_check(m, c->win_bytes, (u64)pn_window_max_mb << 20, TASK_SIZE, PAGE_SIZE,
-			 &first, &npages);
+	r = pn_mem_check(m, c->win_bytes,
+			 m->flags & PARANIC_MEM_ALLOC ? pn_window_alloc_max() : (u64)pn_window_max_mb << 20,
+			 TASK_SIZE, PAGE_SIZE, &first, &npages);
 	if (r)
 		goto out;
 	if (m->flags & PARANIC_MEM_ALLOC) {
-		c->win = dma_alloc_coherent(dev, npages << PAGE_SHIFT, &c->win_dma, GFP_KERNEL);
+		c->win = dma_alloc_coherent(dev, npages << PAGE_SHIFT, &c->win_dma, GFP_KERNEL | __GFP_NOWARN);
 		r = -ENOMEM;
 		if (!c->win)
 			goto out;

@@ -94,6 +94,19 @@ struct pn_ctx {
 /* Module parameters (paranic_main.c). */
 extern unsigned int pn_rx_log2, pn_tx_log2, pn_window_max_mb, pn_quiesce_ms;
 
+/* The largest window PARANIC_MEM_ALLOC can give: window_max_mb, and without CMA at most
+ * one buddy block (4 MiB with 4 KiB pages: 6.1's MAX_ORDER is exclusive). Asking the page
+ * allocator for more fails with a WARNING, which user space must not be able to cause
+ * (found in the QEMU guest: Debian's kernel has no CMA). */
+static inline u64 pn_window_alloc_max(void)
+{
+	u64 m = (u64)pn_window_max_mb << 20;
+
+	if (!IS_ENABLED(CONFIG_DMA_CMA))
+		m = min_t(u64, m, PAGE_SIZE << (MAX_ORDER - 1));
+	return m;
+}
+
 static inline void pn_csr_write(struct pn_dev *d, u32 off, unsigned int bits, u64 v)
 {
 	unsigned int i, n = (bits + 31) / 32;

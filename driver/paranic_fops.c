@@ -250,7 +250,7 @@ static int pn_get_info(struct pn_ctx *c, void __user *arg)
 	in.tx_entries = c->geom.tx_entries;
 	in.link_ports = PN_CSR_LINK_PORTS;
 	in.irq_vectors = d->nvec;
-	in.window_max = pn_window_max_mb << 20;
+	in.window_max = pn_window_alloc_max();   /* what the heap (MEM_ALLOC) can get */
 	in.csr_map_id = PN_CSR_MAP_ID;
 	in.rx_bytes = c->geom.rx_bytes;
 	in.tx_bytes = c->geom.tx_bytes;

@@ -211,6 +211,13 @@ struct Client {
 	int td_phase = 0;
 	pn_sim_trace *trace = nullptr;
 	uint64_t ops = 0;
+	/* A device client (PN_SIM_HELLO_DEVICE: a QEMU guest's PCI function) holds the whole
+	 * node: its queue addresses BAR0 and the node's DMA goes to the guest's RAM. */
+	bool device = false;
+	int ramfd = -1;
+	uint8_t *ram = nullptr;
+	uint64_t ram_bytes = 0;
+	pn_sim_trace dev_trace{};   /* its (unpublished) trace record */
 };
 
 class Vcluster;
@@ -253,6 +260,9 @@ private:
 	void accept_clients();
 	void on_readable(Client *cl);
 	void on_hello(Client *cl, const pn_sim_hello &h, int memfd);
+	void on_device_hello(Client *cl, const pn_sim_hello &h, int ramfd);
+	void device_welcome(Client *cl);
+	void device_teardown_step(Client *cl);
 	void reject(Client *cl, int err);
 	void try_attach(Client *cl);
 	void configure(Client *cl);
@@ -271,6 +281,8 @@ private:
 	std::vector<Host *> hosts;
 	std::vector<Client *> clients;
 	Client *owner[SIM_NODES][SIM_N_CTX] = {};
+	Client *dev_owner[SIM_NODES] = {};   /* a device client holds the node */
+	uint64_t dev_gen = 0;
 	std::vector<Reply> replies;
 	int listen_fd = -1;
 	int shm_fd = -1;

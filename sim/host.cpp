@@ -60,7 +60,8 @@ void Host::start_item(uint64_t cycle)
 		} else {
 			if (!H->item_live(it))
 				continue;   /* its client is gone: a posted write that never arrives */
-			uint32_t page = (uint32_t)it.cl->ctx * PN_CTX_PAGE_BYTES;
+			/* A device client's offsets are BAR0 offsets already. */
+			uint32_t page = it.cl->device ? 0 : (uint32_t)it.cl->ctx * PN_CTX_PAGE_BYTES;
 			switch (it.kind) {
 			case PN_SIM_OP_W32:
 				csteps[0] = {page + it.off, (uint32_t)it.value, 1};

@@ -270,6 +270,14 @@ void Harness::start_job(int n)
 
 uint8_t *Harness::dma_ptr(int node, uint64_t adr, uint32_t n, bool write, Client **owner)
 {
+	if (Client *d = dev_owner[node]) {
+		/* A guest's node: bus address = guest-physical address, all of its RAM (a PC
+		 * without an IOMMU lets a bus master reach all of it). */
+		if (!d->ram || adr > d->ram_bytes || n > d->ram_bytes - adr)
+			return nullptr;
+		*owner = d;
+		return d->ram + adr;
+	}
 	uint64_t c = (adr >> PN_SIM_DMA_SHIFT);
 	if (c == 0 || c > SIM_N_CTX)
 		return nullptr;
@@ -320,6 +328,8 @@ void Harness::client_error(Client *cl, const char *fmt, ...)
 
 void Harness::dma_written(int node, Client *cl, uint64_t adr, uint32_t n, const uint8_t *data)
 {
+	if (cl->device)
+		return;   /* no trace records for a guest's node */
 	const pn_sim_hello &h = cl->hello;
 	uint64_t off = adr - PN_SIM_DMA_BASE(cl->ctx);
 	pn_sim_trace *t = cl->trace;
@@ -450,7 +460,7 @@ void Harness::on_readable(Client *cl)
 		pn_sim_hello h;
 		struct iovec iov = {&h, sizeof(h)};
 		struct msghdr mh;
-		char cbuf[CMSG_SPACE(sizeof(int))];
+		char cbuf[CMSG_SPACE(2 * sizeof(int))];
 		memset(&mh, 0, sizeof(mh));
 		mh.msg_iov = &iov;
 		mh.msg_iovlen = 1;
@@ -459,25 +469,38 @@ void Harness::on_readable(Client *cl)
 		ssize_t n = recvmsg(cl->fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
 		if (n < 0 && (errno == EAGAIN || errno == EINTR))
 			return;
-		int memfd = -1;
+		int fds[2] = {-1, -1}, nfds = 0;   /* the control block's memfd [, the guest RAM's] */
 		for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm))
-			if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS)
-				memcpy(&memfd, CMSG_DATA(cm), sizeof(int));
-		if (n <= 0) {
-			if (memfd >= 0)
-				close(memfd);
-			hangup(cl);
-			return;
-		}
-		if (n != (ssize_t)sizeof(h) || memfd < 0) {
-			if (memfd >= 0)
-				close(memfd);
+			if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS) {
+				int k = (int)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+				for (int i = 0; i < k; i++) {
+					int fd;
+					memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+					if (nfds < 2)
+						fds[nfds++] = fd;
+					else
+						close(fd);
+				}
+			}
+		bool dev = n == (ssize_t)sizeof(h) && (h.flags & PN_SIM_HELLO_DEVICE);
+		if (n <= 0 || n != (ssize_t)sizeof(h) || fds[0] < 0 || (nfds == 2) != dev) {
+			for (int i = 0; i < nfds; i++)
+				close(fds[i]);
+			if (n <= 0) {
+				hangup(cl);
+				return;
+			}
 			cl->hello.node = -1;
 			cl->hello.ctx = -1;
 			reject(cl, -EPROTO);
 			return;
 		}
-		on_hello(cl, h, memfd);
+		if (dev) {
+			cl->memfd = fds[0];
+			on_device_hello(cl, h, fds[1]);
+		} else {
+			on_hello(cl, h, fds[0]);
+		}
 		return;
 	}
 	char buf[64];
@@ -502,6 +525,10 @@ void Harness::on_hello(Client *cl, const pn_sim_hello &h, int memfd)
 	}
 	if (h.pid > 0)
 		cl->pid = h.pid;
+	if (h.flags) {
+		reject(cl, -EINVAL);
+		return;
+	}
 	if (h.node < 0 || h.node >= SIM_NODES || h.nodes < 0 || h.nodes > SIM_NODES ||
 	    (h.nodes && h.node >= h.nodes) || h.ctx < -1 || h.ctx >= SIM_N_CTX) {
 		reject(cl, -EINVAL);
@@ -569,6 +596,33 @@ void Harness::try_attach(Client *cl)
 	}
 	if (cl->node >= want) {
 		reject(cl, -EINVAL);
+		return;
+	}
+	if (Client *d = dev_owner[cl->node]) {
+		if (d->st != CState::Teardown)
+			reject(cl, -EBUSY);   /* a guest holds the node */
+		return;                   /* else retried when it is gone */
+	}
+	if (cl->device) {
+		bool teardown = false;
+		for (int c = 0; c < SIM_N_CTX; c++)
+			if (Client *o = owner[cl->node][c]) {
+				if (o->st != CState::Teardown) {
+					reject(cl, -EBUSY);   /* processes hold contexts of the node */
+					return;
+				}
+				teardown = true;
+			}
+		if (teardown)
+			return;
+		if (!job_nodes) {
+			start_job(want);
+			return;
+		}
+		dev_owner[cl->node] = cl;
+		cl->gen = ++dev_gen;
+		cl->trace = &cl->dev_trace;
+		device_welcome(cl);
 		return;
 	}
 	int ctx = -1;
@@ -642,6 +696,151 @@ void Harness::configure(Client *cl)
 	hosts[cl->node]->push_script(s, cycle + cfg.c_mmio_w);
 }
 
+/* A device client (PN_SIM_HELLO_DEVICE, sim/qemu/pn_proxydev): a QEMU guest's PCI
+ * function for a whole node. Its memfd holds only the control block and the MMIO
+ * queue; ramfd is the guest's RAM (offset = guest-physical address = bus address). */
+void Harness::on_device_hello(Client *cl, const pn_sim_hello &h, int ramfd)
+{
+	cl->hello = h;
+	cl->ramfd = ramfd;
+	cl->device = true;
+	if (h.magic != PN_SIM_MAGIC_HELLO || h.version != PN_SIM_VERSION) {
+		reject(cl, -EPROTO);
+		return;
+	}
+	if (h.pid > 0)
+		cl->pid = h.pid;
+	struct stat sb, rb;
+	int s1 = fcntl(cl->memfd, F_GET_SEALS), s2 = fcntl(ramfd, F_GET_SEALS);
+	if (h.flags != PN_SIM_HELLO_DEVICE || h.node < 0 || h.node >= SIM_NODES || h.nodes < 0 ||
+	    h.nodes > SIM_NODES || (h.nodes && h.node >= h.nodes) || s1 < 0 || !(s1 & F_SEAL_SHRINK) || s2 < 0 ||
+	    !(s2 & F_SEAL_SHRINK) || fstat(cl->memfd, &sb) < 0 || fstat(ramfd, &rb) < 0 || h.mem_bytes < 4096 ||
+	    h.mem_bytes > (uint64_t)sb.st_size || !h.heap_bytes || h.heap_bytes > (uint64_t)rb.st_size ||
+	    h.heap_bytes > PN_SIM_MAX_MEM) {
+		reject(cl, -EINVAL);
+		return;
+	}
+	void *p = mmap(nullptr, h.mem_bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, cl->memfd, 0);
+	void *r = mmap(nullptr, h.heap_bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, ramfd, 0);
+	if (p == MAP_FAILED || r == MAP_FAILED) {
+		if (p != MAP_FAILED)
+			munmap(p, h.mem_bytes);
+		if (r != MAP_FAILED)
+			munmap(r, h.heap_bytes);
+		reject(cl, -ENOMEM);
+		return;
+	}
+	cl->mem = (uint8_t *)p;
+	cl->mem_bytes = h.mem_bytes;
+	cl->ram = (uint8_t *)r;
+	cl->ram_bytes = h.heap_bytes;
+	cl->ctl = (pn_sim_ctl *)p;
+	uint32_t qs = cl->ctl->qsize;
+	if (cl->ctl->magic != PN_SIM_MAGIC_CTL || !qs || (qs & (qs - 1)) || cl->ctl->queue_off % 64 ||
+	    cl->ctl->queue_off < sizeof(pn_sim_ctl) || cl->ctl->queue_off > h.mem_bytes ||
+	    (uint64_t)qs * sizeof(pn_sim_op) > h.mem_bytes - cl->ctl->queue_off) {
+		reject(cl, -EINVAL);
+		return;
+	}
+	cl->queue = (pn_sim_op *)(cl->mem + cl->ctl->queue_off);
+	cl->qmask = qs - 1;
+	cl->q_tail = __atomic_load_n(&cl->ctl->q_head, __ATOMIC_ACQUIRE);
+	__atomic_store_n(&cl->ctl->q_tail, cl->q_tail, __ATOMIC_RELEASE);
+	cl->node = h.node;
+	cl->want_ctx = -1;
+	cl->st = CState::Waiting;
+	try_attach(cl);
+}
+
+void Harness::device_welcome(Client *cl)
+{
+	pn_sim_welcome w = welcome_base();
+	w.status = 0;
+	w.node = (uint32_t)cl->node;
+	w.nodes = (uint32_t)job_nodes;
+	w.dma_base = 0;
+	w.global_bytes = shm_bytes;
+	int rofd = open(cfg.shm_path.c_str(), O_RDONLY | O_CLOEXEC);
+	cl->st = CState::Active;
+	g->clients++;
+	if (rofd < 0 || send_welcome(cl->fd, w, rofd) < 0)
+		sim_log("client %llu: welcome not delivered", (unsigned long long)cl->id);
+	if (rofd >= 0)
+		close(rofd);
+	sim_log("device client %llu (pid %d) attached: node %d (all contexts; the guest's driver programs them), "
+		"guest RAM %llu MiB at bus address 0, cycle %llu", (unsigned long long)cl->id, cl->pid, cl->node,
+		(unsigned long long)(cl->ram_bytes >> 20), (unsigned long long)cycle);
+}
+
+/* A guest's node when its device process left (the guest powered off or QEMU died):
+ * disable every context (no new DMA into the guest's RAM), wait until none is busy
+ * and writes in flight have landed, reset them all, then unmap the RAM. */
+void Harness::device_teardown_step(Client *cl)
+{
+	switch (cl->td_phase) {
+	case 0: {
+		Script *s = new Script;
+		for (int c = 0; c < SIM_N_CTX; c++) {
+			s->csr_write(CSR_HOST_CTX_SEL, CSR_HOST_CTX_SEL_SIZE, (uint64_t)c);
+			s->csr_write(CSR_HOST_CTX_ENABLE, 1, 0);
+			s->csr_write(CSR_HOST_CTX_STATUS_ADDR, CSR_HOST_CTX_STATUS_ADDR_SIZE, 0);
+			s->csr_write(CSR_HOST_CTX_WIN_SIZE, CSR_HOST_CTX_WIN_SIZE_SIZE, 0);
+			s->csr_write(CSR_HOST_CTX_WRITE, 1, 1);
+		}
+		s->done = [this, cl](Script &) {
+			cl->td_phase = 1;
+			device_teardown_step(cl);
+		};
+		hosts[cl->node]->push_script(s, cycle);
+		break;
+	}
+	case 1: {
+		Script *s = new Script;
+		for (int c = 0; c < SIM_N_CTX; c++) {
+			s->csr_write(CSR_HOST_CTX_SEL, CSR_HOST_CTX_SEL_SIZE, (uint64_t)c);
+			s->csr_read(CSR_HOST_CTX_STATE);
+		}
+		s->done = [this, cl](Script &sc) {
+			bool quiet = true;
+			for (uint32_t st : sc.reads)
+				quiet &= !(st & (ST_PIO_BUSY | ST_TX_INFLIGHT | ST_RX_ACTIVE | ST_STATUS_DIRTY));
+			if (!quiet && cycle - cl->td_start > 4000000) {
+				sim_log("node %d: contexts still busy %llu cycles after the guest left; resetting anyway",
+					cl->node, (unsigned long long)(cycle - cl->td_start));
+				quiet = true;
+			}
+			if (quiet) {
+				cl->td_phase = 2;
+				cl->td_wait_until = cycle + cfg.c_dma_w + cfg.c_dma_r + 64;
+			} else {
+				device_teardown_step(cl);
+			}
+		};
+		hosts[cl->node]->push_script(s, cycle + 32);
+		break;
+	}
+	case 2: {
+		if (cycle < cl->td_wait_until)
+			break;
+		cl->td_phase = 3;
+		Script *s = new Script;
+		for (int c = 0; c < SIM_N_CTX; c++) {
+			s->csr_write(CSR_HOST_CTX_SEL, CSR_HOST_CTX_SEL_SIZE, (uint64_t)c);
+			s->csr_write(CSR_HOST_CTX_RESET, 1, 1);
+		}
+		s->done = [this, cl](Script &) {
+			sim_log("node %d: every context reset, guest RAM released %llu cycles after the device left",
+				cl->node, (unsigned long long)(cycle - cl->td_start));
+			free_client(cl);
+		};
+		hosts[cl->node]->push_script(s, cycle);
+		break;
+	}
+	default:
+		break;
+	}
+}
+
 void Harness::hangup(Client *cl)
 {
 	if (cl->fd >= 0) {
@@ -660,9 +859,13 @@ void Harness::hangup(Client *cl)
 		cl->st = CState::Teardown;
 		cl->td_phase = 0;
 		cl->td_start = cycle;
-		sim_log("client %llu (pid %d) detached from node %d ctx %d at cycle %llu: disabling the context",
-			(unsigned long long)cl->id, cl->pid, cl->node, cl->ctx, (unsigned long long)cycle);
-		teardown_step(cl);
+		sim_log("client %llu (pid %d) detached from node %d ctx %d at cycle %llu: disabling the context%s",
+			(unsigned long long)cl->id, cl->pid, cl->node, cl->ctx, (unsigned long long)cycle,
+			cl->device ? "s (device)" : "");
+		if (cl->device)
+			device_teardown_step(cl);
+		else
+			teardown_step(cl);
 		break;
 	default:
 		break;
@@ -730,6 +933,16 @@ void Harness::free_client(Client *cl)
 {
 	if (cl->ctx >= 0 && owner[cl->node][cl->ctx] == cl)
 		owner[cl->node][cl->ctx] = nullptr;
+	if (cl->device && cl->node >= 0 && dev_owner[cl->node] == cl)
+		dev_owner[cl->node] = nullptr;
+	if (cl->ram) {
+		munmap(cl->ram, cl->ram_bytes);
+		cl->ram = nullptr;
+	}
+	if (cl->ramfd >= 0) {
+		close(cl->ramfd);
+		cl->ramfd = -1;
+	}
 	if (cl->mem) {
 		munmap(cl->mem, cl->mem_bytes);
 		cl->mem = nullptr;
@@ -792,6 +1005,21 @@ void Harness::pull_queues()
 			it.value = op.value;
 			it.cl = cl;
 			it.cl_gen = cl->gen;
+			if (cl->device) {
+				/* BAR0 offsets: context pages and CSRs, as the guest's driver wrote them. */
+				bool rd = op.kind == PN_SIM_OP_R32 || op.kind == PN_SIM_OP_RCSR;
+				if ((op.kind != PN_SIM_OP_W32 && op.kind != PN_SIM_OP_W64 && !rd) ||
+				    op.off >= PN_BAR0_BYTES || op.off % (op.kind == PN_SIM_OP_W64 ? 8 : 4)) {
+					client_error(cl, "device access kind %u at BAR0 offset %#x", op.kind, op.off);
+					if (rd)
+						replies.push_back({cycle + cfg.c_mmio_r, cl, cl->gen, op.value, 0xffffffffu});
+					continue;
+				}
+				if (op.kind == PN_SIM_OP_RCSR)
+					it.kind = PN_SIM_OP_R32;
+				h->push_client_op(it);
+				continue;
+			}
 			switch (op.kind) {
 			case PN_SIM_OP_W32:
 			case PN_SIM_OP_W64:
@@ -999,6 +1227,9 @@ void Harness::cleanup()
 		if (cl->memfd >= 0)
 			close(cl->memfd);
 		cl->memfd = -1;
+		if (cl->ram)
+			munmap(cl->ram, cl->ram_bytes);
+		cl->ram = nullptr;
 	}
 	if (listen_fd >= 0)
 		close(listen_fd);
@@ -1042,7 +1273,7 @@ int Harness::run()
 				step();
 			for (Client *cl : std::vector<Client *>(clients))
 				if (cl->st == CState::Teardown && cl->td_phase == 2)
-					teardown_step(cl);
+					cl->device ? device_teardown_step(cl) : teardown_step(cl);
 			poll_sockets(0);
 		} else if (links_up && !busy && !attached) {
 			poll_sockets(200);   /* nobody attached: the clock stands still */
@@ -1072,7 +1303,7 @@ int Harness::run()
 			}
 			for (Client *cl : std::vector<Client *>(clients))
 				if (cl->st == CState::Teardown && cl->td_phase == 2)
-					teardown_step(cl);
+					cl->device ? device_teardown_step(cl) : teardown_step(cl);
 			poll_sockets(0);
 		}
 		if (cfg.max_cycles && cycle >= cfg.max_cycles)

@@ -119,6 +119,11 @@ static int resolve_opts(const pn_open_opts_t *in, pn_open_opts_t *o)
 		o->cluster = getenv("PARANIC_CLUSTER");
 	if (!o->cluster || !*o->cluster)
 		o->cluster = "default";
+	/* A cluster name is 1..64 of [A-Za-z0-9_.-] for every backend (the pci backend
+	 * has no use for it, but a bad option is still refused). */
+	if (strlen(o->cluster) > 64 || strspn(o->cluster, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+					     "0123456789_-.") != strlen(o->cluster))
+		return -EINVAL;
 
 	if (o->node < -1)
 		return -EINVAL;

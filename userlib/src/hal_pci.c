@@ -236,6 +236,12 @@ static int pci_attach(pn_hal_t *h, const pn_open_opts_t *o, struct pn_hw_map *ma
 		pci_release(b);
 		return -EBUSY;
 	}
+	/* A node outside the board's cluster is refused as by sw and sim; inside it the
+	 * board's own id (SET_NODE_ID) wins over $PARANIC_NODE. */
+	if (in->num_nodes && (uint32_t)o->node >= in->num_nodes) {
+		pci_release(b);
+		return -EINVAL;
+	}
 	memset(&m, 0, sizeof(m));
 	m.len = heap < in->window_max ? heap : in->window_max;
 	m.flags = PARANIC_MEM_ALLOC;

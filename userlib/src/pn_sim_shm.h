@@ -80,10 +80,19 @@ struct pn_sim_hello {
 	int32_t nodes;             /* job size (0: the running job's, else the cluster's) */
 	int32_t pid;
 	uint32_t rx_log2, tx_log2; /* ring sizes */
-	uint32_t rsvd;
+	uint32_t flags;            /* PN_SIM_HELLO_* (0 for libparanic's sim backend) */
 	uint64_t mem_bytes;        /* size of the memfd */
 	uint64_t status_off, rx_off, tx_off, heap_off, heap_bytes;
 };
+
+/* hello.flags: a *device client* (sim/qemu/pn_proxydev: a QEMU guest's PCI function).
+ * It takes a whole node (no context of it may be attached) and sends two fds: its
+ * memfd (control block and MMIO queue only; rings and offsets unused) and the guest's
+ * RAM (a memfd whose offset is the guest-physical address, heap_bytes long). Its
+ * queue entries address BAR0 (off < PN_BAR0_BYTES: context pages and CSRs); the node's
+ * DMA goes to guest RAM (bus address = offset). The harness configures nothing: the
+ * guest's driver does, through the CSRs. On detach every context is disabled and reset. */
+#define PN_SIM_HELLO_DEVICE 0x1u
 
 /* Harness -> client: the answer (with the global shm fd when status == 0). */
 struct pn_sim_welcome {

@@ -1,0 +1,153 @@
+"""The real driver and library in a QEMU guest (docs/driver.md, "Phase 2: QEMU").
+
+Debian's 6.1 kernel boots under qemu-system-x86_64 7.2 (q35, TCG) with an initramfs
+the project builds (paranic.qemu). The ParaNIC is QEMU's ``x-pci-proxy-dev`` talking
+to ``pn_proxydev`` (sim/qemu/), our device process: with ``--model`` it models the
+registers the probe reads; with ``--sim`` it is node 0 of a running paranic-sim, so
+BAR0 accesses run on the Verilated NicCore and its DMA reads and writes guest RAM.
+Every test scans the whole guest console (kernel log included) for oopses and
+warnings."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from paranic import protocol as P
+from paranic import qemu
+
+ROOT = Path(__file__).resolve().parents[2]
+HOST_TESTS = ROOT / "build/userlib/tests"
+
+needs = []
+if not shutil.which(qemu.QEMU):
+    needs.append("qemu-system-x86_64")
+if not qemu.KERNEL.exists():
+    needs.append(str(qemu.KERNEL))
+if not (qemu.KDIR / "Makefile").exists():
+    needs.append(f"kernel headers {qemu.KDIR}")
+if not qemu.BUSYBOX.exists():
+    needs.append("busybox-static")
+pytestmark = pytest.mark.skipif(bool(needs), reason=f"missing: {', '.join(needs)}")
+
+
+@pytest.fixture(scope="module")
+def initrd() -> Path:
+    try:
+        qemu.sim_dir()
+    except FileNotFoundError as e:
+        pytest.skip(str(e))   # the guest's module is built for the simulator's CSR map
+    return qemu.build_initramfs()
+
+
+def clean(r: qemu.GuestRun) -> None:
+    """The guest ran its script to the end and the kernel said nothing bad."""
+    assert not r.timed_out, r.console[-3000:]
+    assert r.oopses == [], "\n".join(r.oopses) + "\n" + r.console[-3000:]
+    assert r.exit_status == 0, r.console[-4000:]
+    assert "PN-DMESG-END" in r.console
+
+
+def test_boot_insmod_rmmod_without_device(initrd):
+    """The guest boots; paranic.ko loads and unloads twice with no device present."""
+    r = qemu.boot("insmod", initrd=initrd, timeout=180)
+    clean(r)
+    assert r.steps == ["insmod 1: 1 module(s)", "rmmod 1: 0 module(s)",
+                       "insmod 2: 1 module(s)", "rmmod 2: 0 module(s)"], r.console[-2000:]
+    assert "no /dev/paranic*" in r.console
+    assert r.boot_seconds is not None and r.seconds < 120
+
+
+def test_probe_and_bad_input_against_the_register_model(initrd):
+    """pn_proxydev --model: the guest sees the ids and the 1 MiB BAR0, the driver probes
+    (info CSRs read through the proxy), GET_INFO works, and bad input gets errno results:
+    random ioctls (unprivileged), mmap beyond each region and read-only regions for
+    writing, no CAP_NET_ADMIN, double close, all contexts busy, close before munmap.
+    No context is left in use; the module unloads."""
+    r = qemu.boot("probe", ["bad"], device="model", initrd=initrd, timeout=300)
+    clean(r)
+    pci = [ln.split() for ln in r.console.splitlines() if ln.startswith("PN-PCI ")]
+    ours = [p for p in pci if p[2] == f"{P.PCI_VENDOR_ID:#06x}" and p[3] == f"{P.PCI_DEVICE_ID:#06x}"]
+    assert len(ours) == 1, pci
+    start, end = int(ours[0][5], 16), int(ours[0][6], 16)
+    assert end - start + 1 == P.BAR0_BYTES and start % P.BAR0_BYTES == 0
+    assert ours[0][4] == "0x028000"   # network controller, "other"
+    assert re.search(rf"paranic0: {P.DEFAULT_CONTEXTS} contexts, MTU {P.DEFAULT_MTU}, 0 MSI vectors", r.console)
+    assert "no MSI/MSI-X" in r.console   # the proxy has no MSI: polled mode
+    assert f"n_ctx {P.DEFAULT_CONTEXTS} mtu {P.DEFAULT_MTU}" in r.console and "irq 0" in r.console
+    fails = [ln for ln in r.console.splitlines() if ln.startswith("FAIL")]
+    assert not fails, r.console[-4000:]
+    for case in ("random-ioctls", "mmap-ctx-page@csr", "mmap-rx-ring-write", "mmap-status+1", "mmap-region-5",
+                 "mprotect-rx-write", "no-cap-net-admin", "double-close", "all-contexts-busy",
+                 "close-then-munmap"):
+        assert f"ok {case}" in r.console, case
+    m = re.search(r"random ioctls: (\d+) refused, (\d+) accepted, 0 with an unexpected errno", r.console)
+    assert m and int(m.group(1)) > 10000, r.console[-3000:]
+    assert "PASS 0" in r.console
+    assert f"contexts-before-rmmod 0 {P.DEFAULT_CONTEXTS}" in r.steps and "rmmod 0" in r.steps
+    # the device process saw the config cycles and BAR0 accesses and QEMU closing cleanly
+    m = re.search(r"QEMU closed the connection; (\d+) config reads, (\d+) config writes, (\d+) BAR0 reads, "
+                  r"(\d+) BAR0 writes, (\d+) SYNC_SYSMEM, 0 bad accesses", r.device_log)
+    assert m and int(m.group(3)) >= 3 and int(m.group(4)) > 0 and int(m.group(5)) >= 1, r.device_log
+
+
+def _sim_clean(log: str) -> None:
+    assert "PCIe rule broken" not in log and "outside client memory" not in log, log[-3000:]
+    assert "device client" in log and "attached: node 0" in log
+    assert "every context reset, guest RAM released" in log, log[-3000:]
+
+
+@pytest.mark.slow
+def test_guest_node_runs_hal_conformance_with_a_host_node(initrd):
+    """The HAL conformance vectors between the guest (node 0: pci backend, paranic.ko,
+    pn_proxydev, the Verilated NicCore, DMA in guest RAM) and a host process (node 1: sim
+    backend) of the same simulated ring. Both pass every case."""
+    host = [HOST_TESTS / "hal_conformance", "sim", "--ctx", "0"]
+    c = qemu.cluster_run(["conformance", "--ctx", "0"], nodes=2, host_cmds={1: host}, cluster="qemu-conf")
+    clean(c.guest)
+    g = c.guest.console
+    assert "open backend=pci node=0 nodes=2 ctx=0" in g
+    assert "ok vectors 17 vectors, 1104 packets received" in g
+    assert re.search(r"^PASS", g, re.M), g[-4000:]
+    h = c.hosts[0]
+    assert h.returncode == 0 and h.output.rstrip().endswith("PASS"), h.output
+    assert "contexts-after 0 16" in c.guest.steps
+    _sim_clean(c.sim_log)
+    # DMA went to and from guest RAM
+    reads = [int(x) for x in re.findall(r"(\d+) DMA reads", c.sim_log)]
+    assert reads and max(reads) > 100, c.sim_log[-2000:]
+
+
+@pytest.mark.slow
+def test_guest_node_rawdata_sizes_with_a_host_node(initrd):
+    """rawdata between the guest (node 0) and a host node: 0, 1, MTU-1, MTU, MTU+1, 256,
+    257, 1 MiB and 9 chunks + 5 bytes, to the peer, to itself and echoed back."""
+    host = [HOST_TESTS / "rawdata_test", "sizes", "sim"]
+    c = qemu.cluster_run(["rawdata", "sizes"], nodes=2, host_cmds={1: host}, cluster="qemu-raw")
+    clean(c.guest)
+    assert "ok sizes 9 sizes to node 1, to itself and back, 0 .. 1179653 bytes" in c.guest.console
+    h = c.hosts[0]
+    assert h.returncode == 0 and "ok sizes received and echoed 9 messages" in h.output, h.output
+    _sim_clean(c.sim_log)
+
+
+@pytest.mark.slow
+def test_guest_bad_input_and_kill_during_dma_on_the_simulated_nic(initrd):
+    """On the simulated NIC (a one-node job): the bad-input cases, then a process
+    SIGKILLed while its 1 MiB DMA messages to itself run: its context is quiesced and
+    given back, and can be opened again. No oops."""
+    c = qemu.cluster_run(["adversarial"], nodes=1, cluster="qemu-bad")
+    clean(c.guest)
+    g = c.guest.console
+    assert not [ln for ln in g.splitlines() if ln.startswith("FAIL")], g[-4000:]
+    for case in ("random-ioctls", "no-cap-net-admin", "double-close", "all-contexts-busy", "kill-during-dma",
+                 "reopen-after-kill"):
+        assert f"ok {case}" in g, case
+    assert "contexts-after 0 16" in c.guest.steps
+    _sim_clean(c.sim_log)
+    # the killed process's DMA really ran: the NIC read descriptors and payload from guest RAM
+    reads = [int(x) for x in re.findall(r"(\d+) DMA reads", c.sim_log)]
+    assert reads and max(reads) > 100, c.sim_log[-2000:]
