@@ -12,9 +12,13 @@ cd "$(dirname "$0")/.."
 #  libevent-dev libjson-c-dev zlib1g-dev  LiteX's Verilator simulator
 #  netpipe-tcp iperf3        programs the socket emulation carries (docs/sockets.md)
 #  pvm pvm-dev pvm-examples  PVM over the socket emulation (docs/pvm.md)
+#  linux-headers-amd64 sparse            build and check paranic.ko (docs/driver.md)
+#  linux-image-amd64 qemu-system-x86 busybox-static cpio  the driver in a QEMU guest
+#  valgrind                  instruction counts of the ports layer (tests)
 APT_PACKAGES=(python3-venv python3-dev build-essential perl iverilog
               libevent-dev libjson-c-dev zlib1g-dev netpipe-tcp iperf3
-              pvm pvm-dev pvm-examples)
+              pvm pvm-dev pvm-examples linux-headers-amd64 sparse linux-image-amd64
+              qemu-system-x86 busybox-static cpio valgrind)
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do

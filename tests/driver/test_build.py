@@ -20,7 +20,7 @@ import paranic.protocol as P
 from paranic import csrmap
 
 ROOT = Path(__file__).resolve().parents[2]
-KDIR = Path("/lib/modules/6.1.0-56-amd64/build")   # Debian's headers, never `uname -r`
+from paranic.qemu import KDIR   # Debian's linux-headers-amd64 (scripts/kver.sh), never `uname -r`
 OUT = ROOT / "build" / "driver-test"
 needs_kernel = pytest.mark.skipif(not (KDIR / "Makefile").exists(),
                                   reason=f"kernel headers missing: {KDIR} (apt install linux-headers-amd64)")

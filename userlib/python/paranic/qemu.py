@@ -35,7 +35,8 @@ from paranic import protocol as P
 
 ROOT = Path(__file__).resolve().parents[3]
 BUILD = ROOT / "build" / "qemu"
-KVER = "6.1.0-56-amd64"
+KVER = subprocess.run([str(ROOT / "scripts" / "kver.sh")], capture_output=True,
+                      text=True).stdout.strip() or "none"   # Debian's linux-headers-amd64 kernel
 KERNEL = Path(f"/boot/vmlinuz-{KVER}")
 KDIR = Path(f"/lib/modules/{KVER}/build")
 QEMU = "qemu-system-x86_64"
