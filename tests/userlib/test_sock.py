@@ -15,7 +15,8 @@ each, or two with pn_launch -p 2).
   --nodes 2`: NPtcp's integrity check up to 1 MiB and a measuring run whose result file
   must have its rows; iperf3 with a byte count, both directions, and in UDP mode.
 * The same library on the simulated ring:4 (`paranic run --backend sim`, which starts the
-  cached simulator): sock_test's cross and udp cases and NPtcp's integrity check up to 64 KiB.
+  cached simulator): sock_test's cross and udp cases, NPtcp's integrity check up to 64 KiB,
+  and iperf3 (8 MiB).
 """
 
 from __future__ import annotations
@@ -273,3 +274,24 @@ def test_on_the_simulator(userlib_build, tmp_path):
     assert "0: ok udp client" in r.stdout and "1: ok udp server" in r.stdout, out
     checks = [ln for ln in r.stdout.splitlines() if ln.startswith("0:") and "-->" in ln]
     assert len(checks) >= 20 and all(ln.endswith("Integrity check passed") for ln in checks), out
+
+
+def test_iperf3_on_the_simulator(userlib_build, tmp_path):
+    """Unmodified iperf3 between two nodes of the simulated ring:4 (sim backend): 8 MiB
+    from client to server over a ParaNIC connection beside iperf3's control connection;
+    the sender sends it all, the receiver reads all but what iperf3 itself drops at the
+    end (as over TCP), and both ends are cluster addresses."""
+    need("iperf3", "iperf3")
+    total, sndbuf, block = 8 << 20, 256 << 10, 128 << 10
+    port = 20000 + os.getpid() % 20000 + 11
+    report = tmp_path / "iperf.json"
+    client = f"iperf3 -c {node_addr(1)} -p {port} -n {total} -J --logfile {report}"
+    r = paranic_run(two_nodes(f"env PARANIC_SOCK_SNDBUF={sndbuf} iperf3 -s -1 -p {port}",
+                              f"env PARANIC_SOCK_SNDBUF={sndbuf} {client}"), tmp_path, timeout=300, backend="sim")
+    assert r.returncode == 0, r.stdout + r.stderr + (report.read_text() if report.exists() else "")
+    data = json.loads(report.read_text())
+    end = data["end"]
+    sent, received = end["sum_sent"]["bytes"], end["sum_received"]["bytes"]
+    assert total <= sent <= total + block and sent - sndbuf - block <= received <= sent, end
+    stream = data["start"]["connected"][0]
+    assert stream["remote_host"] == node_addr(1) and stream["local_host"] == node_addr(0), stream
