@@ -134,23 +134,6 @@ static uint64_t now_ns(void)
 	return pn_monotonic_ns();
 }
 
-/* 0 when pid is gone or a zombie. */
-static int pid_alive(pid_t pid)
-{
-	char path[64], buf[256];
-	FILE *f;
-	char *p;
-	if (pid <= 0 || (kill(pid, 0) < 0 && errno == ESRCH))
-		return 0;
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	if (!(f = fopen(path, "r")))
-		return 0;
-	p = fgets(buf, sizeof(buf), f);
-	fclose(f);
-	if (p && (p = strrchr(buf, ')')) && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X'))
-		return 0;
-	return 1;
-}
 
 /* ---- the NIC: outbox, hellos, notices ------------------------------------------------------- */
 
@@ -522,7 +505,7 @@ static void cleanups(uint64_t now)
 {
 	for (int i = 0; i < D.ncu;) {
 		struct cleanup *u = &D.cu[i];
-		if (pid_alive(u->pid)) {
+		if (pn_pid_alive((uint32_t)u->pid)) {
 			if (now < u->deadline) {
 				i++;
 				continue;

@@ -686,28 +686,10 @@ static void detached_reap(void)
 	}
 }
 
+/* A pid of 0 (no owner recorded) counts as alive here. */
 static int pid_alive(int32_t pid)
 {
-	char path[64], st[256];
-	int fd;
-	ssize_t n;
-	const char *p;
-
-	if (pid <= 0)
-		return 1;
-	if (kill(pid, 0) < 0 && errno == ESRCH)
-		return 0;
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return errno != ENOENT;
-	n = REAL(read)(fd, st, sizeof(st) - 1);
-	REAL(close)(fd);
-	if (n <= 0)
-		return 1;
-	st[n] = 0;
-	p = strrchr(st, ')');
-	return !(p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X'));
+	return pid <= 0 || pn_pid_alive((uint32_t)pid);
 }
 
 /* A peer on this host whose process is gone: the connection is reset, SK_DEAD_GRACE_NS

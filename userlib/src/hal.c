@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +42,25 @@ uint64_t pn_monotonic_ns(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+int pn_pid_alive(uint32_t pid)
+{
+	char path[64], buf[256];
+	FILE *f;
+	char *p;
+
+	if (!pid || pid > INT_MAX)
+		return 0;
+	if (kill((pid_t)pid, 0) < 0 && errno == ESRCH)
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return errno != ENOENT;   /* gone between the two looks, or /proc unreadable */
+	p = fgets(buf, sizeof(buf), f);
+	fclose(f);
+	return !(p && (p = strrchr(buf, ')')) && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X'));
 }
 
 void pn_backoff_step(struct pn_backoff *b)

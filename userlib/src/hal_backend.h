@@ -166,6 +166,11 @@ static inline void pn_backoff_reset(struct pn_backoff *b) { b->n = 0; }
 
 uint64_t pn_monotonic_ns(void);
 
+/* 0 when the process pid is gone or a zombie (killed, not yet reaped), or pid is 0;
+ * 1 otherwise. Used wherever a context, ring, lock or
+ * port directory entry names its owner by pid. */
+int pn_pid_alive(uint32_t pid);
+
 static inline void pn_cpu_relax(void)
 {
 #if defined(__x86_64__) || defined(__i386__)

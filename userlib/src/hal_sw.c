@@ -161,27 +161,6 @@ static void sw_atfork_register(void)
 
 /* ---- process liveness ------------------------------------------------------------------ */
 
-/* 0 when pid is gone or a zombie (killed, not yet reaped), 1 otherwise. */
-static int pid_alive(uint32_t pid)
-{
-	char path[64], buf[256];
-	FILE *f;
-	char *p;
-
-	if (!pid)
-		return 0;
-	if (kill((pid_t)pid, 0) < 0 && errno == ESRCH)
-		return 0;
-	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
-	f = fopen(path, "r");
-	if (!f)
-		return 1;
-	p = fgets(buf, sizeof(buf), f);
-	fclose(f);
-	if (p && (p = strrchr(buf, ')')) && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X'))
-		return 0;
-	return 1;
-}
 
 /* ---- geometry -------------------------------------------------------------------------- */
 
@@ -238,7 +217,7 @@ static int sw_lock(struct sw_be *be, uint32_t *lk)
 		uint32_t cur = 0;
 		if (__atomic_compare_exchange_n(lk, &cur, be->pid, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
 			return 0;
-		if ((b.n & 1023) == 1023 && cur && !pid_alive(cur) &&
+		if ((b.n & 1023) == 1023 && cur && !pn_pid_alive(cur) &&
 		    __atomic_compare_exchange_n(lk, &cur, be->pid, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
 			return 1;
 		pn_backoff_step(&b);
@@ -287,7 +266,7 @@ static int sw_full(struct sw_be *be, uint32_t n, struct sw_ctx_meta *m)
 		return -EAGAIN;
 	be->last_live_check = now;
 	owner = __atomic_load_n(&m->owner_pid, __ATOMIC_ACQUIRE);
-	if (pid_alive(owner))
+	if (pn_pid_alive(owner))
 		return -EAGAIN;
 	__atomic_compare_exchange_n(&m->state, &st, SW_DEAD, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
 	sw_drop(be, n, m);
@@ -600,7 +579,7 @@ static int cluster_in_use(struct sw_be *be)
 	for (uint32_t n = 0; n < be->nodes; n++)
 		for (uint32_t c = 0; c < be->contexts; c++) {
 			uint32_t p = __atomic_load_n(&sw_meta(be, n, c)->owner_pid, __ATOMIC_ACQUIRE);
-			if (p && pid_alive(p))
+			if (p && pn_pid_alive(p))
 				return 1;
 		}
 	return 0;
@@ -664,7 +643,7 @@ static int sw_attach_existing(struct sw_be *be, int fd, const char *name, const 
 		return -errno;
 	for (waited = 0; __atomic_load_n(&g->magic, __ATOMIC_ACQUIRE) != SW_MAGIC; waited++) {
 		uint32_t cp = __atomic_load_n(&g->creator_pid, __ATOMIC_ACQUIRE);
-		if (waited > 2000 || (cp && !pid_alive(cp) && waited > 10)) {
+		if (waited > 2000 || (cp && !pn_pid_alive(cp) && waited > 10)) {
 			munmap(g, SW_PAGE);
 			shm_unlink(name);
 			return 0;
@@ -774,7 +753,7 @@ static int ctx_claim(struct sw_be *be, uint32_t c, int reclaim)
 	uint32_t cur = 0;
 
 	if (!__atomic_compare_exchange_n(&m->owner_pid, &cur, be->pid, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-		if (!reclaim || cur == be->pid || pid_alive(cur))
+		if (!reclaim || cur == be->pid || pn_pid_alive(cur))
 			return -EBUSY;
 		if (!__atomic_compare_exchange_n(&m->owner_pid, &cur, be->pid, 0, __ATOMIC_ACQ_REL,
 						 __ATOMIC_ACQUIRE))

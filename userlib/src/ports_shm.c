@@ -25,6 +25,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "hal_backend.h"   /* pn_pid_alive */
 #include "ports_shm.h"
 #include "ports_wire.h"
 
@@ -83,27 +84,6 @@ static void ring_name(char *out, size_t n, const char *cluster, unsigned node, u
 	snprintf(out, n, "/paranic-%s:n%u:c%u-c%u:%016llx", cluster, node, src, dst, (unsigned long long)inc);
 }
 
-/* 0 when pid is gone or a zombie (killed, not yet reaped), 1 otherwise. */
-static int pid_alive(uint32_t pid)
-{
-	char path[64], buf[256];
-	FILE *f;
-	char *p;
-
-	if (!pid)
-		return 0;
-	if (kill((pid_t)pid, 0) < 0 && errno == ESRCH)
-		return 0;
-	snprintf(path, sizeof(path), "/proc/%u/stat", pid);
-	f = fopen(path, "re");
-	if (!f)
-		return 1;
-	p = fgets(buf, sizeof(buf), f);
-	fclose(f);
-	if (p && (p = strrchr(buf, ')')) && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X'))
-		return 0;
-	return 1;
-}
 
 static void *map_fd(int fd, size_t len)
 {
@@ -227,7 +207,7 @@ int pn_shm_link_open(struct pn_shm *s, unsigned ctx, struct pn_shm_link **out)
 	}
 	close(fd);
 	if (__atomic_load_n(&in->magic, __ATOMIC_ACQUIRE) != PW_SHM_INBOX_MAGIC || in->version != PW_SHM_VERSION ||
-	    in->node != s->node || in->ctx != ctx || !pid_alive(__atomic_load_n(&in->owner_pid, __ATOMIC_ACQUIRE))) {
+	    in->node != s->node || in->ctx != ctx || !pn_pid_alive(__atomic_load_n(&in->owner_pid, __ATOMIC_ACQUIRE))) {
 		munmap(in, len);
 		return -EAGAIN;
 	}
@@ -256,7 +236,7 @@ uint32_t pn_shm_link_epoch(const struct pn_shm_link *l)
 int pn_shm_link_alive(const struct pn_shm_link *l)
 {
 	uint32_t pid = __atomic_load_n(&l->in->owner_pid, __ATOMIC_ACQUIRE);
-	return pid == l->pid && pid_alive(pid);
+	return pid == l->pid && pn_pid_alive(pid);
 }
 
 void pn_shm_link_close(struct pn_shm *s, struct pn_shm_link *l, int keep)
