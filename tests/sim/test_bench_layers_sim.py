@@ -30,8 +30,9 @@ def test_layers_on_the_simulator(sim_binary, userlib_build):
         x = rows[name]
         assert x["sw_ns"] is None and x["latency_ns"] == x["hw_ns"], x            # hardware path only
         # One way over one hop: at least the PIO path's 60 cycles (PCIe model 38);
-        # the upper bound is loose (simulated time runs on while a client waits for a core).
-        assert 480 <= x["hw_ns"] <= 5000, x
+        # the upper bound is only a sanity check: simulated time runs on while a client waits
+        # for a core, so a loaded machine inflates hw_ns (5.2 µs for rma seen once in CI).
+        assert 480 <= x["hw_ns"] <= 50_000, x
         assert x["hw_cycles"] == round(x["hw_ns"] / P.TARGET_CLK_NS, 1), x
         # 1 MiB messages: no faster than the link's payload bandwidth, and well above half of it.
         assert link * 0.5 < x["hw_MBps"] <= link * 1.001 and x["MBps"] == x["hw_MBps"], x
