@@ -167,15 +167,9 @@ def build_proxydev(drv_out: Path | None = None) -> Path:
 
 
 def build_sim(topo: str = "ring:4") -> Path:
-    """This tree's harness (sim/*.cpp) linked against the cached model, into build/qemu/sim-<tag>."""
+    """The simulator of ``topo`` (its harness serves device clients): built once and cached."""
     from paranic import simcluster
-    from paranic.topo import Topology
-    d = sim_dir(topo)
-    mine = BUILD / f"sim-{simcluster.topo_tag(Topology.parse(topo))}"
-    mine.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(d / "csr.json", mine / "csr.json")
-    gen = [d / "gen/cluster_gen.h", d / "gen/cluster_gen.cpp"]
-    return simcluster._build_harness(mine, d / "obj", gen, d.name.rsplit("-", 1)[1], True)
+    return simcluster.build(topo, quiet=True)
 
 
 def start_sim(cluster: str, topo: str = "ring:4", extra_args: Sequence[str] = ()):
