@@ -1,6 +1,7 @@
 """`paranic bench layers --backend sim --quick` on the cached ring:4 simulator (which it
 starts itself): hardware-path rows for hal, rawdata, ports, sockets (the socket
-program timed with the preload library's pn_sock_now_ns), am and rma, os-tcp natively,
+program timed with the preload library's pn_sock_now_ns), pvm (when installed), am and
+rma, os-tcp natively,
 and figures within what the gateware allows. About 25 s."""
 
 from __future__ import annotations
@@ -22,11 +23,13 @@ def test_layers_on_the_simulator(sim_binary, userlib_build):
                        text=True, timeout=300, cwd=ROOT, env=e)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
     assert "paranic bench: starting the ring:4 simulator" in r.stderr
-    rows = {x["layer"]: x for x in json.loads(r.stdout)["rows"]}
-    assert list(rows) == ["hal", "rawdata", "ports", "sockets", "am", "rma", "os-tcp"]
+    res = json.loads(r.stdout)
+    rows = {x["layer"]: x for x in res["rows"]}
+    pvm = [] if "pvm" in res["skipped"] else ["pvm"]   # PVM over the sockets, when installed
+    assert list(rows) == ["hal", "rawdata", "ports", "sockets", *pvm, "am", "rma", "os-tcp"]
     from paranic.hw.link import link_efficiency
     link = P.WORD_BYTES * P.TARGET_CLK_HZ / 1e6 * link_efficiency(P.DEFAULT_MTU)   # 969.7 MB/s
-    for name in ("hal", "rawdata", "ports", "sockets", "am", "rma"):
+    for name in ("hal", "rawdata", "ports", "sockets", *pvm, "am", "rma"):
         x = rows[name]
         assert x["sw_ns"] is None and x["latency_ns"] == x["hw_ns"], x            # hardware path only
         # One way over one hop: at least the PIO path's 60 cycles (PCIe model 38);
@@ -47,5 +50,8 @@ def test_layers_on_the_simulator(sim_binary, userlib_build):
         assert x["below"] == "ports" and x["added_hw_ns"] == round(x["hw_ns"] - ports, 1), x
         if ports < 900:
             assert x["hw_ns"] >= ports + 150, (x, rows["ports"])
+    if pvm:   # PVM's header and its own message (pvm_pkbyte's fragment) over the same socket
+        x = rows["pvm"]
+        assert x["below"] == "sockets" and x["added_hw_ns"] == round(x["hw_ns"] - rows["sockets"]["hw_ns"], 1), x
     os_tcp = rows["os-tcp"]
     assert os_tcp["hw_ns"] is None and os_tcp["sw_ns"] > 0 and os_tcp["native_only"], os_tcp

@@ -10,8 +10,9 @@ Table 3 (PC columns) and the latency each layer adds over the layer it is built 
 Layers are a registry (:data:`LAYERS`): a row is one :class:`Layer` with a measure
 function ``(session, backend) -> (ping-pong row, stream row)`` returning rows as
 pn_bench prints them (``latency_ns`` one way, ``latency_ns`` per stream message). A new
-layer (PVM) is one such function plus a mode of a benchmark program; until then it is
-listed as "not yet".
+layer is one such function plus a mode of a benchmark program; until then it is listed
+as "not yet". A layer whose software is not installed (``Layer.missing``) is skipped
+with a message.
 
 * ``hal``, ``rawdata``, ``ports``: ``pn_bench --layer X`` (userlib/tools/pn_bench.c).
 * ``am``: ``pn_bench --layer am``: ping-pong = a request whose handler replies with the
@@ -25,6 +26,14 @@ listed as "not yet".
   and 1 under ``LD_PRELOAD=libparanic_sock.so``; on sim it times with the library's
   ``pn_sock_now_ns`` (simulated time). A row whose connection was not a ParaNIC one
   (the library fell back to the OS) is an error.
+* ``pvm``: ``pn_pvm_bench`` (userlib/sock/pvm) as a PVM job of nodes 0 and 1
+  (``pvm_job.sh``: pvmd on both, started through paranic-rsh, every PVM process under the
+  preload library): the master on node 0 spawns a worker on node 1; ping-pong = 8 bytes
+  (PvmDataRaw) over the direct task-to-task route (PvmRouteDirect), half the round trip;
+  stream = 1 MiB messages packed with PvmDataInPlace (no copy into a PVM buffer), then
+  the worker's answer. On sim timed with ``pn_sock_now_ns`` (simulated time). A row whose
+  tasks had no ParaNIC connection (``tcp_remote`` < 1) is an error; without PVM (Debian's
+  pvm, pvm-dev) the row is skipped with a message.
 * ``os-tcp``: the same program without the preload library over 127.0.0.1: the
   operating system's TCP on loopback, measured natively whatever the backend (there is
   no hardware path).
@@ -34,9 +43,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import socket
+import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 from dataclasses import dataclass
 from typing import Callable, Iterable, Optional
 
@@ -68,6 +81,7 @@ class Layer:
     parastation_below: Optional[str] = None    # that row's layer below in ParaStation
     parastation_os: bool = False               # Table 3's OS (TCP/IP) columns
     native_only: bool = False                  # no hardware path: measured on sw only
+    missing: Optional[Callable[[], Optional[str]]] = None   # why it cannot run here (None: it can)
 
 
 def _pn_bench(layer: str) -> Measure:
@@ -107,6 +121,68 @@ def _sockbench(mode: str, layer: str, preload: bool) -> Measure:
     return measure
 
 
+PVM_DIR = L.ROOT / "userlib" / "sock" / "pvm"
+PVM_JOB = PVM_DIR / "pvm_job.sh"
+PVM_BENCH_SRC = PVM_DIR / "pn_pvm_bench.c"
+PVM_BENCH = L.USERLIB_BUILD / "pvm" / "pn_pvm_bench"
+
+
+def pvm_missing() -> Optional[str]:
+    """Why the pvm row cannot run here (None: PVM is installed)."""
+    for prog, pkg in (("pvmd", "pvm"), ("gcc", "gcc")):
+        if shutil.which(prog) is None:
+            return f"{prog} is not installed (Debian package {pkg}: scripts/deps.sh installs it)"
+    if not Path("/usr/include/pvm3.h").exists():
+        return "pvm3.h is not installed (Debian package pvm-dev: scripts/deps.sh installs it)"
+    return None
+
+
+def build_pvm_bench() -> Path:
+    """Build pn_pvm_bench against Debian's libpvm3 (as tests/userlib/test_pvm.py builds
+    pn_pvm_ring), unless it is newer than its source."""
+    if PVM_BENCH.exists() and PVM_BENCH.stat().st_mtime >= PVM_BENCH_SRC.stat().st_mtime:
+        return PVM_BENCH
+    PVM_BENCH.parent.mkdir(parents=True, exist_ok=True)
+    r = subprocess.run(["gcc", "-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-o", str(PVM_BENCH),
+                        str(PVM_BENCH_SRC), "-lpvm3"], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise msg.BenchError(f"building pn_pvm_bench failed:\n{r.stderr[-2000:]}")
+    return PVM_BENCH
+
+
+def _pvm(sess: msg.Session, backend: str, topo: str = "ring:4") -> Pair:
+    """pn_pvm_bench as a PVM job of 2 nodes (pvm_job.sh): ping-pong at LAT_BYTES,
+    stream at BW_BYTES (PvmDataInPlace), both in one run of the virtual machine."""
+    exe = build_pvm_bench()
+    env = L.clean_env()
+    tag = backend
+    if backend == "sim":
+        sim = sess.sim(topo)
+        env = sim.env(env)
+        tag = f"sim {topo}"
+        msg._wait_job_ended(sim)
+    env["PVM_EP"] = f"/usr/bin:{exe.parent}"   # where pvmd finds the worker it spawns
+    sink = msg._Rows(tag, msg._show_msg)
+    with tempfile.TemporaryDirectory(prefix="pn-pvm-bench-") as work:
+        cmd = f"{exe} --min {LAT_BYTES} --bw {BW_BYTES} --encoding inplace --scale {sess.scale(backend)}"
+        run = L.launch(["sh", str(PVM_JOB), f"{work}/w", cmd], 2, L.cluster_name(f"bench-pvm-{backend}"),
+                       backend=backend, timeout=1800, env=env, stream=sink)
+        if run.rc != 0:
+            log = "\n".join(p.read_text(errors="replace")[-1500:] for p in Path(work).glob("w/pvm/node*/pvml.*"))
+            raise msg.BenchError(f"pn_pvm_bench on {tag} failed (exit {run.rc}):\n" +
+                                 "\n".join(sink.lines[-20:]) + ("\n" + log if log else ""))
+    out = []
+    for bench, n in (("pingpong", LAT_BYTES), ("stream", BW_BYTES)):
+        row = _one(sink.rows, bench, "pvm", n)
+        if row.get("tcp_remote", -1) < 1:
+            raise msg.BenchError(f"pvm on {backend}: the tasks had no ParaNIC connection (tcp_remote "
+                                 f"{row.get('tcp_remote')}): the library fell back to the OS")
+        if backend == "sim" and row.get("clock") != "backend":
+            raise msg.BenchError("pvm on sim: no simulated time (pn_sock_now_ns missing)")
+        out.append(row)
+    return out[0], out[1]
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -126,7 +202,8 @@ LAYERS: tuple[Layer, ...] = (
     Layer("ports", "ports: tagged messages, eager / rendezvous", "hal", _pn_bench("ports"), "port", "rawdata"),
     Layer("sockets", "TCP sockets over ports (LD_PRELOAD)", "ports", _sockbench("cluster", "sockets", True),
           "socket", "port"),
-    Layer("pvm", "PVM over the emulated sockets", "sockets", None, "pvm", "socket"),
+    Layer("pvm", "PVM over the emulated sockets (direct route)", "sockets", _pvm, "pvm", "socket",
+          missing=pvm_missing),
     Layer("am", "active messages: request + reply handlers", "ports", _pn_bench("am")),
     Layer("rma", "RMA: put into a registered region", "ports", _pn_bench("rma")),
     Layer("os-tcp", "the OS's TCP over loopback (no ParaNIC)", None, _sockbench("loopback", "os-tcp", False),
@@ -151,12 +228,27 @@ def parse_layers(spec: str | None) -> list[str]:
     return [x.name for x in LAYERS if x.name in names]
 
 
+def skipped_layers(names: Iterable[str]) -> dict[str, str]:
+    """layer -> why it cannot run here, for those of ``names`` that cannot (PVM not installed)."""
+    out = {}
+    for name in names:
+        why = BY_NAME[name].missing() if BY_NAME[name].missing else None
+        if why:
+            out[name] = why
+    return out
+
+
 def measure_layers(sess: msg.Session, layers: Iterable[str] = READY,
                    backends: Iterable[str] = msg.BACKENDS, repeats: int | None = None) -> list[dict]:
     """One row per layer: ``{layer, latency_ns, MBps, hw_ns, sw_ns, added_ns, ...}``.
     Every layer is measured ``repeats`` times per backend (default REPEATS, 1 with
-    ``quick``), round robin over the layers, and the fastest run counts."""
+    ``quick``), round robin over the layers, and the fastest run counts. A layer that
+    cannot run here (:func:`skipped_layers`) is left out with a message."""
     layers, backends = parse_layers(",".join(layers)), list(backends)
+    skipped = skipped_layers(layers)
+    for name, why in skipped.items():
+        msg._log(f"paranic bench layers: {name} skipped: {why}")
+    layers = [x for x in layers if x not in skipped]
     def reps(be: str) -> int:
         return repeats if repeats is not None else 1 if sess.quick else REPEATS[be]
 
@@ -236,7 +328,7 @@ def _f(x: float | None, fmt: str = "{:.1f}") -> str:
     return "-" if x is None else fmt.format(x)
 
 
-def table(rows: list[dict], backends: Iterable[str] = msg.BACKENDS) -> str:
+def table(rows: list[dict], backends: Iterable[str] = msg.BACKENDS, skipped: dict[str, str] | None = None) -> str:
     head = (f"{'layer':8s} {'latency_ns':>10s} {'(hw + sw)':>17s} {'added_ns':>9s} {'(hw + sw)':>15s} {'over':>6s} "
             f"{'MB/s':>8s}   {'ParaStation:':>12s} {'us':>6s} {'added':>6s} {'MB/s':>6s}")
     out = [f"protocol hierarchy (ParaStation's Table 3): latency one way, {LAT_BYTES} B ping-pong; "
@@ -253,6 +345,8 @@ def table(rows: list[dict], backends: Iterable[str] = msg.BACKENDS) -> str:
     for x in LAYERS:
         if not x.measure:
             out.append(f"{x.name:8s} {'not yet':>10s}   ({x.title})")
+    for name, why in (skipped or {}).items():
+        out.append(f"{name:8s} {'skipped':>10s}   ({why})")
     be = sorted(backends)
     what = {("sim", "sw"): "hw_ns (simulated cluster, hardware path) + sw_ns (natively, sw backend)",
             ("sim",): "hw_ns only (simulated cluster, hardware path); os-tcp natively",
@@ -329,6 +423,7 @@ def run(a: argparse.Namespace) -> int:
         print(f"paranic bench layers: {e}", file=sys.stderr)
         return 2
     backends = ("sim", "sw") if a.backend == "both" else (a.backend,)
+    skipped = skipped_layers(layers)
     t0 = time.time()
     try:
         with msg.Session(quick=a.quick) as sess:
@@ -337,12 +432,12 @@ def run(a: argparse.Namespace) -> int:
         print(f"paranic bench layers: {e}", file=sys.stderr)
         return 1
     if a.json:
-        print(json.dumps({"bench": "layers", "rows": rows, "not_yet": list(NOT_YET),
+        print(json.dumps({"bench": "layers", "rows": rows, "not_yet": list(NOT_YET), "skipped": skipped,
                           "config": {"backend": a.backend, "quick": a.quick, "latency_bytes": LAT_BYTES,
                                      "bandwidth_bytes": BW_BYTES, "clock_mhz": P.TARGET_CLK_HZ / 1e6,
                                      "seconds": round(time.time() - t0, 1)}}))
     else:
-        print(table(rows, backends))
+        print(table(rows, backends, skipped))
     if a.plot:
         try:
             plot(rows, a.plot)
