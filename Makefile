@@ -2,7 +2,6 @@
 PY      := .venv/bin/python
 PYTEST  := .venv/bin/pytest
 PARANIC := .venv/bin/paranic
-HEADER  := userlib/include/paranic/pn_protocol.h
 
 .PHONY: all deps test test-all demo bench headers clean help driver driver-sparse
 
@@ -10,8 +9,8 @@ help:
 	@echo "make demo      the main job: ParaStation's benchmarks through libparanic on the simulated cluster"
 	@echo "make test      run the test suite (fast tests; slow ones: make test-all)"
 	@echo "make test-all  run every test, including the long adversarial runs"
-	@echo "make bench     every benchmark, plots into docs/img (router, messages, barrier up to 16 nodes, layers)"
-	@echo "make headers   regenerate $(HEADER) from paranic/protocol.py"
+	@echo "make bench     every benchmark and the demo, plots into docs/img (router, messages, barrier up to 16 nodes, layers)"
+	@echo "make headers   regenerate the C headers and doc tables generated from the spec (spec/)"
 	@echo "make driver    build driver/paranic.ko (W=1, warnings fail; docs/driver.md)"
 	@echo "make driver-sparse  the same under sparse"
 	@echo "make deps      install Debian packages (needs root) and the Python venv"
@@ -20,7 +19,7 @@ deps:
 	@scripts/deps.sh
 
 headers: deps
-	$(PY) -m paranic.protocol --c-header $(HEADER) --doc docs/protocol.md
+	$(PY) -m paranic.spec
 
 # paranic.ko against Debian's linux-headers-amd64 (driver/Makefile: KDIR, CSR_JSON, LINKS).
 driver: deps
@@ -44,6 +43,7 @@ bench: deps
 	$(PARANIC) bench overhead
 	$(PARANIC) bench barrier --nodes 2,4,8,16 --plot docs/img/barrier.png
 	$(PARANIC) bench layers --plot docs/img/layers.png
+	$(PARANIC) demo --img docs/img
 
 clean:
 	rm -rf build .pytest_cache

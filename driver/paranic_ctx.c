@@ -50,8 +50,6 @@ static int pn_ctx_quiesce(struct pn_dev *d, int id, u32 busy_mask)
 	}
 }
 
-#define PN_BUSY_ALL (PN_CTX_STATE_PIO_BUSY | PN_CTX_STATE_TX_INFLIGHT | PN_CTX_STATE_RX_ACTIVE | \
-		     PN_CTX_STATE_STATUS_DIRTY)
 
 static void pn_ctx_free_mem(struct pn_ctx *c)
 {
@@ -123,7 +121,7 @@ int pn_ctx_open(struct pn_dev *d, struct pn_ctx **out)
 	c->id = r;
 	/* Hand-over: 1. disable, 2. wait until idle, 3. new addresses, reset, enable. */
 	pn_ctx_program(d, c, false);
-	r = pn_ctx_quiesce(d, c->id, PN_BUSY_ALL);
+	r = pn_ctx_quiesce(d, c->id, PN_CTX_STATE_BUSY);
 	if (r) {
 		/* Left busy by someone we cannot see: keep it out of use. */
 		dev_warn(dev, "context %d busy at open (%d); not used\n", c->id, r);
@@ -162,7 +160,7 @@ void pn_ctx_close(struct pn_ctx *c)
 	mutex_lock(&d->lock);
 	if (!d->dead) {
 		pn_ctx_program(d, c, false);
-		r = pn_ctx_quiesce(d, c->id, PN_BUSY_ALL);
+		r = pn_ctx_quiesce(d, c->id, PN_CTX_STATE_BUSY);
 		if (!r)
 			PN_CSR_W(d, HOST_CTX_RESET, 1);
 	}
@@ -198,7 +196,7 @@ void pn_ctx_disable_all(struct pn_dev *d)
 		PN_CSR_W(d, HOST_CTX_STATUS_ADDR, 0);
 		PN_CSR_W(d, HOST_CTX_WIN_SIZE, 0);
 		PN_CSR_W(d, HOST_CTX_WRITE, 1);
-		if (pn_ctx_quiesce(d, i, PN_BUSY_ALL) == 0)
+		if (pn_ctx_quiesce(d, i, PN_CTX_STATE_BUSY) == 0)
 			PN_CSR_W(d, HOST_CTX_RESET, 1);
 	}
 	mutex_unlock(&d->lock);

@@ -45,7 +45,7 @@ from litex.gen import LiteXModule
 from litex.soc.interconnect import stream
 from litex.soc.interconnect.csr import CSRField, CSRStatus, CSRStorage
 
-from paranic import protocol as P
+from paranic.spec import protocol as P
 from paranic.hw.common import hdr, packet_layout
 
 #: Default tree fan-out exponent: 4 children per node (see docs: fewer tree levels,

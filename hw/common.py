@@ -1,6 +1,6 @@
 """Stream layouts and interfaces shared by the gateware blocks.
 
-Field positions come from :mod:`paranic.protocol`, never re-typed here.
+Field positions come from :mod:`paranic.spec.protocol`, never re-typed here.
 """
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 from migen import Signal
 from litex.soc.interconnect import stream
 
-from paranic import protocol as P
+from paranic.spec import protocol as P
 
 
 def packet_layout() -> list[tuple[str, int]]:

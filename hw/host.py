@@ -23,7 +23,7 @@ from litex.gen import LiteXModule
 from litex.soc.interconnect import packet, stream
 from litex.soc.interconnect.csr import CSR, CSRStatus, CSRStorage
 
-from paranic import protocol as P
+from paranic.spec import protocol as P
 
 from .common import packet_layout
 from .dma import DmaPort
@@ -49,18 +49,6 @@ COUNTERS = (
     ("status_writes", "status blocks written"),
 )
 
-#: Bits of the ``ctx_state`` CSR (state of the context selected by ``ctx_sel``).
-CTX_STATE_BITS = (
-    ("enabled", "context enabled"),
-    ("pio_busy", "a PIO doorbell is pending or being sent"),
-    ("tx_inflight", "descriptors fetched but not completed (wait for 0 before ctx_reset)"),
-    ("tx_pending", "TX_TAIL != TX_HEAD"),
-    ("rx_active", "the RX engine is writing a packet into this context's ring"),
-    ("rx_full", "the RX ring is full"),
-    ("irq_armed", "the MSI is armed"),
-    ("status_dirty", "a status-block write is pending"),
-)
-
 
 class HostInterface(LiteXModule):
     """The host side of one NicCore.
@@ -84,7 +72,7 @@ class HostInterface(LiteXModule):
     * Configuration: ``cfg_ctx``, ``cfg_enable``, ``cfg_rx_base``, ``cfg_rx_log2``,
       ``cfg_tx_base``, ``cfg_tx_log2``, ``cfg_status_addr``, ``cfg_win_base``,
       ``cfg_win_size``; strobes ``cfg_write`` (store into context ``cfg_ctx``) and
-      ``cfg_reset`` (zero its pointers and counters); ``cfg_state`` (CTX_STATE_BITS of
+      ``cfg_reset`` (zero its pointers and counters); ``cfg_state`` (``P.CTX_STATE_BITS`` of
       context ``cfg_ctx``).
     * ``counters``: dict name -> Signal(32) (see :data:`COUNTERS`).
     """
@@ -191,7 +179,7 @@ class HostInterface(LiteXModule):
             self.counters[name] = c
 
         # Selected context's state (driver view) ------------------------------------------------
-        self.cfg_state = Signal(len(CTX_STATE_BITS))
+        self.cfg_state = Signal(len(P.CTX_STATE_BITS))
         sel = cfg.cfg_ctx
         bits = {
             "enabled": Array(list(st.enable))[sel],
@@ -204,7 +192,7 @@ class HostInterface(LiteXModule):
             "status_dirty": Array(list(st.dirty))[sel],
         }
         self.comb += [self.cfg_state[i].eq(cfg.valid_ctx & bits[name])
-                      for i, (name, _) in enumerate(CTX_STATE_BITS)]
+                      for i, (name, _) in enumerate(P.CTX_STATE_BITS)]
 
     # CSRs -----------------------------------------------------------------------------------------
     def add_csrs(self) -> None:
@@ -223,9 +211,9 @@ class HostInterface(LiteXModule):
         self.ctx_write.description = "Write: store the ctx_* fields into context ctx_sel"
         self.ctx_reset = CSR()
         self.ctx_reset.description = "Write: zero context ctx_sel's pointers and counters"
-        self.ctx_state = CSRStatus(len(CTX_STATE_BITS),
+        self.ctx_state = CSRStatus(len(P.CTX_STATE_BITS),
                                    description="State of context ctx_sel: " + ", ".join(
-                                       f"bit {i} {n}" for i, (n, _) in enumerate(CTX_STATE_BITS)))
+                                       f"bit {i} {n}" for i, (n, _) in enumerate(P.CTX_STATE_BITS)))
         self.info_n_ctx = CSRStatus(8, reset=self.n_ctx, description="Number of contexts")
         self.info_mtu = CSRStatus(16, reset=self.mtu, description="MTU in bytes")
         self.comb += [

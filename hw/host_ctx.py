@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from migen import Array, Case, Cat, If, Memory, Module, Signal
 
-from paranic import protocol as P
+from paranic.spec import protocol as P
 
 #: Packet types a context may send (PIO header or DMA descriptor); BARRIER and
 #: CONTROL belong to the NIC itself.

@@ -13,7 +13,7 @@ from __future__ import annotations
 from migen import Array, Cat, If, Module, Signal, log2_int
 from litex.soc.interconnect import wishbone
 
-from paranic import protocol as P
+from paranic.spec import protocol as P
 
 from .host_ctx import ContextState
 

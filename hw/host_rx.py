@@ -21,7 +21,7 @@ from migen import Array, If, Module, Signal
 from migen.genlib.fsm import FSM, NextState, NextValue
 from litex.soc.interconnect import stream
 
-from paranic import protocol as P
+from paranic.spec import protocol as P
 
 from .common import hdr, packet_layout
 from .dma import DmaWriter

@@ -12,7 +12,7 @@ from __future__ import annotations
 from migen import Array, If, Module, Signal
 from migen.genlib.fsm import FSM, NextState, NextValue
 
-from paranic import protocol as P
+from paranic.spec import protocol as P
 
 from .dma import DmaWriter
 from .host_ctx import ContextConfig, ContextState, RRPicker

@@ -9,15 +9,14 @@ two LitePCIe master ports for ``dma_rd``/``dma_wr``.
 
 from __future__ import annotations
 
-from migen import If, Signal
 from litex.gen import LiteXModule
 from litex.soc.interconnect import packet
-from litex.soc.interconnect.csr import CSRStorage, CSRStatus, CSRConstant  # noqa: F401
+from litex.soc.interconnect.csr import CSRStorage
 
-from paranic import protocol as P
+from paranic.spec import protocol as P
 
 from .barrier import BarrierUnit
-from .common import hdr, packet_layout  # noqa: F401
+from .common import hdr
 from .host import HostInterface
 from .link import LinkLayer
 from .router import Router, default_buf_words
@@ -29,9 +28,9 @@ def link_buf_words(mtu: int) -> int:
     A packet entering a ring needs two free packet slots in the next router's input
     buffer, and a slot comes back only after its packet has crossed the link, been
     received whole (store-and-forward), forwarded out of the buffer and its credits
-    returned: about 290 cycles, 2.2 frame times at MTU 1024. The router's default
-    (two packets, 3 slots) keeps only two packets in flight, so a one-hop DMA stream
-    ran at 145 cycles per MTU packet instead of the link's 132; with four packets per
+    returned: about 290 cycles, 2.2 frame times at MTU 1024. With the router's default
+    (two packets, 3 slots) only two packets are in flight, and a one-hop DMA stream
+    runs at 145 cycles per MTU packet instead of the link's 132; with four packets per
     buffer (7 slots at MTU 1024; one more block RAM per link port) it keeps up. The
     injection and ejection FIFOs keep the router's default size.
     """

@@ -30,7 +30,7 @@ from litex.gen import LiteXModule
 from litex.soc.interconnect import stream
 from litex.soc.interconnect.csr import CSR, CSRStatus, CSRStorage
 
-from paranic import protocol as P
+from paranic.spec import protocol as P
 
 from .common import LinkPortIf, hdr, packet_layout
 from .fifo import PacketFifo
@@ -370,7 +370,7 @@ class Router(LiteXModule):
         """
         tbits = len(self.table_adr)
         self.route_adr = CSRStorage(tbits, name="route_adr", description="Routing-table index (destination node).")
-        self.route_port = CSRStorage(P.ROUTE_BITS, name="route_port", description="Port for route_adr (paranic.protocol.Port).")
+        self.route_port = CSRStorage(P.ROUTE_BITS, name="route_port", description="Port for route_adr (paranic.spec.protocol.Port).")
         self.route_write = CSR(name="route_write")
         self.route_read = CSRStatus(P.ROUTE_BITS, name="route_read", description="Table entry at route_adr.")
         rp = self._table.get_port(mode=READ_FIRST)

@@ -2,9 +2,11 @@
 
 On a board, LiteX's SoC builder collects NicCore's CSRs into its CSR bus and
 generates ``csr.h``/``csr.csv``. Standalone (cocotb benches, the Verilator cluster
-simulator) this module does the same job: it puts the context pages at byte
-offset 0 and a CSR bank array at :data:`CSR_BASE`, and :func:`csr_map` exports the
-generated register map (name -> byte address, width) for host models and tools.
+simulator) this module does the same job with BAR0's layout from the spec: the
+context pages at byte offset 0 and a CSR bank array at ``BAR0_CSR_OFFSET``;
+:meth:`NicCoreStandalone.csr_map` exports the generated register map (name -> byte
+address, width) and :func:`write_csr_json` writes it as ``csr.json``, the form the
+header generator (``python -m paranic.hw.gen``) and the tools read.
 """
 
 from __future__ import annotations
@@ -13,17 +15,19 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from migen import Module
 from litex.gen import LiteXModule
 from litex.soc.interconnect import csr_bus, wishbone
 
+from paranic.spec import protocol as P
+
 from .niccore import NicCore
 
-#: Byte offset of the CSR region in the standalone NicCore's Wishbone space
-#: (after up to 64 context pages).
-CSR_BASE = 0x40000
+#: The CSR bank sits at BAR0's CSR region (after up to 64 context pages); its
+#: address width (in 32-bit words) covers exactly that region.
+CSR_BASE = P.BAR0_CSR_OFFSET
 CSR_PAGING = 0x800
-CSR_ADDRESS_WIDTH = 14
+CSR_ADDRESS_WIDTH = (P.BAR0_CSR_BYTES // 4).bit_length() - 1
+assert 4 << CSR_ADDRESS_WIDTH == P.BAR0_CSR_BYTES
 
 
 @dataclass(frozen=True)
@@ -77,8 +81,7 @@ class NicCoreStandalone(LiteXModule):
 
 
 def write_csr_json(regs: dict[str, CsrReg], path: Path) -> None:
-    path.write_text(json.dumps({n: {"addr": r.addr, "size": r.size, "kind": r.kind}
-                                for n, r in regs.items()}, indent=1, sort_keys=True))
+    path.write_text(json.dumps(csr_dict(regs), indent=1, sort_keys=True))
 
 
 def read_csr_json(path: Path) -> dict[str, CsrReg]:
@@ -86,5 +89,9 @@ def read_csr_json(path: Path) -> dict[str, CsrReg]:
     return {n: CsrReg(n, v["addr"], v["size"], v["kind"]) for n, v in d.items()}
 
 
-__all__ = ["NicCoreStandalone", "CsrReg", "CSR_BASE", "write_csr_json", "read_csr_json",
-           "Module"]
+def csr_dict(regs: dict[str, CsrReg]) -> dict[str, dict]:
+    """The map in csr.json form: name -> {"addr", "size", "kind"}."""
+    return {n: {"addr": r.addr, "size": r.size, "kind": r.kind} for n, r in regs.items()}
+
+
+__all__ = ["NicCoreStandalone", "CsrReg", "CSR_BASE", "csr_dict", "write_csr_json", "read_csr_json"]

@@ -1,0 +1,15 @@
+"""PHY adapters: what sits between a link layer and a cable.
+
+Every adapter moves one line word per cycle in each direction as a :func:`phy_layout`
+stream: 64 data bits and the control flag that marks link control words. The
+simulated cable the cluster simulator and the tests use is ``paranic.sim.cable``.
+"""
+
+from __future__ import annotations
+
+from paranic.spec import protocol as P
+
+
+def phy_layout() -> list[tuple[str, int]]:
+    """Layout of the PHY streams: one 64-bit word and its control flag per beat."""
+    return [("data", P.WORD_BITS), ("ctrl", 1)]

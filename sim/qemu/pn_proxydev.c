@@ -8,7 +8,7 @@
  *   pn_proxydev --fd N --model [-v]
  *   pn_proxydev --fd N --sim SOCKET --node K [--nodes J] [-v]
  *
- * It answers PCI configuration cycles (the ids of paranic.protocol, one 1 MiB 32-bit
+ * It answers PCI configuration cycles (the ids of paranic.spec.protocol, one 1 MiB 32-bit
  * memory BAR, INTA, no capabilities, so no MSI), BAR0 reads and writes, and takes the
  * guest's RAM as file descriptors (SYNC_SYSMEM). Behind BAR0:
  *  --model  a register model of what the driver's probe and the context hand-over

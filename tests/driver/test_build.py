@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
-import paranic.protocol as P
-from paranic import csrmap
+import paranic.spec.protocol as P
+from paranic.hw import gen
+from paranic.spec import cgen
 
 ROOT = Path(__file__).resolve().parents[2]
 from paranic.qemu import KDIR   # Debian's linux-headers-amd64 (scripts/kver.sh), never `uname -r`
@@ -69,8 +70,11 @@ def test_sparse_clean(module_build):
 
 
 def test_bar0_layout_matches_gateware():
-    from paranic.hw.standalone import CSR_BASE, NicCoreStandalone  # noqa: F401
-    assert P.BAR0_CSR_OFFSET == CSR_BASE
+    """The standalone NicCore's CSR bank lies in BAR0's CSR region, its context pages
+    below it (the spec's BAR0 map), and every CSR of the elaborated map is inside."""
+    from paranic.hw.standalone import CSR_BASE, CSR_ADDRESS_WIDTH
+    assert CSR_BASE == P.BAR0_CSR_OFFSET and 4 << CSR_ADDRESS_WIDTH == P.BAR0_CSR_BYTES
+    cgen.check_csr_map(gen.csr_map(links=4))
     assert P.BAR0_CTX_OFFSET + P.BAR0_CTX_BYTES <= P.BAR0_CSR_OFFSET
     assert P.BAR0_CSR_OFFSET + P.BAR0_CSR_BYTES <= P.BAR0_BYTES
     assert P.BAR0_BYTES & (P.BAR0_BYTES - 1) == 0   # a BAR is a power of two
@@ -81,46 +85,46 @@ def test_csr_header_from_simulator_map():
     addresses and sizes; the simulator's NicCore has a 16-entry routing table, so its
     map differs from the default NicCore's (256) in route_adr's size and map id, while
     the host CSRs sit at the same offsets."""
-    from paranic import qemu, simcluster
-    simcluster.build("ring:4")   # cached after the first build
-    sim = csrmap.load_map(qemu.default_csr_json())
-    h = csrmap.c_header(sim)
-    for name in csrmap.REQUIRED:
+    from paranic import qemu
+    from paranic.sim import build as simbuild
+    simbuild.build("ring:4")   # cached after the first build
+    sim = gen.load_csr_json(qemu.default_csr_json())
+    h = cgen.csr_header(sim)
+    for name in cgen.REQUIRED_CSRS:
         assert f"#define PN_CSR_{name.upper()} 0x{sim[name]['addr']:x}u" in h
         assert f"#define PN_CSR_{name.upper()}_SIZE {sim[name]['size']}" in h
-    dflt = csrmap.load_map(links=2)
+    dflt = gen.csr_map(links=2)
     assert {n: r["addr"] for n, r in sim.items() if n.startswith("host_")} == \
         {n: r["addr"] for n, r in dflt.items() if n.startswith("host_")}
     assert "#define PN_CSR_ROUTER_ROUTE_ADR_SIZE 4" in h
-    assert h.splitlines()[6] != csrmap.c_header(dflt).splitlines()[6]
+    assert h.splitlines()[6] != cgen.csr_header(dflt).splitlines()[6]
 
 
 def test_csr_header_content():
-    regs = csrmap.load_map(links=2)
-    h = csrmap.c_header(regs)
-    for name in csrmap.REQUIRED:
+    regs = gen.csr_map(links=2)
+    h = cgen.csr_header(regs)
+    for name in cgen.REQUIRED_CSRS:
         assert f"#define PN_CSR_{name.upper()} 0x{regs[name]['addr']:x}u" in h
     assert "#define PN_CSR_LINK_PORTS 2" in h
-    assert "#define PN_CTX_STATE_TX_INFLIGHT (1u << 2)" in h
     assert "X(host_err_desc, PN_CSR_HOST_ERR_DESC)" in h
     # Another map (torus: four links) moves addresses and changes the map id.
-    h4 = csrmap.c_header(csrmap.load_map(links=4))
+    h4 = cgen.csr_header(gen.csr_map(links=4))
     assert "#define PN_CSR_LINK_PORTS 4" in h4
     assert h4.splitlines()[6] != h.splitlines()[6]   # PN_CSR_MAP_ID
 
 
 def test_csr_map_refused_when_incomplete_or_outside_bar(tmp_path):
-    regs = csrmap.load_map(links=2)
+    regs = gen.csr_map(links=2)
     bad = dict(regs)
     del bad["host_ctx_win_size"]
     with pytest.raises(ValueError, match="host_ctx_win_size"):
-        csrmap.c_header(bad)
+        cgen.csr_header(bad)
     bad = json.loads(json.dumps(regs))
     bad["node"]["addr"] = P.BAR0_CSR_OFFSET + P.BAR0_CSR_BYTES
     with pytest.raises(ValueError, match="outside"):
-        csrmap.c_header(bad)
+        cgen.csr_header(bad)
     f = tmp_path / "csr.json"
     f.write_text(json.dumps(regs))
     out = tmp_path / "pn_csr.h"
-    assert csrmap.main(["--header", str(out), "--csr-json", str(f)]) == 0
-    assert out.read_text() == csrmap.c_header(regs)
+    assert gen.main(["--csr-header", str(out), "--from-csr-json", str(f)]) == 0
+    assert out.read_text() == cgen.csr_header(regs)

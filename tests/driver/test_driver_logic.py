@@ -3,7 +3,7 @@
 The same source file the module links is compiled with ASan/UBSan into a small
 line-protocol program (logic_prog.c); hypothesis feeds it random and hostile
 arguments and every answer is compared with a Python model written from the spec
-(docs/driver.md, docs/host-interface.md, paranic.protocol). No kernel needed.
+(docs/driver.md, docs/host-interface.md, paranic.spec.protocol). No kernel needed.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import paranic.protocol as P
+import paranic.spec.protocol as P
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = 4096
@@ -253,7 +253,7 @@ def test_barrier(prog, nodes, radix, mode, rsvd, part, nctx):
        length=st.one_of(st.integers(0, 4096), st.integers(0, 1 << 32 - 1)), tag=st.integers(0, U64),
        mtu=st.sampled_from([256, 1024, 4096]))
 def test_send_header(prog, dst, ctx, typ, length, tag, mtu):
-    """Checked like the NIC checks a PIO header; the header packs like paranic.protocol."""
+    """Checked like the NIC checks a PIO header; the header packs like paranic.spec.protocol."""
     r, h0, h1 = prog("send", dst, ctx, typ, length, tag, mtu)
     if typ not in [int(t) for t in P.USER_PACKET_TYPES] or dst >= P.MAX_NODES or ctx >= P.MAX_CONTEXTS:
         assert r == -E.EINVAL

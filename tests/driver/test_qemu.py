@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from paranic import protocol as P
+from paranic.spec import protocol as P
 from paranic import qemu
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -36,8 +36,8 @@ pytestmark = pytest.mark.skipif(bool(needs), reason=f"missing: {', '.join(needs)
 
 @pytest.fixture(scope="module")
 def initrd() -> Path:
-    from paranic import simcluster
-    simcluster.build("ring:4")   # the guest's module is built for this simulator's CSR map (cached)
+    from paranic.sim import build as simbuild
+    simbuild.build("ring:4")   # the guest's module is built for this simulator's CSR map (cached)
     qemu.sim_dir()
     return qemu.build_initramfs()
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import pytest
 from migen import Module, run_simulation
 
-from paranic import protocol as P
+from paranic.spec import protocol as P
 from paranic.hw.barrier import (DEFAULT_MAX_RADIX_LOG2, BarrierTree, BarrierUnit,
                                 tree_children, tree_depth, tree_parent)
 
@@ -28,7 +28,7 @@ REL = int(P.Flags.BAR_RELEASE)
 
 
 def pkt(dst, src, release=False, tag=0, **kw):
-    """Words of a barrier packet (header via paranic.protocol), extra payload via ``payload``."""
+    """Words of a barrier packet (header via paranic.spec.protocol), extra payload via ``payload``."""
     payload = kw.pop("payload", [])
     fields = dict(dst_node=dst, src_node=src, type=BAR, flags=REL if release else 0, tag=tag)
     fields.update(kw)
@@ -545,7 +545,7 @@ class Bench:
 
 def test_unit_exact_packets():
     """Node 1 of 8 with fan-out 2 (parent 0, children 3 and 4): the arrive and the two
-    releases have exactly the headers of paranic.protocol; done only after the release."""
+    releases have exactly the headers of paranic.spec.protocol; done only after the release."""
     b = Bench(1, 8, radix_log2=1)
 
     def body(b):

@@ -14,7 +14,7 @@ import random
 import pytest
 from migen import Module, run_simulation
 
-from paranic import protocol as P
+from paranic.spec import protocol as P
 from paranic.hw.barrier import (MODE_A2A, MODE_TREE, BarrierPeers, BarrierUnit, a2a_order,
                                 tree_parent)
 from test_barrier import PT, Bench, NetModel, Result, pkt

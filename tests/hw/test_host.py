@@ -13,9 +13,10 @@ import random
 import pytest
 from migen.sim import passive, run_simulation
 
-from paranic import protocol as P
+from paranic.spec import protocol as P
 from paranic.hw.dma import DmaWriter, ReadRealigner
-from paranic.hw.host import COUNTERS, CTX_STATE_BITS, HostInterface
+from paranic.hw.host import COUNTERS, HostInterface
+from paranic.spec.protocol import CTX_STATE_BITS
 
 R = P.CtxReg
 SOMEOM = int(P.Flags.SOM | P.Flags.EOM)

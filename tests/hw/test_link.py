@@ -14,14 +14,16 @@ import zlib
 import pytest
 from migen import Module, run_simulation
 
-from paranic import protocol as P
+from paranic.spec import protocol as P
 from paranic.hw.common import LinkPortIf
-from paranic.hw.link import (
+from paranic.hw.link.crc import CRCEngine
+from paranic.sim.cable import SimPhy
+from paranic.sim.channels import LinkChannel
+from paranic.spec.link import (
     CRC16_INIT, CRC16_POLY, CRC16_XOROUT, CRC32_INIT, CRC32_POLY, CRC32_XOROUT, CTL, CTL_FIELDS,
-    CRCEngine, CtlKind, LinkChannel, LinkState, crc16, crc32, frame_words, link_efficiency,
-    pack_ctl, unpack_ctl,
+    CtlKind, LinkState, crc16, crc32, frame_words, link_efficiency, pack_ctl, unpack_ctl,
 )
-from paranic.hw.phy.sim import SimPhy, ber_to_threshold
+from paranic.spec.sim import ber_to_threshold
 
 # ---------------------------------------------------------------------------
 # Models of the two router ports around a LinkChannel, and a bit-flip injector

@@ -7,7 +7,7 @@ import random
 import pytest
 from migen.sim import passive, run_simulation
 
-from paranic import protocol as P
+from paranic.spec import protocol as P
 from paranic.hw.router import Router, needs_bubble
 
 Port = P.Port

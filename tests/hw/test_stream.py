@@ -2,7 +2,7 @@
 
 Cycle counts, not wall time: the DMA writer loses no cycle between commands whose
 first beat comes with them, the receive engine takes ``packet_words + 2`` cycles per
-packet (it used to take ``+ 5``), and a NicCore's link buffers hold enough packet
+packet, and a NicCore's link buffers hold enough packet
 slots for a one-hop stream (the end-to-end rate is checked by
 ``tests/cocotb/host/test_stream_cocotb.py``).
 """
@@ -15,10 +15,10 @@ import pytest
 from migen import Module
 from migen.sim import passive, run_simulation
 
-from paranic import protocol as P
+from paranic.spec import protocol as P
 from paranic.hw.dma import DmaWriter
 from paranic.hw.host import HostInterface
-from paranic.hw.link import frame_words
+from paranic.spec.link import frame_words
 from paranic.hw.niccore import NicCore
 
 

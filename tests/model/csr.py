@@ -9,9 +9,9 @@ coroutines of ``tests.model.host.PortConfig`` through those CSRs, and
 
 from __future__ import annotations
 
-from paranic import protocol as P
+from paranic.spec import protocol as P
 from paranic.hw.standalone import CsrReg
-from paranic.topo import Topology
+from paranic.spec.topo import Topology
 
 
 class CsrBus:

@@ -35,7 +35,7 @@ from typing import Callable
 import cocotb
 from cocotb.triggers import Event, RisingEdge
 
-from paranic import protocol as P
+from paranic.spec import protocol as P
 
 PAGE = 4096
 MASK64 = (1 << 64) - 1

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from paranic import simcluster
+from paranic.sim import build as simbuild, run as simrun
 from paranic.launch import BuildError, build_userlib
 from simtest import BUILD, HERE, ROOT, RUN, TESTS, sim_socket
 
@@ -45,14 +45,14 @@ def _run_dir(request):
 @pytest.fixture(scope="session")
 def sim_binary() -> Path:
     """The 4-node ring simulator, built once (minutes) and cached under build/sim."""
-    return simcluster.build("ring:4")
+    return simbuild.build("ring:4")
 
 
 @pytest.fixture(scope="module")
 def sim4(sim_binary, userlib_build, request):
     """A running 4-node ring shared by the tests of a module. At the end: the NIC broke
     no PCIe rule and the harness refused no DMA."""
-    sim = simcluster.start("ring:4", socket=sim_socket(request.module.__name__.split(".")[-1]))
+    sim = simrun.start("ring:4", socket=sim_socket(request.module.__name__.split(".")[-1]))
     try:
         yield sim
     finally:

@@ -1,9 +1,9 @@
 """A minimal client of paranic-sim written against the socket/shared-memory protocol
-itself (userlib/src/pn_sim_shm.h), for tests of the harness's side: bad hellos,
-bad queue entries, register reads, a PIO send to itself, idle throttling.
+itself, for tests of the harness's side: bad hellos, bad queue entries, register
+reads, a PIO send to itself, idle throttling.
 
-The struct formats below restate pn_sim_shm.h's layouts (the header has static
-asserts on their sizes); libparanic's hal_sim.c is the real client."""
+The layouts are the spec's (:mod:`paranic.spec.sim`, which also generates
+pn_sim_shm.h); libparanic's hal_sim.c is the real client."""
 
 from __future__ import annotations
 
@@ -14,19 +14,11 @@ import socket
 import struct
 import time
 
-from paranic import protocol as P
+from paranic.spec import protocol as P
+from paranic.spec import sim as S
 
-HELLO_FMT = "<QIiiiiIIIQQQQQQ"           # struct pn_sim_hello (88 bytes)
-WELCOME_FMT = "<QIiIIIIIIIIQQ32s"        # struct pn_sim_welcome (96 bytes)
-MAGIC_HELLO = 0x4F4C4C45484D4953
-MAGIC_WELCOME = 0x454D4F434C574D53
-MAGIC_CTL = 0x4C54434D49534E50
-VERSION = 1
-OP_W32, OP_W64, OP_R32, OP_RCSR, OP_WINDOW = 1, 2, 3, 4, 5
-# struct pn_sim_ctl: magic@0 version@8 qsize@12 queue_off@16 q_head@64 q_tail@128 r_value@192 r_seq@200
-CTL_QHEAD, CTL_QTAIL, CTL_RVALUE, CTL_RSEQ = 64, 128, 192, 200
-
-assert struct.calcsize(HELLO_FMT) == 88 and struct.calcsize(WELCOME_FMT) == 96
+OP_W32, OP_W64, OP_R32, OP_RCSR = S.OpKind.W32, S.OpKind.W64, S.OpKind.R32, S.OpKind.RCSR
+CTL_QHEAD, CTL_QTAIL, CTL_RVALUE, CTL_RSEQ = (S.CTL.offset(n) for n in ("q_head", "q_tail", "r_value", "r_seq"))
 
 
 class Refused(Exception):
@@ -42,7 +34,7 @@ class RawClient:
     RX_OFF = 12288
 
     def __init__(self, sock_path, node: int = 0, ctx: int = -1, nodes: int = 0, rx_log2: int = 4,
-                 tx_log2: int = 4, mem: int = 16 << 20, seal: bool = True, version: int = VERSION,
+                 tx_log2: int = 4, mem: int = 16 << 20, seal: bool = True, version: int = S.VERSION,
                  mtu: int = P.DEFAULT_MTU) -> None:
         self.fd = os.memfd_create("rawclient", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
         os.ftruncate(self.fd, mem)
@@ -55,12 +47,14 @@ class RawClient:
         rx_bytes = self.rx_slots * self.slot
         self.tx_off = (self.RX_OFF + rx_bytes + 4095) // 4096 * 4096
         self.heap_off = (self.tx_off + (P.TX_DESC_BYTES << tx_log2) + 4095) // 4096 * 4096
-        struct.pack_into("<QIIQ", self.mem, 0, MAGIC_CTL, VERSION, self.QSIZE, self.QUEUE_OFF)
+        self.mem[0:S.CTL.size] = S.CTL.pack(magic=S.MAGIC_CTL, version=S.VERSION, qsize=self.QSIZE,
+                                            queue_off=self.QUEUE_OFF)
         self.head = 0
         self.rseq = 0
-        self.hello = struct.pack(HELLO_FMT, MAGIC_HELLO, version, node, ctx, nodes, os.getpid(), rx_log2,
-                                 tx_log2, 0, mem, self.STATUS_OFF, self.RX_OFF, self.tx_off, self.heap_off,
-                                 max(mem - self.heap_off, 0))
+        self.hello = S.HELLO.pack(magic=S.MAGIC_HELLO, version=version, node=node, ctx=ctx, nodes=nodes,
+                                  pid=os.getpid(), rx_log2=rx_log2, tx_log2=tx_log2, flags=0, mem_bytes=mem,
+                                  status_off=self.STATUS_OFF, rx_off=self.RX_OFF, tx_off=self.tx_off,
+                                  heap_off=self.heap_off, heap_bytes=max(mem - self.heap_off, 0))
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.sock.connect(str(sock_path))
         self.welcome: dict = {}
@@ -74,11 +68,9 @@ class RawClient:
         data, fds, _, _ = socket.recv_fds(self.sock, 256, 1)
         if fds:
             self.gfd = fds[0]
-        f = struct.unpack(WELCOME_FMT, data)
-        w = dict(zip(("magic", "version", "status", "node", "nodes", "sim_nodes", "ctx", "n_ctx", "mtu",
-                      "csr_dropped", "rsvd", "dma_base", "global_bytes"), f[:13]))
-        w["topo"] = f[13].rstrip(b"\0").decode()
-        assert w["magic"] == MAGIC_WELCOME and w["version"] == VERSION
+        w = S.WELCOME.unpack(data)
+        w["topo"] = w["topo"].rstrip(b"\0").decode()
+        assert w["magic"] == S.MAGIC_WELCOME and w["version"] == S.VERSION
         if w["status"]:
             raise Refused(w["status"])
         self.welcome = w
@@ -89,7 +81,8 @@ class RawClient:
     def push(self, kind: int, off: int, value: int = 0) -> None:
         while self.head - struct.unpack_from("<Q", self.mem, CTL_QTAIL)[0] >= self.QSIZE:
             time.sleep(0.001)
-        struct.pack_into("<IIQ", self.mem, self.QUEUE_OFF + 16 * (self.head % self.QSIZE), kind, off, value)
+        slot = self.QUEUE_OFF + S.OP.size * (self.head % self.QSIZE)
+        self.mem[slot:slot + S.OP.size] = S.OP.pack(kind=int(kind), off=off, value=value)
         self.head += 1
         struct.pack_into("<Q", self.mem, CTL_QHEAD, self.head)
         try:

@@ -7,15 +7,15 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from paranic import simcluster
-from paranic.hdlsim import ROOT  # noqa: F401  (re-exported for the tests)
+from paranic.sim import run as simrun
+from paranic.paths import TREE as ROOT
 from paranic.launch import TESTS, USERLIB_BUILD as BUILD, Run, clean_env, cluster_name  # noqa: F401
 from paranic.launch import launch as _launch
 
 HERE = Path(__file__).resolve().parent
 
 #: Sockets and logs of a test session (removed at its end when every test passed).
-RUN = simcluster.RUN_DIR / f"pytest-{os.getpid()}"
+RUN = simrun.RUN_DIR / f"pytest-{os.getpid()}"
 
 
 def sim_socket(tag: str) -> Path:

@@ -11,14 +11,14 @@ import os
 import subprocess
 import sys
 
-from paranic import protocol as P
+from paranic.spec import protocol as P
 from simtest import ROOT
 
 PARANIC = [sys.executable, "-m", "paranic.cli"]
 
 
 def test_layers_on_the_simulator(sim_binary, userlib_build):
-    e = {k: v for k, v in os.environ.items() if not k.startswith("PARANIC_") or k == "PARANIC_SEED_FIGURES"}
+    e = {k: v for k, v in os.environ.items() if not k.startswith("PARANIC_")}
     r = subprocess.run([*PARANIC, "bench", "layers", "--backend", "sim", "--quick", "--json"], capture_output=True,
                        text=True, timeout=300, cwd=ROOT, env=e)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
@@ -27,7 +27,7 @@ def test_layers_on_the_simulator(sim_binary, userlib_build):
     rows = {x["layer"]: x for x in res["rows"]}
     pvm = [] if "pvm" in res["skipped"] else ["pvm"]   # PVM over the sockets, when installed
     assert list(rows) == ["hal", "rawdata", "ports", "sockets", *pvm, "am", "rma", "os-tcp"]
-    from paranic.hw.link import link_efficiency
+    from paranic.spec.link import link_efficiency
     link = P.WORD_BYTES * P.TARGET_CLK_HZ / 1e6 * link_efficiency(P.DEFAULT_MTU)   # 969.7 MB/s
     for name in ("hal", "rawdata", "ports", "sockets", *pvm, "am", "rma"):
         x = rows[name]

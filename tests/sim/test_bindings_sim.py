@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from paranic import protocol as P
+from paranic.spec import protocol as P
 
 
 @pytest.fixture(scope="module")

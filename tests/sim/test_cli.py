@@ -1,6 +1,8 @@
-"""The `paranic` commands of issue 3, as a user runs them: `paranic demo --quick` (the
-short demo), `paranic bench ...` (JSON shape, bad input), `paranic run` and
-`paranic selftest` on the sw backend and on a simulator they start themselves."""
+"""The `paranic` commands as a user runs them: `paranic demo --quick` (the short demo),
+`paranic bench ...` (JSON shape, bad input), `paranic run` and `paranic selftest` on the
+sw backend and on a simulator they start themselves. The demo and a benchmark run as a
+user's shell would start them: the installed `paranic` command, from a directory
+outside the tree, with no PARANIC_* variable set."""
 
 from __future__ import annotations
 
@@ -12,16 +14,28 @@ from pathlib import Path
 
 import pytest
 
-from paranic import simcluster
+from paranic.paths import BUILD_ROOT, DOCS
+from paranic.sim import run as simrun
 from simtest import ROOT
 
 PARANIC = [sys.executable, "-m", "paranic.cli"]
+#: The command `make deps` installs (a console script beside the venv's python).
+PARANIC_CMD = Path(sys.executable).parent / "paranic"
 
 
-def paranic(*args: str, timeout: int = 600, env: dict | None = None) -> subprocess.CompletedProcess:
+def paranic(*args: str, timeout: int = 600, env: dict | None = None, cwd: Path = ROOT,
+            cmd: list[str] = PARANIC) -> subprocess.CompletedProcess:
     e = {k: v for k, v in os.environ.items() if not k.startswith("PARANIC_")}
     e.update(env or {})
-    return subprocess.run([*PARANIC, *args], capture_output=True, text=True, timeout=timeout, cwd=ROOT, env=e)
+    return subprocess.run([*cmd, *args], capture_output=True, text=True, timeout=timeout, cwd=cwd, env=e)
+
+
+def _outside(tmp_path: Path) -> Path:
+    """A working directory outside the tree."""
+    d = tmp_path / "elsewhere"
+    d.mkdir()
+    assert ROOT not in d.resolve().parents
+    return d
 
 
 def _png(p: Path) -> bool:
@@ -29,14 +43,25 @@ def _png(p: Path) -> bool:
 
 
 def test_demo_quick(sim_binary, userlib_build, tmp_path):
-    """The short demo: tables beside ParaStation's figures, plots, JSON rows whose
-    figures hang together (total = hw + sw for latencies, max for stream, MB/s from
-    the total), hardware figures in the range the gateware allows."""
-    out = tmp_path / "demo.json"
-    r = paranic("demo", "--quick", "--img", str(tmp_path), "--json-out", str(out))
+    """The short demo, run by the installed command from outside the tree with no
+    PARANIC_* variable: tables beside ParaStation's figures, plots and JSON under
+    build/demo (the documents' plots untouched), JSON rows whose figures hang together
+    (total = hw + sw for latencies, max for stream, MB/s from the total), hardware
+    figures in the range the gateware allows."""
+    assert PARANIC_CMD.exists(), f"{PARANIC_CMD}: run `make deps`"
+    out_dir = BUILD_ROOT / "demo"
+    docs_img = {p.name: p.read_bytes() for p in (DOCS / "img").glob("*.png")}
+    for p in out_dir.glob("demo-*.png"):
+        p.unlink()
+    cwd = _outside(tmp_path)
+    r = paranic("demo", "--quick", cwd=cwd, cmd=[str(PARANIC_CMD)])
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert {p.name: p.read_bytes() for p in (DOCS / "img").glob("*.png")} == docs_img   # tree left as it was
+    assert list(cwd.iterdir()) == []
+    tmp_path, out = out_dir, out_dir / "results.json"
+    assert f"plot: {out_dir / 'demo-messages.png'}" in r.stdout
     for title in ("pairwise — hal", "pairwise — rawdata", "ParaStation P120", "barrier (ParaStation's Table 2)",
-                  "protocol hierarchy", "targets (issue 3)"):
+                  "protocol hierarchy", "targets"):
         assert title in r.stdout, title
     assert "paranic bench: starting the ring:4 simulator" in r.stderr   # progress is visible
     assert _png(tmp_path / "demo-messages.png") and _png(tmp_path / "demo-barrier.png")
@@ -70,9 +95,11 @@ def test_demo_quick(sim_binary, userlib_build, tmp_path):
     assert [h["layer"] for h in res["hierarchy"]] == ["hal", "rawdata"]
 
 
-def test_bench_json_sw_only(userlib_build):
-    """--backend sw: no hardware figures, total = sw; the JSON is one object."""
-    r = paranic("bench", "pingpong", "--backend", "sw", "--layer", "rawdata", "--max", "64", "--quick", "--json")
+def test_bench_json_sw_only(userlib_build, tmp_path):
+    """--backend sw: no hardware figures, total = sw; the JSON is one object (the
+    installed command, run from outside the tree with no PARANIC_* variable)."""
+    r = paranic("bench", "pingpong", "--backend", "sw", "--layer", "rawdata", "--max", "64", "--quick", "--json",
+                cwd=_outside(tmp_path), cmd=[str(PARANIC_CMD)])
     assert r.returncode == 0, r.stderr[-3000:]
     res = json.loads(r.stdout)
     rows = res["rows"]
@@ -136,7 +163,7 @@ def test_run_ppn_sw(userlib_build, tmp_path):
 def test_run_and_selftest_on_sim(sim_binary, userlib_build):
     """`paranic run --backend sim` starts the simulator, runs the program on it and
     stops it again (socket gone); `paranic selftest` does the same with the bindings."""
-    before = set(simcluster.RUN_DIR.glob("sim-run-*.sock"))
+    before = set(simrun.RUN_DIR.glob("sim-run-*.sock"))
     r = paranic("run", "--backend", "sim", "--nodes", "2", "--", str(userlib_build / "hal_conformance"), "sim",
                 "--case", "stamp")
     assert r.returncode == 0, r.stdout + r.stderr
@@ -145,6 +172,6 @@ def test_run_and_selftest_on_sim(sim_binary, userlib_build):
     r = paranic("selftest", "--backend", "sim", "--nodes", "4")
     assert r.returncode == 0, r.stdout + r.stderr
     assert all(f"{n}: ok bindings node={n} nodes=4 backend=sim" in r.stdout for n in range(4)), r.stdout
-    assert set(simcluster.RUN_DIR.glob("sim-run-*.sock")) == before
+    assert set(simrun.RUN_DIR.glob("sim-run-*.sock")) == before
     r = paranic("run", "--backend", "sim", "--nodes", "5", "--topo", "ring:4", "--", "true")
     assert r.returncode == 2 and "fewer than --nodes 5" in r.stderr

@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from paranic.launch import ROOT, clean_env
+from paranic.launch import clean_env
+from paranic.paths import TREE as ROOT
 
 PVM_DIR = ROOT / "userlib" / "sock" / "pvm"
 JOB = PVM_DIR / "pvm_job.sh"

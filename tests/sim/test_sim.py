@@ -1,4 +1,4 @@
-"""The Verilator cluster simulator (sim/, paranic.simcluster) and libparanic's `sim`
+"""The Verilator cluster simulator (sim/, paranic.sim) and libparanic's `sim`
 backend (userlib/src/hal_sim.c): build cache, start/stop, the HAL conformance vectors
 and rawdata against the simulated 4-node ring, a client killed with SIGKILL, the
 hardware-path latency from the simulator's trace records, and the harness's side of
@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from simtest import BUILD, TESTS, launch, sim_socket
-from paranic import protocol as P
-from paranic import simcluster
+from paranic.spec import protocol as P
+from paranic.sim import build as simbuild, run as simrun
 from paranic.hw.standalone import read_csr_json
 from rawclient import OP_R32, OP_W32, RawClient, Refused
 
@@ -47,7 +47,7 @@ def _wait(pred, timeout: float = 30.0, what: str = "condition"):
 def test_build_is_cached(sim_binary):
     """A second build() finds the binary (no rebuild) in build/sim/cluster-ring4-<hash>."""
     mtime = sim_binary.stat().st_mtime_ns
-    again = simcluster.build("ring:4", quiet=True)
+    again = simbuild.build("ring:4", quiet=True)
     assert again == sim_binary and again.stat().st_mtime_ns == mtime
     bdir = sim_binary.parent
     assert re.fullmatch(r"cluster-ring4-[0-9a-f]{12}", bdir.name)
@@ -55,9 +55,9 @@ def test_build_is_cached(sim_binary):
     assert (info["topo"], info["nodes"], info["mtu"], info["n_ctx"]) == ("ring:4", 4, P.DEFAULT_MTU,
                                                                         P.DEFAULT_CONTEXTS)
     with pytest.raises(ValueError):
-        simcluster.build("ring:17")
+        simbuild.build("ring:17")
     with pytest.raises(ValueError):
-        simcluster.build("torus:5x2")
+        simbuild.build("torus:5x2")
 
 
 def test_start_stop_clean(sim_binary, userlib_build):
@@ -66,7 +66,7 @@ def test_start_stop_clean(sim_binary, userlib_build):
     no socket, shared memory, ready file or process; a socket left by a simulator
     killed with SIGKILL is taken over; clients find a simulator by cluster name."""
     sock = sim_socket("startstop")
-    sim = simcluster.start("ring:4", socket=sock)
+    sim = simrun.start("ring:4", socket=sock)
     info = sim.info
     assert (info["topo"], info["nodes"], info["n_ctx"], info["mtu"], info["clk_hz"]) == \
         ("ring:4", 4, P.DEFAULT_CONTEXTS, P.DEFAULT_MTU, P.TARGET_CLK_HZ)
@@ -80,23 +80,23 @@ def test_start_stop_clean(sim_binary, userlib_build):
     assert sim.cycle() == c0, "the clock ran with nobody attached"
     assert sim.counters()["clients"] == 0
     with pytest.raises(RuntimeError, match="another simulator listens"):
-        simcluster.start("ring:4", socket=sock, timeout=60)
+        simrun.start("ring:4", socket=sock, timeout=60)
     assert sim.alive()
     assert sim.stop() == 0
     for p in (sock, sim.ready_file, Path(info["shm"])):
         assert not p.exists(), p
     assert _gone(info["pid"])
 
-    sim = simcluster.start("ring:4", socket=sock)
+    sim = simrun.start("ring:4", socket=sock)
     sim.proc.send_signal(signal.SIGINT)
     assert sim.proc.wait(30) == 0
     assert not sock.exists() and not Path(sim.info["shm"]).exists()
 
-    killed = simcluster.start("ring:4", socket=sock)
+    killed = simrun.start("ring:4", socket=sock)
     killed.proc.kill()
     killed.proc.wait()
     assert sock.exists(), "a killed simulator cannot remove its socket"
-    sim = simcluster.start("ring:4", socket=sock)
+    sim = simrun.start("ring:4", socket=sock)
     assert sim.alive()
     assert sim.stop() == 0
     assert not sock.exists()
@@ -105,8 +105,8 @@ def test_start_stop_clean(sim_binary, userlib_build):
 
     # Without PARANIC_SIM_SOCKET the sim backend uses build/run/sim-<cluster>.sock.
     cluster = f"pytest-{os.getpid()}-named"
-    with simcluster.start("ring:4", cluster=cluster) as sim:
-        assert sim.socket == simcluster.RUN_DIR / f"sim-{cluster}.sock"
+    with simrun.start("ring:4", cluster=cluster) as sim:
+        assert sim.socket == simrun.RUN_DIR / f"sim-{cluster}.sock"
         r = launch(None, [str(TESTS / "hal_conformance"), "sim", "--case", "stamp"], 2, "named",
                    extra=["-f", "-c", cluster])
         assert r.rc == 0 and r.nodes[0][-1] == "PASS", r.out
@@ -309,7 +309,7 @@ def test_rawdata_more(sim4, case, n, env):
 @pytest.mark.slow
 def test_conformance_torus(userlib_build):
     """The conformance vectors on a 2x2 torus (its own build: minutes the first time)."""
-    with simcluster.start("torus:2x2", socket=sim_socket("torus"), timeout=300) as sim:
+    with simrun.start("torus:2x2", socket=sim_socket("torus"), timeout=300) as sim:
         assert sim.info["topo"] == "torus:2x2"
         r = launch(sim, [str(TESTS / "hal_conformance"), "sim"], 4, "torus", timeout=600)
         assert r.rc == 0 and not r.fails(), r.out
@@ -322,7 +322,7 @@ def test_conformance_torus(userlib_build):
 def test_bit_errors(sim_binary, userlib_build):
     """With bit errors on every cable (BER 1e-6) the link layers replay: the vectors
     still arrive intact and in order."""
-    with simcluster.start("ring:4", socket=sim_socket("ber"), ber=1e-6) as sim:
+    with simrun.start("ring:4", socket=sim_socket("ber"), ber=1e-6) as sim:
         assert sim.info["ber"] == 1e-6
         r = launch(sim, [str(TESTS / "hal_conformance"), "sim", "--case", "vectors", "--case", "fullring"], 4,
                    "ber", timeout=600)
@@ -334,12 +334,12 @@ def test_bit_errors(sim_binary, userlib_build):
 def test_speed(sim_binary, userlib_build):
     """Simulator speed (printed, not asserted): cycles per wall second with the clock
     free-running and nobody attached, and under rawdata all-to-all traffic of 4 nodes."""
-    with simcluster.start("ring:4", socket=sim_socket("speed-idle"), extra_args=["--free-run"]) as sim:
+    with simrun.start("ring:4", socket=sim_socket("speed-idle"), extra_args=["--free-run"]) as sim:
         time.sleep(1)
         c0, t0 = sim.cycle(), time.time()
         time.sleep(5)
         idle = (sim.cycle() - c0) / (time.time() - t0)
-    with simcluster.start("ring:4", socket=sim_socket("speed-load")) as sim:
+    with simrun.start("ring:4", socket=sim_socket("speed-load")) as sim:
         c0, t0 = sim.cycle(), time.time()
         r = launch(sim, [str(TESTS / "rawdata_test"), "all_to_all", "sim"], 4, "speed", timeout=900,
                    env={"RD_MESSAGES": "30"})

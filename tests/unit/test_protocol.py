@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from paranic import protocol as P
+from paranic.spec import cgen, docgen
+from paranic.spec import protocol as P
 
 ROOT = Path(__file__).resolve().parents[2]
 HEADER = ROOT / "userlib/include/paranic/pn_protocol.h"
@@ -52,7 +53,7 @@ def test_layout_sizes():
 
 
 def test_c_header_is_up_to_date():
-    assert HEADER.read_text() == P.c_header(), "run `make headers`"
+    assert HEADER.read_text() == cgen.protocol_header(), "run `make headers`"
 
 
 C_PROG = r"""
@@ -97,7 +98,16 @@ def test_c_header_packs_like_python(tmp_path):
 
 def test_protocol_doc_tables_are_generated():
     doc = (ROOT / "docs/protocol.md").read_text()
-    start = doc.index("<!-- BEGIN GENERATED")
+    start = doc.index("<!-- BEGIN GENERATED: protocol -->")
     start = doc.index("\n", start) + 1
     end = doc.index("<!-- END GENERATED -->")
-    assert doc[start:end] == P.markdown_tables(), "regenerate with python -m paranic.protocol --markdown"
+    assert doc[start:end] == docgen.protocol_tables(), "regenerate with `make headers`"
+
+
+def test_ctx_state_bits():
+    """One bit per entry, the busy mask made of the bits that say the NIC may still touch
+    the context's memory, and the C header's values the same."""
+    assert [int(P.CtxState[n.upper()]) for n, _ in P.CTX_STATE_BITS] == [1 << i for i in range(8)]
+    assert P.CTX_BUSY_MASK == 0x96
+    h = HEADER.read_text()
+    assert "#define PN_CTX_STATE_TX_INFLIGHT (1u << 2)" in h and "#define PN_CTX_STATE_BUSY 0x96u" in h

@@ -2,8 +2,8 @@
 
 import pytest
 
-from paranic.protocol import Port, port_dimension
-from paranic.topo import Topology
+from paranic.spec.protocol import Port, port_dimension
+from paranic.spec.topo import Topology
 
 
 @pytest.mark.parametrize("spec", ["ring:1", "ring:2", "ring:5", "ring:8", "torus:2x2",

@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from paranic.hdlsim import ROOT
+from paranic.paths import TREE as ROOT
 from paranic.launch import TESTS, USERLIB_BUILD
 
 AM_TEST = TESTS / "am_test"

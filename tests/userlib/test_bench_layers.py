@@ -23,9 +23,8 @@ READY = ["hal", "rawdata", "ports", "sockets", "pvm", "am", "rma", "os-tcp"]
 
 
 def paranic(*args: str, timeout: int = 300) -> subprocess.CompletedProcess:
-    """`paranic ARGS` in a clean environment (PARANIC_SEED_FIGURES kept: where the
-    reference figures are when the checkout is not beside ../shared)."""
-    e = {k: v for k, v in os.environ.items() if not k.startswith("PARANIC_") or k == "PARANIC_SEED_FIGURES"}
+    """`paranic ARGS` in a clean environment (no PARANIC_* variables)."""
+    e = {k: v for k, v in os.environ.items() if not k.startswith("PARANIC_")}
     return subprocess.run([*PARANIC, *args], capture_output=True, text=True, timeout=timeout, cwd=ROOT, env=e)
 
 

@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 import pytest
 
-from paranic import protocol as P
+from paranic.spec import protocol as P
 from paranic.launch import cluster_name
 
 
@@ -99,28 +99,30 @@ def deltas(after: dict[str, int], before: dict[str, int], *keys: str) -> tuple[i
 
 # ---- declarations and constants from the headers --------------------------------------------
 
-def test_c_int_expressions(L):
-    assert L._c_int("(1u << 30)") == 1 << 30
-    assert L._c_int("(128u * 1024u)") == 128 * 1024
-    assert L._c_int("(-1)") == -1
-    assert L._c_int("0x3fULL") == 63
-    assert L._c_int("0xffffffffffffffffULL") == (1 << 64) - 1
+def test_c_int_expressions():
+    from paranic import cdef
+    assert cdef._c_int("(1u << 30)") == 1 << 30
+    assert cdef._c_int("(128u * 1024u)") == 128 * 1024
+    assert cdef._c_int("(-1)") == -1
+    assert cdef._c_int("0x3fULL") == 63
+    assert cdef._c_int("0xffffffffffffffffULL") == (1 << 64) - 1
     for bad in ("", '"sw"', "foo(1)", "PN_X + 1", "(1 / 2)"):
-        assert L._c_int(bad) is None, bad
+        assert cdef._c_int(bad) is None, bad
 
 
 def test_cdef_generated_and_cached(L, tmp_path, monkeypatch):
     """The cdef comes from the headers as they are, is cached by their contents, and a
     changed header gives a new cache entry."""
+    from paranic import cdef as C
     inc = tmp_path / "include"
-    shutil.copytree(L.INCLUDE, inc)
+    shutil.copytree(C.INCLUDE, inc)
     hal_h = inc / "paranic" / "pn_hal.h"
     text = hal_h.read_text()
     marker = "const char *pn_strerror(int err);"
     assert marker in text
     hal_h.write_text(text.replace(marker, marker + "\nint pn_bindings_probe(uint64_t x);\n"
                                   "#define PN_BINDINGS_PROBE (3u << 4)"))
-    cdef, defines, path = L.load_cdef(inc, tmp_path / "cache")
+    cdef, defines, path = C.load_cdef(inc, tmp_path / "cache")
     assert "int pn_bindings_probe(uint64_t x);" in cdef and "#include" not in cdef
     assert defines["PN_BINDINGS_PROBE"] == 48 and defines["PN_ANY"] == L.ANY
     assert path.exists()
@@ -128,37 +130,38 @@ def test_cdef_generated_and_cached(L, tmp_path, monkeypatch):
     def no_gcc(*a):
         raise AssertionError("cache not used")
 
-    monkeypatch.setattr(L, "generate_cdef", no_gcc)
-    assert L.load_cdef(inc, tmp_path / "cache") == (cdef, defines, path)
+    monkeypatch.setattr(C, "generate_cdef", no_gcc)
+    assert C.load_cdef(inc, tmp_path / "cache") == (cdef, defines, path)
     hal_h.write_text(hal_h.read_text().replace("(3u << 4)", "(3u << 5)"))
     with pytest.raises(AssertionError, match="cache not used"):
-        L.load_cdef(inc, tmp_path / "cache")
+        C.load_cdef(inc, tmp_path / "cache")
     # the module's own declarations: struct fields as the headers have them
     assert [f for f, _ in L.ffi.typeof("pn_header_t").fields] == list(L.Header.__dataclass_fields__)
 
 
 def test_missing_library(L, tmp_path, monkeypatch):
     """A missing libparanic.so is built (once, under a lock); a failed build says why."""
+    from paranic import clib
     so = tmp_path / "userlib" / "libparanic.so"
-    monkeypatch.setattr(L, "LIBRARY", so)
-    monkeypatch.setattr(L, "USERLIB_BUILD", so.parent)
+    monkeypatch.setattr(clib, "LIBRARY", so)
+    monkeypatch.setattr(clib, "USERLIB_BUILD", so.parent)
     builds = []
-    monkeypatch.setattr(L, "build_userlib", lambda: builds.append(so.parent.mkdir()) or so.write_bytes(b""))
-    assert L._ensure_library() == so and L._ensure_library() == so and len(builds) == 1
+    monkeypatch.setattr(clib, "build_userlib", lambda: builds.append(so.parent.mkdir()) or so.write_bytes(b""))
+    assert clib._ensure_library() == so and clib._ensure_library() == so and len(builds) == 1
     so.unlink()
 
     def broken():
-        raise L.BuildError("make -C userlib failed:\nhal.c:1: error: expected ';'")
+        raise clib.BuildError("make -C userlib failed:\nhal.c:1: error: expected ';'")
 
-    monkeypatch.setattr(L, "build_userlib", broken)
+    monkeypatch.setattr(clib, "build_userlib", broken)
     with pytest.raises(L.LibraryError, match=r"(?s)libparanic.so is missing and building it failed: .*hal.c:1: error"):
-        L._ensure_library()
+        clib._ensure_library()
 
 
 def test_constants_from_protocol(L):
     assert L.CONSTANTS["PN_TYPE_DATA"] == P.PacketType.DATA and L.PacketType is P.PacketType
     assert L.CONSTANTS["PN_FLAG_EOM"] == P.Flags.EOM and L.MAX_DMA_LENGTH == P.MAX_DMA_LENGTH
-    # the generated pn_protocol.h agrees with paranic.protocol wherever both define a value
+    # the generated pn_protocol.h agrees with paranic.spec.protocol wherever both define a value
     assert {k: v for k, v in L.DEFINES.items() if L.CONSTANTS[k] != v} == {}
     assert L.DEFINES["PN_RD_MAX_MSG"] == L.RD_MAX_MSG == 1 << 30
     assert (L.ANY, L.CTX_ANY, L.RD_CTX) == (L.DEFINES["PN_ANY"], L.DEFINES["PN_CTX_ANY"], 0)

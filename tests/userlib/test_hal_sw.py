@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from paranic.hdlsim import ROOT
+from paranic.paths import TREE as ROOT
 from paranic.launch import BIN, TESTS, USERLIB_BUILD as BUILD
 
 CASES_2 = ["vectors", "stamp", "errors", "fullring", "barrier"]

@@ -26,9 +26,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from paranic import protocol as P
+from paranic.spec import protocol as P
 from paranic.launch import TESTS, USERLIB_BUILD, cluster_name
-from paranic.hdlsim import ROOT
+from paranic.paths import TREE as ROOT
 
 PORTS_TEST = TESTS / "ports_test"
 

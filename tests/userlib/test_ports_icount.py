@@ -3,9 +3,9 @@
 ports_icount runs a ping-pong between two ports of one process on the `sw` backend:
 the sw NIC delivers in the sender's doorbell, so nothing waits and the instructions per
 round trip are the same in every run. Under valgrind's callgrind (when installed) the
-8-byte round trip and an empty progress round must stay within the budgets below
-(docs/ports.md, "NIC path before and after": 5158 and 392 instructions after the fix,
-5606 and 632 before the intra-node path, 5833 and 673 with it before the fix).
+8-byte round trip and an empty progress round must stay within the budgets below,
+about 5 % above the measured 5158 and 392 instructions (docs/ports.md has the history
+of these figures).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from paranic.launch import TESTS
 ICOUNT = TESTS / "ports_icount"
 
 # Instructions (callgrind Ir) per 8-byte round trip with the receive posted first, and
-# per pn_port_progress with nothing arriving; about 5 % above what the fix measured.
+# per pn_port_progress with nothing arriving.
 BUDGET = {"posted": 5400, "idle": 410}
 
 

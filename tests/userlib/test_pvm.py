@@ -27,7 +27,8 @@ from pathlib import Path
 
 import pytest
 
-from paranic.launch import ROOT, USERLIB_BUILD, clean_env
+from paranic.launch import USERLIB_BUILD, clean_env
+from paranic.paths import TREE as ROOT
 
 PVM_DIR = ROOT / "userlib" / "sock" / "pvm"
 RSH = PVM_DIR / "paranic-rsh"

@@ -1,7 +1,7 @@
 """cocotb bench of the generated Verilog of one BarrierUnit (n_ctx=4).
 
 The test plays the unit's parent, children (tree mode) or peers (all-to-all mode) and
-host; packets are built with paranic.protocol. It checks the Verilog against the
+host; packets are built with paranic.spec.protocol. It checks the Verilog against the
 behaviour the Migen tests establish: exact packets, fan-out 8 child decoding, the
 all-to-all send order and next-episode arrives, bad input, random garbage.
 """
@@ -12,7 +12,7 @@ import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import ReadOnly, RisingEdge
 
-from paranic import protocol as P
+from paranic.spec import protocol as P
 from paranic.hw.barrier import MODE_A2A, MODE_TREE, a2a_order
 
 BAR = int(P.PacketType.BARRIER)

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from paranic.hdlsim import BUILD_ROOT, run_cocotb, write_verilog
+from paranic.sim.hdl import BUILD_ROOT, run_cocotb, write_verilog
 from paranic.hw.barrier import BarrierUnit
 
 NAME = "barrier_unit"

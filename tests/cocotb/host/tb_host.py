@@ -14,7 +14,7 @@ import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import RisingEdge
 
-from paranic import protocol as P
+from paranic.spec import protocol as P
 from model.host import HostModel, NicContext, PortConfig, reassemble
 
 N_CTX = int(os.environ.get("BENCH_N_CTX", "4"))

@@ -28,10 +28,10 @@ from cocotb.triggers import RisingEdge
 
 from model.csr import CsrBus, Driver
 from model.host import HostModel, NicContext
-from paranic import protocol as P
-from paranic.hw.link import LinkState, frame_words
+from paranic.spec import protocol as P
+from paranic.spec.link import LinkState, frame_words
 from paranic.hw.standalone import read_csr_json
-from paranic.topo import Topology
+from paranic.spec.topo import Topology
 
 TOPO = Topology.parse(os.environ.get("CLUSTER_TOPO", "ring:2"))
 MTU = int(os.environ.get("CLUSTER_MTU", P.DEFAULT_MTU))

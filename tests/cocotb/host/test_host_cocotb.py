@@ -15,8 +15,8 @@ from migen import If, Module, Signal
 from litex.soc.interconnect import stream
 from litepcie.common import completion_layout, request_layout
 
-from paranic import protocol as P
-from paranic.hdlsim import BUILD_ROOT, run_cocotb, write_verilog
+from paranic.spec import protocol as P
+from paranic.sim.hdl import BUILD_ROOT, run_cocotb, write_verilog
 from paranic.hw.common import packet_layout
 from paranic.hw.host import HostInterface
 

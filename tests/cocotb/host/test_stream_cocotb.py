@@ -1,4 +1,4 @@
-"""cocotb bench of a one-hop DMA stream through two whole NicCores (issue 3's target).
+"""cocotb bench of a one-hop DMA stream through two whole NicCores (the stream target).
 
 Node 0 streams DMA messages to node 1 of a 2-node ring (``NicCluster``, MTU 1 KiB,
 link layers, 8-cycle ``sim`` cables), each node driven by the Python host model
@@ -15,12 +15,12 @@ from pathlib import Path
 
 from migen import Module, Signal
 
-from paranic import protocol as P
-from paranic.hdlsim import BUILD_ROOT, run_cocotb, write_verilog
-from paranic.hw.cluster import NicCluster
-from paranic.hw.link import CTL, CtlKind
+from paranic.spec import protocol as P
+from paranic.sim.hdl import BUILD_ROOT, run_cocotb, write_verilog
+from paranic.sim.cluster import NicCluster
+from paranic.spec.link import CTL, CtlKind
 from paranic.hw.standalone import write_csr_json
-from paranic.topo import Topology
+from paranic.spec.topo import Topology
 
 HERE = Path(__file__).parent
 TOPO = "ring:2"

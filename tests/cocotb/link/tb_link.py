@@ -22,9 +22,10 @@ import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import FallingEdge, RisingEdge
 
-from paranic import protocol as P
-from paranic.hw.link import COUNTERS, CtlKind, frame_words, link_efficiency, unpack_ctl
-from paranic.hw.phy.sim import ber_to_threshold
+from paranic.spec import protocol as P
+from paranic.hw.link import COUNTERS
+from paranic.spec.link import CtlKind, frame_words, link_efficiency, unpack_ctl
+from paranic.spec.sim import ber_to_threshold
 
 COUNTER_NAMES = [name for name, _, _ in COUNTERS]
 

@@ -13,9 +13,9 @@ import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import Timer
 
-from paranic.hw.phy.sim import ber_to_threshold
-from paranic.hw.traffic import PATTERN, RATE_ONE
-from paranic.topo import Topology
+from paranic.spec.sim import ber_to_threshold
+from paranic.sim.traffic import PATTERN, RATE_ONE
+from paranic.spec.topo import Topology
 
 PERIOD_NS = 8
 

@@ -7,10 +7,11 @@ from pathlib import Path
 import pytest
 from migen import Module, Signal
 
-from paranic import protocol as P
-from paranic.hdlsim import BUILD_ROOT, run_cocotb, write_verilog
+from paranic.spec import protocol as P
+from paranic.sim.hdl import BUILD_ROOT, run_cocotb, write_verilog
 from paranic.hw.common import LinkPortIf
-from paranic.hw.link import COUNTERS, LinkChannel
+from paranic.hw.link import COUNTERS
+from paranic.sim.channels import LinkChannel
 
 HERE = Path(__file__).parent
 NAME = "link_bench"

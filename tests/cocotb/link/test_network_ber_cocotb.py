@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 from migen import Signal
 
-from paranic import protocol as P
-from paranic.hdlsim import BUILD_ROOT, run_cocotb, write_verilog
-from paranic.hw.link import LinkChannel
-from paranic.hw.testnet import RouterNetwork
-from paranic.topo import Topology
+from paranic.spec import protocol as P
+from paranic.sim.hdl import BUILD_ROOT, run_cocotb, write_verilog
+from paranic.sim.channels import LinkChannel
+from paranic.sim.testnet import RouterNetwork
+from paranic.spec.topo import Topology
 
 HERE = Path(__file__).parent
 NAME = "link_net_ring8"

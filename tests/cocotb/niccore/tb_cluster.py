@@ -15,11 +15,11 @@ from cocotb.triggers import RisingEdge
 
 from model.csr import CsrBus, Driver
 from model.host import HostModel, NicContext, reassemble
-from paranic import protocol as P
-from paranic.hw.link import LinkState
-from paranic.hw.phy.sim import ber_to_threshold
+from paranic.spec import protocol as P
+from paranic.spec.link import LinkState
+from paranic.spec.sim import ber_to_threshold
 from paranic.hw.standalone import read_csr_json
-from paranic.topo import Topology
+from paranic.spec.topo import Topology
 
 TOPO = Topology.parse(os.environ.get("CLUSTER_TOPO", "ring:4"))
 MTU = int(os.environ.get("CLUSTER_MTU", P.DEFAULT_MTU))

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from paranic.hdlsim import BUILD_ROOT, run_cocotb
-from paranic.hw.cluster import cluster_verilog
-from paranic.topo import Topology
+from paranic.sim.hdl import BUILD_ROOT, run_cocotb
+from paranic.sim.cluster import cluster_verilog
+from paranic.spec.topo import Topology
 
 HERE = Path(__file__).parent
 MTU = 256

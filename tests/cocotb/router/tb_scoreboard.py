@@ -1,6 +1,6 @@
 """cocotb scoreboard test of a router-only network through its local ports.
 
-Toplevel: ``paranic.hw.testnet.RouterNetwork(topo, with_traffic=False)`` (ports
+Toplevel: ``paranic.sim.testnet.RouterNetwork(topo, with_traffic=False)`` (ports
 ``n<i>_sink``/``n<i>_source``). Every node injects random packets (random
 destination including itself, random length, random pauses) and its ejection port
 is read with random back-pressure. A Python scoreboard keeps, per
@@ -21,8 +21,8 @@ import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import FallingEdge, RisingEdge
 
-from paranic import protocol as P
-from paranic.topo import Topology
+from paranic.spec import protocol as P
+from paranic.spec.topo import Topology
 
 
 class _Node:

@@ -11,20 +11,26 @@ from pathlib import Path
 
 import pytest
 
-from paranic.bench.router import network_build, router_build, run_tb
-from paranic.hdlsim import run_cocotb
-from paranic.hw.testnet import SIM_BUILD_ARGS
+from paranic.bench.router import TB_MODULE, network_build, router_build, run_tb
+from paranic.sim.hdl import run_cocotb
+from paranic.sim.testnet import SIM_BUILD_ARGS
+from paranic.spec import protocol as P
 
 HERE = Path(__file__).parent
 ADVERSARIAL = "all-to-one,transpose,tornado,bitcomp,uniform"
 
 
 def test_router_latency_and_random():
-    """One router: 3-cycle hop latency on every (input, output) pair; random
-    traffic with late credits and back-pressure checked by a scoreboard."""
+    """One router: 3 cycles from a complete packet to its header out on every (input,
+    output) pair, and (store-and-forward) an MTU packet's header out no earlier than
+    its last word in; random traffic with late credits and back-pressure checked by a
+    scoreboard."""
     src, top = router_build(4)
-    lat = run_tb(src, top, "tb_router", "test_hop_latency")
+    lat = run_tb(src, top, TB_MODULE, "test_hop_latency")
     assert lat["max"] == lat["min"] == 3 and len(lat["pairs"]) == 25
+    words = P.packet_words(P.DEFAULT_MTU)
+    assert len(lat["mtu_header_pairs"]) == 25
+    assert words <= lat["mtu_header_min"] <= lat["mtu_header_max"] <= words + 8
     run_cocotb(top, src, top, "tb_router", test_dir=HERE, testcase="test_random",
                extra_env={"PACKETS": "120", "SEED": "5"}, build_args=SIM_BUILD_ARGS)
 
@@ -42,7 +48,7 @@ def _patterns(topo, count, max_len, min_len=0):
     src, top = network_build(topo, traffic=True)
     res = run_tb(src, top, "tb_network", "test_patterns",
                  {"TOPO": topo, "PATTERNS": ADVERSARIAL, "COUNT": str(count),
-                  "MIN_LEN": str(min_len), "MAX_LEN": str(max_len), "SEED": "11"})
+                  "MIN_LEN": str(min_len), "MAX_LEN": str(max_len), "SEED": "11"}, test_dir=HERE)
     nodes = len(res["uniform"]["node_tx"])
     for pattern in ADVERSARIAL.split(","):
         r = res[pattern]
@@ -63,7 +69,8 @@ def _bubble(topo, pattern, count, min_len, max_len):
     src, top = network_build(topo, traffic=True)
     res = run_tb(src, top, "tb_network", "test_bubble",
                  {"TOPO": topo, "PATTERN": pattern, "COUNT": str(count),
-                  "MIN_LEN": str(min_len), "MAX_LEN": str(max_len), "STALL_CYCLES": "20000"})
+                  "MIN_LEN": str(min_len), "MAX_LEN": str(max_len), "STALL_CYCLES": "20000"},
+                 test_dir=HERE)
     on, off = res["bubble_on"], res["bubble_off"]
     assert on["status"] == "drained" and on["errors"] == 0 and on["in_flight"] == 0
     assert off["status"] == "deadlock" and off["in_flight"] > 0 and off["errors"] == 0

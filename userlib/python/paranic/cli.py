@@ -7,8 +7,8 @@ import argparse
 import json
 import sys
 
-from . import protocol as P
-from .topo import Topology
+from paranic.spec import protocol as P
+from paranic.spec.topo import Topology
 
 
 def _cmd_info(a: argparse.Namespace) -> int:

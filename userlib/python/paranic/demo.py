@@ -8,8 +8,9 @@ user library on a simulated ParaNIC cluster, beside ParaStation's 1997 figures.
    1 byte to 1 MiB: hardware path on the 4-node ring (hw_ns), software natively
    (sw_ns); the software overhead of a send plus a receive; the barrier for 2, 4 and
    8 nodes (Table 2); the protocol hierarchy (Table 3's first rows) and the targets.
-3. Prints the tables, writes the plots (``docs/img/demo-*.png`` by default) and the
-   JSON (``build/demo/results.json``).
+3. Prints the tables, writes the plots and the JSON under ``build/demo/``
+   (``demo-messages.png``, ``demo-barrier.png``, ``results.json``); ``--img docs/img``
+   refreshes the documents' copies instead (``make bench`` does).
 
 ``--quick`` (the short version that ``make test`` runs): sizes up to 4 KiB, fewer
 iterations, barrier for 2 and 4 nodes on the 4-node ring only.
@@ -25,16 +26,20 @@ import time
 from pathlib import Path
 
 from paranic import launch as L
-from paranic import simcluster
 from paranic.bench import msg, msg_cli
-from paranic.hdlsim import ROOT
+from paranic.paths import BUILD_ROOT
+from paranic.sim import build as simbuild
+
+#: Where the demo's plots and JSON go unless told otherwise.
+OUT = BUILD_ROOT / "demo"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quick", action="store_true", help="the short version (sizes <= 4 KiB, 2 and 4 nodes)")
-    p.add_argument("--img", default=str(ROOT / "docs" / "img"), help="where the plots go (default docs/img)")
-    p.add_argument("--json-out", default=str(ROOT / "build" / "demo" / "results.json"),
-                   help="where the JSON goes (default build/demo/results.json)")
+    p.add_argument("--img", default=str(OUT), help=f"where the plots go (default {OUT}; "
+                   "docs/img refreshes the documents' plots)")
+    p.add_argument("--json-out", default=str(OUT / "results.json"),
+                   help=f"where the JSON goes (default {OUT / 'results.json'})")
 
 
 def _say(s: str = "") -> None:
@@ -47,7 +52,7 @@ def prebuild(topos: list[str]) -> None:
 
     def one(t: str) -> None:
         try:
-            simcluster.build(t)
+            simbuild.build(t)
         except BaseException as e:  # reported below
             errors.append(e)
 

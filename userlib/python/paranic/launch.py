@@ -19,12 +19,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from paranic.hdlsim import ROOT
+from paranic.paths import BIN, LIBRARY, TESTS, USERLIB, USERLIB_BUILD
 
-USERLIB_BUILD = ROOT / "build" / "userlib"
-BIN = USERLIB_BUILD / "bin"
-TESTS = USERLIB_BUILD / "tests"
-LIBRARY = USERLIB_BUILD / "libparanic.so"
+__all__ = ["BIN", "LIBRARY", "TESTS", "USERLIB_BUILD", "BuildError", "build_userlib", "tool", "Run",
+           "clean_env", "cluster_name", "launch_cmd", "launch"]
 
 
 class BuildError(RuntimeError):
@@ -36,7 +34,7 @@ def build_userlib(quiet: bool = True, jobs: int = 2) -> Path:
     the build directory. Raises :class:`BuildError` with the compiler output."""
     if not quiet:
         print("paranic: building libparanic (make -C userlib)", file=sys.stderr, flush=True)
-    r = subprocess.run(["make", "-C", str(ROOT / "userlib"), f"-j{jobs}"], capture_output=True, text=True)
+    r = subprocess.run(["make", "-C", str(USERLIB), f"-j{jobs}"], capture_output=True, text=True)
     if r.returncode != 0:
         raise BuildError(f"make -C userlib failed:\n{r.stdout[-4000:]}\n{r.stderr[-4000:]}")
     return USERLIB_BUILD

@@ -23,16 +23,17 @@ import dataclasses
 import errno
 from typing import Any, Optional
 
-from paranic import lib as L
-from paranic.lib import PnError, _check, _int, _timeout, _buffer, _slices, _open_opts, _struct_dict, ffi, lib
+from paranic.argcheck import buffer_arg, int_arg, open_opts, struct_dict, timeout_arg, wait_slices
+from paranic.clib import CONSTANTS, PnError, check, ffi, lib
+from paranic.lib import Hal
 
 #: Any source node, context or channel.
-ANY: int = L.CONSTANTS["PN_PORT_ANY"]
-MAX_MSG: int = L.CONSTANTS["PN_PORT_MAX_MSG"]
-MAX_CHANNEL: int = L.CONSTANTS["PN_PORT_MAX_CHANNEL"]
-DEFAULT_EAGER_MAX: int = L.CONSTANTS["PN_PORT_DEFAULT_EAGER_MAX"]
-EAGER_LIMIT: int = L.CONSTANTS["PN_PORT_EAGER_LIMIT"]
-MSG_COST: int = L.CONSTANTS["PN_PORT_MSG_COST"]
+ANY: int = CONSTANTS["PN_PORT_ANY"]
+MAX_MSG: int = CONSTANTS["PN_PORT_MAX_MSG"]
+MAX_CHANNEL: int = CONSTANTS["PN_PORT_MAX_CHANNEL"]
+DEFAULT_EAGER_MAX: int = CONSTANTS["PN_PORT_DEFAULT_EAGER_MAX"]
+EAGER_LIMIT: int = CONSTANTS["PN_PORT_EAGER_LIMIT"]
+MSG_COST: int = CONSTANTS["PN_PORT_MSG_COST"]
 _U64 = (1 << 64) - 1
 _I32 = (1 << 31) - 1
 
@@ -51,7 +52,7 @@ class Status:
 
     @classmethod
     def _of(cls, st: Any) -> "Status":
-        return cls(**_struct_dict(st, "pn_port_status_t"))
+        return cls(**struct_dict(st, "pn_port_status_t"))
 
 
 class Request:
@@ -88,7 +89,7 @@ class Request:
         if r == 0:
             return False
         if self._pp[0] != ffi.NULL:   # an argument error, the request is untouched
-            _check(r, "pn_port_test")
+            check(r, "pn_port_test")
         self._finish(r, st)
         return True
 
@@ -97,14 +98,14 @@ class Request:
         False when ``timeout_ns`` passed first."""
         if self.done:
             return True
-        t = _timeout(timeout_ns, "pn_port_wait")
+        t = timeout_arg(timeout_ns, "pn_port_wait")
         st = ffi.new("pn_port_status_t *")
-        for step in _slices(t):
+        for step in wait_slices(t):
             r = lib.pn_port_wait(self._port._ptr(), self._pp, st, step)
             if r == -errno.ETIMEDOUT and self._pp[0] != ffi.NULL:
                 continue
             if self._pp[0] != ffi.NULL:
-                _check(r, "pn_port_wait")
+                check(r, "pn_port_wait")
             self._finish(r, st)
             return True
         return False
@@ -117,7 +118,7 @@ class Request:
         r = lib.pn_port_cancel(self._port._ptr(), self._pp)
         if r == -errno.EALREADY:
             return False
-        _check(r, "pn_port_cancel")
+        check(r, "pn_port_cancel")
         self._keep = self._rbuf = None
         self.error = -errno.ECANCELED
         return True
@@ -129,7 +130,7 @@ class Ports:
 
     def __init__(self, ptr: Any) -> None:
         self._p = ptr
-        self._hal = L.Hal(lib.pn_port_hal(ptr), borrowed=True)
+        self._hal = Hal(lib.pn_port_hal(ptr), borrowed=True)
         self._buf = ffi.new("char[]", 64 * 1024)
 
     @classmethod
@@ -142,22 +143,22 @@ class Ports:
         ``eager_window``, ``timeout_ms`` None: ``$PARANIC_EAGER_MAX`` ... or the
         defaults. With no argument at all it is ``pn_port_open(NULL)``."""
         what = "pn_port_open"
-        ho, keep = _open_opts(backend, node, nodes, cluster, ctx, hal_opts, what)
+        ho, keep = open_opts(backend, node, nodes, cluster, ctx, hal_opts, what)
         pp = ffi.new("pn_port_t **")
         if ho == ffi.NULL and eager_max is None and eager_window is None and timeout_ms is None:
-            _check(lib.pn_port_open(pp, ffi.NULL), what)
+            check(lib.pn_port_open(pp, ffi.NULL), what)
         else:
             o = ffi.new("pn_port_opts_t *")
             lib.pn_port_opts_init(o)
             if ho != ffi.NULL:
                 o.hal = ho[0]
             if eager_max is not None:
-                o.eager_max = _int("eager_max", eager_max, 0, EAGER_LIMIT, what)
+                o.eager_max = int_arg("eager_max", eager_max, 0, EAGER_LIMIT, what)
             if eager_window is not None:
-                o.eager_window = _int("eager_window", eager_window, 0, (1 << 32) - 1, what)
+                o.eager_window = int_arg("eager_window", eager_window, 0, (1 << 32) - 1, what)
             if timeout_ms is not None:
-                o.timeout_ms = _int("timeout_ms", timeout_ms, 1, 3600_000, what)
-            _check(lib.pn_port_open(pp, o), what)
+                o.timeout_ms = int_arg("timeout_ms", timeout_ms, 1, 3600_000, what)
+            check(lib.pn_port_open(pp, o), what)
         del keep
         return cls(pp[0])
 
@@ -178,7 +179,7 @@ class Ports:
             return
         p, self._p = self._p, None
         self._hal._h = None
-        _check(lib.pn_port_close(p), "pn_port_close")
+        check(lib.pn_port_close(p), "pn_port_close")
 
     def __enter__(self) -> "Ports":
         return self
@@ -199,45 +200,45 @@ class Ports:
 
     # -- information --
     @property
-    def hal(self) -> L.Hal:
+    def hal(self) -> Hal:
         """The context underneath (barrier, status, pn_dma_alloc ...); closed with the port."""
         self._ptr()
         return self._hal
 
     @property
     def node(self) -> int:
-        return _check(lib.pn_port_node(self._ptr()), "pn_port_node")
+        return check(lib.pn_port_node(self._ptr()), "pn_port_node")
 
     @property
     def ctx(self) -> int:
-        return _check(lib.pn_port_ctx(self._ptr()), "pn_port_ctx")
+        return check(lib.pn_port_ctx(self._ptr()), "pn_port_ctx")
 
     @property
     def eager_max(self) -> int:
-        return _check(lib.pn_port_eager_max(self._ptr()), "pn_port_eager_max")
+        return check(lib.pn_port_eager_max(self._ptr()), "pn_port_eager_max")
 
     @eager_max.setter
     def eager_max(self, v: int) -> None:
-        _check(lib.pn_port_set_eager_max(self._ptr(), _int("eager_max", v, 0, EAGER_LIMIT, "pn_port_set_eager_max")),
+        check(lib.pn_port_set_eager_max(self._ptr(), int_arg("eager_max", v, 0, EAGER_LIMIT, "pn_port_set_eager_max")),
                "pn_port_set_eager_max")
 
     def stats(self) -> dict[str, int]:
         """``pn_port_stats``: the fields of pn_port_stats_t."""
         st = ffi.new("pn_port_stats_t *")
-        _check(lib.pn_port_stats(self._ptr(), st), "pn_port_stats")
-        return _struct_dict(st, "pn_port_stats_t")
+        check(lib.pn_port_stats(self._ptr(), st), "pn_port_stats")
+        return struct_dict(st, "pn_port_stats_t")
 
     # -- arguments --
     @staticmethod
     def _dst(node: Any, ctx: Any, channel: Any, tag: Any, what: str) -> tuple[int, int, int, int]:
-        return (_int("node", node, 0, (1 << 32) - 1, what), _int("ctx", ctx, 0, (1 << 32) - 1, what),
-                _int("channel", channel, -_I32 - 1, _I32, what), _int("tag", tag, 0, _U64, what))
+        return (int_arg("node", node, 0, (1 << 32) - 1, what), int_arg("ctx", ctx, 0, (1 << 32) - 1, what),
+                int_arg("channel", channel, -_I32 - 1, _I32, what), int_arg("tag", tag, 0, _U64, what))
 
     @staticmethod
     def _match(src_node: Any, src_ctx: Any, channel: Any, tag: Any, mask: Any, what: str) -> tuple[int, ...]:
-        return (_int("src_node", src_node, -_I32 - 1, _I32, what), _int("src_ctx", src_ctx, -_I32 - 1, _I32, what),
-                _int("channel", channel, -_I32 - 1, _I32, what), _int("tag", tag, 0, _U64, what),
-                _int("mask", mask, 0, _U64, what))
+        return (int_arg("src_node", src_node, -_I32 - 1, _I32, what), int_arg("src_ctx", src_ctx, -_I32 - 1, _I32, what),
+                int_arg("channel", channel, -_I32 - 1, _I32, what), int_arg("tag", tag, 0, _U64, what),
+                int_arg("mask", mask, 0, _U64, what))
 
     # -- send --
     def send(self, node: int, ctx: int, data: Any, channel: int = 0, tag: int = 0) -> None:
@@ -245,16 +246,16 @@ class Ports:
         rendezvous: once the receiver has taken it)."""
         what = "pn_port_send"
         n, c, ch, t = self._dst(node, ctx, channel, tag, what)
-        buf, size = _buffer(data, what)
-        _check(lib.pn_port_send(self._ptr(), n, c, ch, t, buf, size), what)
+        buf, size = buffer_arg(data, what)
+        check(lib.pn_port_send(self._ptr(), n, c, ch, t, buf, size), what)
 
     def isend(self, node: int, ctx: int, data: Any, channel: int = 0, tag: int = 0) -> Request:
         """``pn_port_isend``; the request keeps ``data`` alive until it completes."""
         what = "pn_port_isend"
         n, c, ch, t = self._dst(node, ctx, channel, tag, what)
-        buf, size = _buffer(data, what)
+        buf, size = buffer_arg(data, what)
         pp = ffi.new("pn_port_req_t **")
-        _check(lib.pn_port_isend(self._ptr(), n, c, ch, t, buf, size, pp), what)
+        check(lib.pn_port_isend(self._ptr(), n, c, ch, t, buf, size, pp), what)
         return Request(self, pp[0], (buf, data))
 
     # -- receive --
@@ -264,10 +265,10 @@ class Ports:
         is in :attr:`Request.data` once it completes."""
         what = "pn_port_irecv"
         args = self._match(src_node, src_ctx, channel, tag, mask, what)
-        cap = _int("cap", cap, 0, MAX_MSG, what)
+        cap = int_arg("cap", cap, 0, MAX_MSG, what)
         rbuf = ffi.new("char[]", max(cap, 1))
         pp = ffi.new("pn_port_req_t **")
-        _check(lib.pn_port_irecv(self._ptr(), *args, rbuf, cap, pp), what)
+        check(lib.pn_port_irecv(self._ptr(), *args, rbuf, cap, pp), what)
         return Request(self, pp[0], None, rbuf)
 
     def recv(self, src_node: int = ANY, src_ctx: int = ANY, channel: int = ANY, tag: int = 0, mask: int = 0,
@@ -279,10 +280,10 @@ class Ports:
         stays queued)."""
         what = "pn_port_recv"
         args = self._match(src_node, src_ctx, channel, tag, mask, what)
-        timeout = _timeout(timeout_ns, what)
-        limit = None if cap is None else _int("cap", cap, 0, MAX_MSG, what)
+        timeout = timeout_arg(timeout_ns, what)
+        limit = None if cap is None else int_arg("cap", cap, 0, MAX_MSG, what)
         st = ffi.new("pn_port_status_t *")
-        for step in _slices(timeout):
+        for step in wait_slices(timeout):
             while True:
                 room = len(self._buf) if limit is None else min(limit, len(self._buf))
                 if limit is not None and limit > len(self._buf):
@@ -299,7 +300,7 @@ class Ports:
             if r == -errno.EMSGSIZE:
                 raise PnError(errno.EMSGSIZE, what, f"message of {int(st.len)} bytes from {int(st.src_node)}:"
                               f"{int(st.src_ctx)} is longer than cap = {limit} (it stays queued)")
-            _check(r, what)
+            check(r, what)
             data = ffi.buffer(self._buf, r)[:]
             if len(self._buf) > (16 << 20):
                 self._buf = ffi.new("char[]", 64 * 1024)
@@ -312,15 +313,15 @@ class Ports:
         and is not taken yet, None if there is none. Never blocks."""
         what = "pn_port_probe"
         st = ffi.new("pn_port_status_t *")
-        if _check(lib.pn_port_probe(self._ptr(), *self._match(src_node, src_ctx, channel, tag, mask, what), st),
+        if check(lib.pn_port_probe(self._ptr(), *self._match(src_node, src_ctx, channel, tag, mask, what), st),
                   what):
             return Status._of(st)
         return None
 
     def progress(self) -> int:
         """``pn_port_progress``."""
-        return _check(lib.pn_port_progress(self._ptr()), "pn_port_progress")
+        return check(lib.pn_port_progress(self._ptr()), "pn_port_progress")
 
     def barrier(self) -> None:
         """``pn_port_barrier``: the cluster barrier, answering ports traffic meanwhile."""
-        _check(lib.pn_port_barrier(self._ptr()), "pn_port_barrier")
+        check(lib.pn_port_barrier(self._ptr()), "pn_port_barrier")

@@ -17,7 +17,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import shutil
@@ -31,11 +30,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
-from paranic import protocol as P
+from paranic.spec import protocol as P
 
-ROOT = Path(__file__).resolve().parents[3]
-BUILD = ROOT / "build" / "qemu"
-KVER = subprocess.run([str(ROOT / "scripts" / "kver.sh")], capture_output=True,
+from paranic.paths import DRIVER, INCLUDE, SCRIPTS, TREE, USERLIB, USERLIB_BUILD
+
+BUILD = TREE / "build" / "qemu"
+KVER = subprocess.run([str(SCRIPTS / "kver.sh")], capture_output=True,
                       text=True).stdout.strip() or "none"   # Debian's linux-headers-amd64 kernel
 KERNEL = Path(f"/boot/vmlinuz-{KVER}")
 KDIR = Path(f"/lib/modules/{KVER}/build")
@@ -46,10 +46,10 @@ PY = Path(sys.executable)
 
 # Static guest programs: name -> source (linked against libparanic.a).
 GUEST_PROGS = {
-    "hal_conformance": ROOT / "userlib/tests/hal_conformance.c",
-    "rawdata_test": ROOT / "userlib/tests/rawdata_test.c",
-    "pn_bench": ROOT / "userlib/tools/pn_bench.c",
-    "pn_guest": ROOT / "driver/qemu/pn_guest.c",
+    "hal_conformance": USERLIB / "tests/hal_conformance.c",
+    "rawdata_test": USERLIB / "tests/rawdata_test.c",
+    "pn_bench": USERLIB / "tools/pn_bench.c",
+    "pn_guest": DRIVER / "qemu/pn_guest.c",
 }
 
 # What a kernel problem looks like on the console / in dmesg.
@@ -71,13 +71,13 @@ def _run(cmd: Sequence[str], **kw) -> subprocess.CompletedProcess:
 
 def sim_dir(topo: str = "ring:4") -> Path:
     """The cached build directory of the simulator model for ``topo`` (must exist)."""
-    from paranic import simcluster
-    from paranic.topo import Topology
+    from paranic.sim import build as B
+    from paranic.spec.topo import Topology
     t = Topology.parse(topo)
-    v, csr, _top = simcluster._verilog(t, P.DEFAULT_MTU, P.DEFAULT_CONTEXTS, simcluster.DEFAULT_PHY_DELAY, True)
-    d = simcluster.BUILD_ROOT / "sim" / f"cluster-{simcluster.topo_tag(t)}-{simcluster.model_hash(v, csr)}"
-    if not (d / "obj" / f"{simcluster.MODEL}__ALL.a").exists():
-        raise FileNotFoundError(f"{d}: no Verilated model; run `python -m paranic.simcluster --topo {topo} "
+    v, csr, _top = B._verilog(t, P.DEFAULT_MTU, P.DEFAULT_CONTEXTS, B.DEFAULT_PHY_DELAY, True)
+    d = B.BUILD_ROOT / "sim" / f"cluster-{B.topo_tag(t)}-{B.model_hash(v, csr)}"
+    if not (d / "obj" / f"{B.MODEL}__ALL.a").exists():
+        raise FileNotFoundError(f"{d}: no Verilated model; run `python -m paranic.sim --topo {topo} "
                                 "--build-only` first")
     return d
 
@@ -91,14 +91,14 @@ def build_driver(csr_json: Path | None = None, out: Path | None = None) -> Path:
     """``paranic.ko`` for the simulator's gateware (its own build dir under build/qemu)."""
     csr_json = csr_json or default_csr_json()
     out = out or BUILD / "driver"
-    _run(["make", "-s", "-C", ROOT / "driver", f"OUT={out}", f"PY={PY}", f"CSR_JSON={csr_json}"])
+    _run(["make", "-s", "-C", DRIVER, f"OUT={out}", f"PY={PY}", f"CSR_JSON={csr_json}"])
     return out / "paranic.ko"
 
 
 def build_userlib() -> Path:
     from paranic.launch import build_userlib as bu
     bu()
-    return ROOT / "build/userlib/libparanic.a"
+    return USERLIB_BUILD / "libparanic.a"
 
 
 def build_guest_progs(drv_out: Path) -> dict[str, Path]:
@@ -111,7 +111,7 @@ def build_guest_progs(drv_out: Path) -> dict[str, Path]:
         deps = [src, lib, drv_out / "pn_csr.h"]
         if not exe.exists() or any(d.stat().st_mtime > exe.stat().st_mtime for d in deps):
             _run(["gcc", "-std=c11", "-O2", "-g0", "-Wall", "-Wextra", "-static",
-                  f"-I{ROOT / 'userlib/include'}", f"-I{ROOT / 'userlib/tools'}", f"-I{ROOT / 'driver/include'}",
+                  f"-I{INCLUDE}", f"-I{USERLIB / 'tools'}", f"-I{DRIVER / 'include'}",
                   f"-I{drv_out}", "-o", exe, src, lib, "-lpthread"])
         res[name] = exe
     return res
@@ -122,7 +122,7 @@ def build_initramfs(csr_json: Path | None = None) -> Path:
     ko = build_driver(csr_json)
     progs = build_guest_progs(ko.parent)
     out = BUILD / "initramfs.cpio.gz"
-    qdir = ROOT / "driver/qemu"
+    qdir = DRIVER / "qemu"
     inputs = [ko, BUSYBOX, Path(__file__), qdir / "init.sh", *progs.values(), *sorted((qdir / "scripts").glob("*.sh"))]
     if out.exists() and all(p.stat().st_mtime <= out.stat().st_mtime for p in inputs):
         return out
@@ -156,45 +156,26 @@ def build_initramfs(csr_json: Path | None = None) -> Path:
 def build_proxydev(drv_out: Path | None = None) -> Path:
     """``pn_proxydev``: QEMU's mpqemu protocol on one side, a model or the simulator on the other."""
     drv_out = drv_out or BUILD / "driver"
-    src = ROOT / "sim/qemu/pn_proxydev.c"
+    src = TREE / "sim/qemu/pn_proxydev.c"
     exe = BUILD / "bin/pn_proxydev"
     exe.parent.mkdir(parents=True, exist_ok=True)
-    deps = [src, ROOT / "userlib/src/pn_sim_shm.h", drv_out / "pn_csr.h"]
+    deps = [src, USERLIB / "src/pn_sim_shm.h", drv_out / "pn_csr.h"]
     if not exe.exists() or any(d.stat().st_mtime > exe.stat().st_mtime for d in deps):
-        _run(["gcc", "-std=gnu11", "-O2", "-g", "-Wall", "-Wextra", "-Werror", f"-I{ROOT / 'userlib/include'}",
-              f"-I{ROOT / 'userlib/src'}", f"-I{drv_out}", "-o", exe, src])
+        _run(["gcc", "-std=gnu11", "-O2", "-g", "-Wall", "-Wextra", "-Werror", f"-I{INCLUDE}",
+              f"-I{USERLIB / 'src'}", f"-I{drv_out}", "-o", exe, src])
     return exe
 
 
 def build_sim(topo: str = "ring:4") -> Path:
     """The simulator of ``topo`` (its harness serves device clients): built once and cached."""
-    from paranic import simcluster
-    return simcluster.build(topo, quiet=True)
+    from paranic.sim import build as B
+    return B.build(topo, quiet=True)
 
 
 def start_sim(cluster: str, topo: str = "ring:4", extra_args: Sequence[str] = ()):
-    """Start this tree's harness (``build_sim``) like ``simcluster.start`` does."""
-    from paranic import simcluster
-    exe = build_sim(topo)
-    sock = simcluster.socket_path(cluster)
-    sock.parent.mkdir(parents=True, exist_ok=True)
-    ready = sock.with_name(f"{sock.name}.{os.getpid()}.ready")
-    log = sock.with_name(f"{sock.name}.log")
-    with open(log, "w") as lf:
-        proc = subprocess.Popen([str(exe), "--socket", str(sock), "--ready-file", str(ready), *extra_args],
-                                stdout=lf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                preexec_fn=simcluster._set_pdeathsig)
-    sim = simcluster.SimCluster(proc, sock, ready, log)
-    t0 = time.time()
-    while not ready.exists():
-        if proc.poll() is not None:
-            raise RuntimeError(f"paranic-sim exited with {proc.returncode}:\n{sim.log_text()}")
-        if time.time() - t0 > 120:
-            sim.stop()
-            raise TimeoutError(f"paranic-sim not ready:\n{sim.log_text()}")
-        time.sleep(0.05)
-    sim.info = json.loads(ready.read_text())
-    return sim
+    """Start the simulator of ``topo`` for ``cluster`` (a :class:`paranic.sim.run.SimCluster`)."""
+    from paranic.sim import run
+    return run.start(topo, cluster=cluster, extra_args=extra_args, quiet_build=True)
 
 
 # ---- running the guest ---------------------------------------------------------------------------

@@ -24,8 +24,9 @@ import sys
 from pathlib import Path
 
 from paranic import launch as L
-from paranic import protocol as P
-from paranic.topo import Topology
+from paranic.spec import protocol as P
+from paranic.spec.sim import ber_to_threshold
+from paranic.spec.topo import Topology
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -101,10 +102,11 @@ def run(a: argparse.Namespace) -> int:
             if given and _sim_alive(given):
                 print(f"paranic run: using the simulator at {given}", file=sys.stderr)
             else:
-                from paranic import simcluster
+                from paranic.sim import run as simrun
                 from paranic.bench.msg import barrier_topology
                 try:
                     topo = Topology.parse(a.topo) if a.topo else Topology.parse(barrier_topology(a.nodes))
+                    ber_to_threshold(a.ber)
                 except ValueError as e:
                     print(f"paranic run: {e}", file=sys.stderr)
                     return 2
@@ -113,8 +115,8 @@ def run(a: argparse.Namespace) -> int:
                           file=sys.stderr)
                     return 2
                 print(f"paranic run: starting the {topo} simulator", file=sys.stderr, flush=True)
-                sock = simcluster.RUN_DIR / f"sim-{cluster}.sock"
-                sim = simcluster.start(str(topo), socket=sock, ber=a.ber, timeout=300)
+                sock = simrun.RUN_DIR / f"sim-{cluster}.sock"
+                sim = simrun.start(str(topo), socket=sock, ber=a.ber, timeout=300)
                 env = sim.env(env)
         extra = None
         if not getattr(a, "no_daemon", False):

@@ -53,8 +53,9 @@ from pathlib import Path
 from dataclasses import dataclass
 from typing import Callable, Iterable, Optional
 
-from .. import launch as L
-from .. import protocol as P
+from paranic import launch as L
+from paranic.paths import USERLIB
+from paranic.spec import protocol as P
 from . import msg
 
 #: The message sizes of the table (bytes): latency of a small message, bandwidth of a
@@ -121,7 +122,7 @@ def _sockbench(mode: str, layer: str, preload: bool) -> Measure:
     return measure
 
 
-PVM_DIR = L.ROOT / "userlib" / "sock" / "pvm"
+PVM_DIR = USERLIB / "sock" / "pvm"
 PVM_JOB = PVM_DIR / "pvm_job.sh"
 PVM_BENCH_SRC = PVM_DIR / "pn_pvm_bench.c"
 PVM_BENCH = L.USERLIB_BUILD / "pvm" / "pn_pvm_bench"
@@ -299,12 +300,8 @@ def _row(lay: Layer, by_be: dict[str, Pair]) -> dict:
 
 
 def _table3(cols: tuple[str, str]) -> dict[str, tuple[float, float]]:
-    """ParaStation's Table 3 (msg.parastation_table3); empty when the seed figures are
-    not there (the columns stay empty: "-")."""
-    try:
-        return msg.parastation_table3(cols)
-    except FileNotFoundError:
-        return {}
+    """ParaStation's Table 3 (msg.parastation_table3)."""
+    return msg.parastation_table3(cols)
 
 
 def _added(rows: list[dict]) -> list[dict]:

@@ -49,8 +49,8 @@ from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
 from paranic import launch as L
-from paranic import protocol as P
-from paranic import simcluster
+from paranic.spec import protocol as P
+from paranic.sim import run as simrun
 
 MSG_BENCHES = ("pairwise", "pingpong", "stream")
 LAYERS = ("hal", "rawdata")
@@ -106,7 +106,7 @@ class Session:
     topology and kept until :meth:`close`)."""
 
     quick: bool = False
-    sims: dict[str, simcluster.SimCluster] = field(default_factory=dict)
+    sims: dict[str, simrun.SimCluster] = field(default_factory=dict)
 
     def __enter__(self) -> "Session":
         L.build_userlib(quiet=False)
@@ -122,13 +122,13 @@ class Session:
                 _log(f"paranic bench: simulator {topo} exited with {rc}; log {sim.log}")
         self.sims.clear()
 
-    def sim(self, topo: str) -> simcluster.SimCluster:
+    def sim(self, topo: str) -> simrun.SimCluster:
         if topo not in self.sims:
             for other in list(self.sims):  # one simulator at a time: the machine has few cores
                 self.sims.pop(other).stop()
             _log(f"paranic bench: starting the {topo} simulator (built once, then cached)")
-            sock = simcluster.RUN_DIR / f"bench-{os.getpid()}-{topo.replace(':', '')}.sock"
-            self.sims[topo] = simcluster.start(topo, socket=sock, timeout=300)
+            sock = simrun.RUN_DIR / f"bench-{os.getpid()}-{topo.replace(':', '')}.sock"
+            self.sims[topo] = simrun.start(topo, socket=sock, timeout=300)
         return self.sims[topo]
 
     def pn_bench(self, backend: str, nodes: int, args: Sequence[str], *, topo: str = "ring:4",
@@ -157,7 +157,7 @@ class Session:
         return (QUICK_SCALE if self.quick else SCALE)[backend]
 
 
-def _wait_job_ended(sim: simcluster.SimCluster, timeout: float = 60.0) -> None:
+def _wait_job_ended(sim: simrun.SimCluster, timeout: float = 60.0) -> None:
     """Wait until the simulator has seen the last job's processes detach: a job of
     another size is refused (-EBUSY) while one runs (docs/simulator.md, "Jobs")."""
     t0 = time.time()
@@ -284,7 +284,7 @@ def _show_barrier(row: dict) -> str:
 
 
 # ------------------------------------------------------------------------------------------
-# ParaStation's figures (../shared/reference/seed_figures.json)
+# ParaStation's figures (the package's seed_figures.json)
 # ------------------------------------------------------------------------------------------
 
 def parastation_table1() -> dict[int, tuple[float, float]]:

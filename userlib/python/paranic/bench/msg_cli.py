@@ -11,7 +11,7 @@ import sys
 import time
 from typing import Iterable
 
-from .. import protocol as P
+from paranic.spec import protocol as P
 from . import msg
 
 TITLES = {
@@ -29,7 +29,7 @@ TARGET_RAWDATA_SW_NS = 200.0      # rawdata send + receive, natively
 
 def link_payload_MBps() -> float:
     """The link's payload bandwidth for MTU-sized packets (words/cycle x efficiency)."""
-    from paranic.hw.link import link_efficiency
+    from paranic.spec.link import link_efficiency
     return P.WORD_BYTES * P.TARGET_CLK_HZ / 1e6 * link_efficiency(P.DEFAULT_MTU)
 
 
@@ -163,7 +163,7 @@ def targets(rows: list[dict]) -> list[dict]:
 def targets_table(t: list[dict]) -> str:
     if not t:
         return ""
-    out = ["targets (issue 3):"]
+    out = ["targets:"]
     for x in t:
         mark = "met" if x["met"] else "NOT met"
         out.append(f"  {x['target']}: {x['value']} ({x['unit']} {x['limit']}) — {mark}")

@@ -1,11 +1,13 @@
 """Router benchmark: hop latency and saturation throughput, measured in Verilator.
 
-``measure()`` builds (cached) and runs three cocotb benches from
-``tests/cocotb/router``:
+``measure()`` builds (cached) and runs the cocotb benches of
+:mod:`paranic.bench.router_tb`:
 
 * one Router (``RouterTop``, 4 link ports): the unloaded hop latency for every
   (input, output) pair, from the cycle a packet is complete at the head of an
-  input FIFO to the cycle its header is valid at the output register;
+  input FIFO to the cycle its header is valid at the output register, and, since
+  every hop stores the whole packet (store-and-forward), from the cycle an MTU
+  packet's header enters to the cycle it leaves;
 * an 8-node ring and a 4x4 torus of routers joined by 1-cycle wire channels,
   each node with a hardware traffic generator and checker: uniform random
   traffic (no self traffic), an offered-load sweep; per point the accepted
@@ -26,13 +28,16 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from .. import protocol as P
-from ..hdlsim import BUILD_ROOT, ROOT, run_cocotb
-from ..topo import Topology
+import paranic.hw
+import paranic.sim.testnet  # the gateware, loaded before _LOADED_AT
+import paranic.spec
+from paranic.sim.hdl import run_cocotb
+from paranic.sim.paths import BUILD_ROOT
+from paranic.spec import protocol as P
+from paranic.spec.topo import Topology
 
-import paranic.hw.testnet  # noqa: E402,F401  (gateware loaded before _LOADED_AT)
-
-TB_DIR = ROOT / "tests" / "cocotb" / "router"
+#: The cocotb module of the benches.
+TB_MODULE = "paranic.bench.router_tb"
 VERILOG_DIR = BUILD_ROOT / "verilog" / "router"
 
 #: Topologies of the benchmark (and of the adversarial tests).
@@ -44,10 +49,17 @@ def _name(topo: str, kind: str) -> str:
     return f"rt_{kind}_" + topo.replace(":", "")
 
 
-#: Gateware sources whose content decides whether a cached Verilog file is current.
-_HW_SOURCES = ("hw/router.py", "hw/fifo.py", "hw/channel.py", "hw/traffic.py", "hw/testnet.py",
-               "hw/common.py", "userlib/python/paranic/protocol.py",
-               "userlib/python/paranic/topo.py")
+
+
+def _hw_sources() -> list[Path]:
+    """Sources whose content decides whether a cached Verilog file is current: the
+    gateware, the spec and the simulation gateware of the test networks."""
+    sim = Path(paranic.sim.testnet.__file__).parent
+    files = [sim / n for n in ("testnet.py", "traffic.py", "channels.py", "cable.py")]
+    for pkg in (paranic.hw, paranic.spec):
+        files += sorted(Path(pkg.__file__).parent.rglob("*.py"))
+    return files
+
 
 
 #: When this process loaded the gateware modules (see _cached).
@@ -57,23 +69,20 @@ _LOADED_AT = time.time()
 def _cached(name: str, params: str, generate: Callable[[], tuple[Path, str]]) -> tuple[list[Path], str]:
     """Elaborate + convert only when the gateware sources or parameters changed
     (elaborating a 16-router network takes seconds; Verilator rebuilds are decided
-    separately by paranic.hdlsim from the Verilog text).
+    separately by paranic.sim.hdl from the Verilog text).
 
     The key hashes the source files on disk; it is only recorded when none of them
     changed after this process imported them, so a long-running process never
     labels Verilog from stale modules with the key of newer sources."""
     import hashlib
 
-    import paranic.hw.testnet  # noqa: F401  (load the gateware before comparing times)
-    from paranic.hw.testnet import sim_sources
+    from paranic.sim.testnet import sim_sources
 
     h = hashlib.sha256(params.encode())
     fresh = True
-    for f in _HW_SOURCES:
-        p = ROOT / f
-        if p.exists():
-            h.update(p.read_bytes())
-            fresh &= p.stat().st_mtime < _LOADED_AT
+    for p in _hw_sources():
+        h.update(p.read_bytes())
+        fresh &= p.stat().st_mtime < _LOADED_AT
     key = h.hexdigest()
     v = VERILOG_DIR / f"{name}.v"
     stamp = VERILOG_DIR / f"{name}.key"
@@ -91,7 +100,7 @@ def _cached(name: str, params: str, generate: Callable[[], tuple[Path, str]]) ->
 
 def router_build(n_links: int = 4) -> tuple[list[Path], str]:
     """Verilog of one Router with its ports at the top level: (sources, toplevel)."""
-    from paranic.hw.testnet import router_verilog
+    from paranic.sim.testnet import router_verilog
 
     name = f"rt_router{n_links}"
     return _cached(name, f"router {n_links}",
@@ -100,7 +109,7 @@ def router_build(n_links: int = 4) -> tuple[list[Path], str]:
 
 def network_build(topo: str, traffic: bool = True, **params: Any) -> tuple[list[Path], str]:
     """Verilog of a RouterNetwork (``traffic``: generators/checkers, else local ports)."""
-    from paranic.hw.testnet import network_verilog
+    from paranic.sim.testnet import network_verilog
 
     name = _name(topo, "net" if traffic else "ports") + "".join(
         f"_{k}{v}" for k, v in sorted(params.items()))
@@ -110,15 +119,17 @@ def network_build(topo: str, traffic: bool = True, **params: Any) -> tuple[list[
 
 
 def run_tb(sources: list[Path], toplevel: str, module: str, testcase: str | list[str],
-           env: dict[str, str] | None = None, log: Path | None = None) -> dict:
-    """Run a cocotb bench of tests/cocotb/router; return what it wrote to RESULT_JSON.
+           env: dict[str, str] | None = None, log: Path | None = None,
+           test_dir: Path | None = None) -> dict:
+    """Run the cocotb tests ``testcase`` of ``module`` (the benches' :data:`TB_MODULE`,
+    or a module in ``test_dir``); return what it wrote to RESULT_JSON.
 
     ``log``: send the build's and simulator's output (normally on stdout) to this
     file instead, so a caller can print JSON on stdout.
     """
     import sys
 
-    from paranic.hw.testnet import SIM_BUILD_ARGS
+    from paranic.sim.testnet import SIM_BUILD_ARGS
 
     fd, path = tempfile.mkstemp(prefix="paranic-router-", suffix=".json")
     os.close(fd)
@@ -133,7 +144,7 @@ def run_tb(sources: list[Path], toplevel: str, module: str, testcase: str | list
             with open(log, "ab") as f:
                 os.dup2(f.fileno(), 1)
         try:
-            run_cocotb(toplevel, sources, toplevel, module, test_dir=TB_DIR, testcase=testcase,
+            run_cocotb(toplevel, sources, toplevel, module, test_dir=test_dir, testcase=testcase,
                        extra_env=e, build_args=SIM_BUILD_ARGS)
         except AssertionError as ex:
             raise AssertionError(f"{ex} (log: {log})" if log else str(ex)) from None
@@ -154,7 +165,7 @@ def _log(name: str) -> Path:
 def hop_latency(progress: Callable[..., Any] = print) -> dict:
     src, top = router_build(4)
     progress("router: hop latency (one router, 4 links)")
-    return run_tb(src, top, "tb_router", "test_hop_latency", log=_log(top))
+    return run_tb(src, top, TB_MODULE, "test_hop_latency", log=_log(top))
 
 
 def sweep(topo: str, loads: list[float], length: int = P.DEFAULT_MTU, warmup: int = 20_000,
@@ -165,7 +176,7 @@ def sweep(topo: str, loads: list[float], length: int = P.DEFAULT_MTU, warmup: in
     progress(f"router: {topo} {pattern} sweep, {length}-byte packets, {len(loads)} points")
     env = {"TOPO": topo, "PATTERN": pattern, "LEN": str(length), "WARMUP": str(warmup),
            "MEASURE": str(measure_cycles), "LOADS": ",".join(f"{x:g}" for x in loads)}
-    return run_tb(src, top, "tb_network", "test_sweep", env, log=_log(top))
+    return run_tb(src, top, TB_MODULE, "test_sweep", env, log=_log(top))
 
 
 def measure(progress: Callable[..., Any] = print, quick: bool = False) -> dict:
@@ -182,6 +193,8 @@ def measure(progress: Callable[..., Any] = print, quick: bool = False) -> dict:
         "hop_latency_cycles": lat["max"],
         "hop_latency_min_cycles": lat["min"],
         "hop_latency_pairs": lat["pairs"],
+        "hop_header_mtu_cycles": lat["mtu_header_max"],
+        "hop_header_mtu_min_cycles": lat["mtu_header_min"],
         "packet_bytes": P.DEFAULT_MTU,
         "packet_words": P.packet_words(P.DEFAULT_MTU),
         "traffic": "uniform random (no self traffic), Bernoulli injection, fixed-size packets",
@@ -199,6 +212,7 @@ def measure(progress: Callable[..., Any] = print, quick: bool = False) -> dict:
             res[f"{key}_sweep_64B"] = short["points"]
             res[f"{key}_saturation_64B"] = max(p[1] for p in short["points"])
     from paranic.hw.router import default_buf_words
+
     res["buf_words"] = default_buf_words(P.DEFAULT_MTU)
     res["measure_seconds"] = round(time.time() - t0, 1)
     return res

@@ -1,21 +1,16 @@
-"""The seed papers' published figures (../shared/reference/seed_figures.json)."""
+"""The seed papers' published figures, which every benchmark prints beside its own.
+
+They are facts (``seed_figures.json``, package data of :mod:`paranic.bench`, with its
+sources in ``_about``); a benchmark reads this copy and nothing outside the package.
+"""
 
 from __future__ import annotations
 
 import json
-import os
 from functools import lru_cache
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[4]
+from importlib import resources
 
 
 @lru_cache(maxsize=1)
 def seed_figures() -> dict:
-    """Figures to print beside ours; PARANIC_SEED_FIGURES overrides the path."""
-    candidates = [os.environ.get("PARANIC_SEED_FIGURES"),
-                  ROOT.parent / "shared/reference/seed_figures.json"]
-    for c in candidates:
-        if c and Path(c).is_file():
-            return json.loads(Path(c).read_text())
-    raise FileNotFoundError("seed_figures.json not found (set PARANIC_SEED_FIGURES)")
+    return json.loads(resources.files(__package__).joinpath("seed_figures.json").read_text())

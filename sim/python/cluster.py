@@ -1,8 +1,8 @@
-"""A simulated ParaNIC cluster: N NicCores cabled as a ring or torus through `sim` PHYs.
+"""A simulated ParaNIC cluster: N NicCores cabled as a ring or torus through simulated cables.
 
 Each node's host side (Wishbone slave, two DMA master ports, MSI lines) becomes a
 set of top-level ports named ``n<i>_<name>``, so one Verilog model serves a cocotb
-bench with one Python host model per node and, later, the C++ cluster harness.
+bench with one Python host model per node and the C++ cluster harness.
 """
 
 from __future__ import annotations
@@ -12,11 +12,12 @@ from pathlib import Path
 from migen import Signal
 from litex.gen import LiteXModule
 
-from paranic import protocol as P
-from paranic.topo import Topology
+from paranic.hw.standalone import NicCoreStandalone, write_csr_json
+from paranic.spec import protocol as P
+from paranic.spec.sim import ber_to_threshold
+from paranic.spec.topo import Topology
 
-from .phy.sim import SimPhy, ber_to_threshold
-from .standalone import NicCoreStandalone
+from .cable import SimPhy
 
 
 class _Ports:
@@ -106,9 +107,8 @@ class NicCluster(LiteXModule):
 
 def cluster_verilog(topo: Topology, out_dir: Path, name: str | None = None, **kwargs):
     """Write the cluster's Verilog and its CSR map; return (verilog path, toplevel, csr json)."""
-    from paranic.hdlsim import write_verilog
+    from .hdl import write_verilog
 
-    from .standalone import write_csr_json
 
     name = name or f"cluster_{str(topo).replace(':', '_')}"
     top = NicCluster(topo, **kwargs)

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "cluster_gen.h"
+#include "pn_csr.h"
 #include "pn_sim_shm.h"
 #include "paranic/pn_protocol.h"
 
@@ -55,7 +56,7 @@ struct Config {
 	double mmio_read_ns = 1000;   /* CPU load -> value back in the CPU (round trip) */
 	double dma_read_ns = 500;     /* DMA read request -> first completion beat */
 	double dma_write_ns = 150;    /* DMA write request's last beat -> visible in memory */
-	double ber = 0.0;             /* bit-error rate of every cable */
+	uint32_t ber_threshold = 0;   /* every cable: P(bit flipped in a line word) * 2^32 */
 	uint32_t rcb = 64;            /* read completion boundary */
 	uint32_t max_read = 512;      /* max read request size */
 	uint32_t max_payload = 256;   /* max write payload */
@@ -66,8 +67,8 @@ struct Config {
 	uint32_t idle_tick_us = 20000; /* idle tick */
 	uint64_t max_cycles = 0;      /* stop after this many cycles (0: never) */
 	int verbose = 0;
-	double stats_s = 0;
-	bool free_run = false;        /* never throttle (speed measurements) */           /* print a statistics line every stats_s seconds */
+	double stats_s = 0;           /* print a statistics line every stats_s seconds */
+	bool free_run = false;        /* never throttle (speed measurements) */
 
 	uint32_t c_mmio_w = 0, c_mmio_r = 0, c_dma_r = 0, c_dma_w = 0;
 };

@@ -1,29 +1,27 @@
-"""The one definition of ParaNIC's wire format, host-interface layout and constants.
-
-Everything that two parts of ParaNIC must agree on lives here, once:
+"""ParaNIC's wire format, host-interface layout and constants: the one definition.
 
 * the packet header (two 64-bit little-endian words, 16 bytes),
 * packet types, flags, router port numbers,
-* the per-context MMIO page (doorbells, status, PIO window),
+* the per-context MMIO page (doorbells, status, PIO window) and the bits of the
+  privileged ``ctx_state`` register,
 * the host-memory structures the NIC reads and writes (RX slots, TX descriptors,
   the per-context status block),
+* the board's PCI identity and BAR0 map,
 * defaults (MTU, context count, target clock).
 
-The gateware (``paranic.hw``) builds its Migen layouts from these tables, the
-Python host models and tests pack and unpack with the helpers below, and
-``python -m paranic.protocol --c-header FILE`` writes the C header used by the
-user library, the driver, the simulator and the HLS kernels
-(``userlib/include/paranic/pn_protocol.h``; a test checks it is up to date).
-``docs/protocol.md`` explains the format in prose.
+The gateware (``paranic.hw``) builds its Migen layouts from these tables, the host
+models and tests pack and unpack with the helpers below, and ``python -m paranic.spec``
+writes the C header that the user library, the driver, the simulator and the HLS
+kernels include (``userlib/include/paranic/pn_protocol.h``, :mod:`paranic.spec.cgen`)
+and the tables of ``docs/protocol.md``; a test keeps both up to date.
 """
 
 from __future__ import annotations
 
-import argparse
-import sys
-from dataclasses import dataclass
 from enum import IntEnum
 from typing import Iterable
+
+from .fields import Field, pack as _pack, unpack as _unpack
 
 # ---------------------------------------------------------------------------
 # Global constants
@@ -59,9 +57,9 @@ class PacketType(IntEnum):
     DATA = 0      #: ordinary data, delivered to the destination context's RX ring
     BARRIER = 1   #: hardware barrier arrive/release, consumed by the barrier unit
     CONTROL = 2   #: NIC-to-NIC control (reserved for firmware: discovery, pings)
-    RMA_PUT = 3   #: remote write into a registered region (issue 4)
-    RMA_GET = 4   #: remote read request (issue 4)
-    RMA_RESP = 5  #: remote read response (issue 4)
+    RMA_PUT = 3   #: remote write into a registered region
+    RMA_GET = 4   #: remote read request
+    RMA_RESP = 5  #: remote read response
 
 
 #: Packet types a user context may send (PIO header or DMA descriptor); the NIC
@@ -97,41 +95,6 @@ def port_dimension(port: int) -> int:
     if port == Port.LOCAL:
         return -1
     return (port - 1) // 2
-
-
-# ---------------------------------------------------------------------------
-# Bit-field helper
-# ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Field:
-    name: str
-    offset: int  # bit offset within the structure (little-endian, bit 0 = LSB of byte 0)
-    width: int
-    doc: str
-
-    @property
-    def mask(self) -> int:
-        return (1 << self.width) - 1
-
-
-def _pack(fields: Iterable[Field], values: dict[str, int], nbytes: int) -> bytes:
-    v = 0
-    known = {f.name: f for f in fields}
-    for name, val in values.items():
-        if name not in known:
-            raise KeyError(f"unknown field {name!r}")
-        f = known[name]
-        if val < 0 or val > f.mask:
-            raise ValueError(f"{name}={val} does not fit in {f.width} bits")
-        v |= (val & f.mask) << f.offset
-    return v.to_bytes(nbytes, "little")
-
-
-def _unpack(fields: Iterable[Field], data: bytes) -> dict[str, int]:
-    v = int.from_bytes(data, "little")
-    return {f.name: (v >> f.offset) & f.mask for f in fields}
 
 
 # ---------------------------------------------------------------------------
@@ -227,6 +190,25 @@ class StatusBit(IntEnum):
     IRQ_ARMED = 1 << 4
 
 
+#: Bits of the privileged ``host_ctx_state`` CSR: the state of the context selected by
+#: ``host_ctx_sel``, as the driver's hand-over procedure reads it (bit i = entry i).
+CTX_STATE_BITS: tuple[tuple[str, str], ...] = (
+    ("enabled", "context enabled"),
+    ("pio_busy", "a PIO doorbell is pending or being sent"),
+    ("tx_inflight", "descriptors fetched but not completed (wait for 0 before ctx_reset)"),
+    ("tx_pending", "TX_TAIL != TX_HEAD"),
+    ("rx_active", "the RX engine is writing a packet into this context's ring"),
+    ("rx_full", "the RX ring is full"),
+    ("irq_armed", "the MSI is armed"),
+    ("status_dirty", "a status-block write is pending"),
+)
+CtxState = IntEnum("CtxState", {n.upper(): 1 << i for i, (n, _) in enumerate(CTX_STATE_BITS)})
+CtxState.__doc__ = "Masks of the ``host_ctx_state`` bits (:data:`CTX_STATE_BITS`)."
+#: The bits that say the NIC may still touch the context's memory: a context is quiet,
+#: and may be reset and handed to a new owner, when none of them is set.
+CTX_BUSY_MASK = CtxState.PIO_BUSY | CtxState.TX_INFLIGHT | CtxState.RX_ACTIVE | CtxState.STATUS_DIRTY
+
+
 #: The PIO transmit window: header (16 bytes) then payload, written with 64-bit
 #: stores; the doorbell sends ``16 + header.length`` bytes from it.
 PIO_WINDOW_OFFSET = 0x800
@@ -319,157 +301,7 @@ PCI_DEVICE_ID = 0x5A4E
 BAR0_BYTES = 1 << 20
 BAR0_CTX_OFFSET = 0
 BAR0_CTX_BYTES = MAX_CONTEXTS * CTX_PAGE_BYTES
-#: Byte offset of the CSR region (= paranic.hw.standalone.CSR_BASE; a test keeps them
-#: equal). The CSR addresses inside it come from the gateware's CSR map
-#: (python -m paranic.csrmap), never from here.
+#: The CSR region: the standalone NicCore's CSR bank sits here. The CSR addresses
+#: inside it come from the gateware's CSR map (LiteX assigns them), never from here.
 BAR0_CSR_OFFSET = 0x40000
 BAR0_CSR_BYTES = 0x10000
-
-
-# ---------------------------------------------------------------------------
-# C header generation
-# ---------------------------------------------------------------------------
-
-
-def _c_field_macros(prefix: str, fields: Iterable[Field], word_bits: int = 64) -> list[str]:
-    out = []
-    for f in fields:
-        if f.name.startswith("rsvd"):
-            continue
-        n = f"{prefix}_{f.name.upper()}"
-        out.append(f"/* {f.doc} */")
-        out.append(f"#define {n}_WORD {f.offset // word_bits}")
-        out.append(f"#define {n}_SHIFT {f.offset % word_bits}")
-        out.append(f"#define {n}_WIDTH {f.width}")
-        if f.width < 64:
-            out.append(f"#define {n}_MASK 0x{f.mask:x}ULL")
-        else:
-            out.append(f"#define {n}_MASK 0xffffffffffffffffULL")
-    return out
-
-
-def c_header() -> str:
-    L: list[str] = []
-    L.append("/* SPDX-License-Identifier: BSD-2-Clause */")
-    L.append("/* GENERATED by `python -m paranic.protocol --c-header` from")
-    L.append(" * userlib/python/paranic/protocol.py. Do not edit: edit the Python and regenerate. */")
-    L.append("#ifndef PN_PROTOCOL_H")
-    L.append("#define PN_PROTOCOL_H")
-    L.append("")
-    consts = dict(
-        WORD_BYTES=WORD_BYTES, HEADER_BYTES=HEADER_BYTES, DEFAULT_MTU=DEFAULT_MTU, MAX_MTU=MAX_MTU,
-        DEFAULT_CONTEXTS=DEFAULT_CONTEXTS, NODE_BITS=NODE_BITS, CTX_BITS=CTX_BITS,
-        MAX_NODES=MAX_NODES, MAX_CONTEXTS=MAX_CONTEXTS, ROUTE_BITS=ROUTE_BITS,
-        TARGET_CLK_HZ=TARGET_CLK_HZ, CTX_PAGE_BYTES=CTX_PAGE_BYTES,
-        PIO_WINDOW_OFFSET=PIO_WINDOW_OFFSET, PIO_WINDOW_BYTES=PIO_WINDOW_BYTES,
-        RX_SLOT_HEADER_OFFSET=RX_SLOT_HEADER_OFFSET, RX_SLOT_PAYLOAD_OFFSET=RX_SLOT_PAYLOAD_OFFSET,
-        RX_VALID_BYTES=RX_VALID_BYTES, TX_DESC_BYTES=TX_DESC_BYTES,
-        MAX_DMA_LENGTH=MAX_DMA_LENGTH, STATUS_BLOCK_BYTES=STATUS_BLOCK_BYTES,
-        BAR0_BYTES=f"0x{BAR0_BYTES:x}", BAR0_CTX_OFFSET=f"0x{BAR0_CTX_OFFSET:x}",
-        BAR0_CTX_BYTES=f"0x{BAR0_CTX_BYTES:x}", BAR0_CSR_OFFSET=f"0x{BAR0_CSR_OFFSET:x}",
-        BAR0_CSR_BYTES=f"0x{BAR0_CSR_BYTES:x}",
-    )
-    for k, v in consts.items():
-        L.append(f"#define PN_{k} {v}")
-    L.append("")
-    L.append("/* Packet types a user context may send, as a mask of 1 << type */")
-    L.append(f"#define PN_USER_TYPE_MASK 0x{sum(1 << int(t) for t in USER_PACKET_TYPES):x}")
-    L.append("")
-    L.append("/* PCI identity of the board (docs/driver.md) */")
-    L.append(f"#define PN_PCI_VENDOR_ID 0x{PCI_VENDOR_ID:04x}")
-    L.append(f"#define PN_PCI_DEVICE_ID 0x{PCI_DEVICE_ID:04x}")
-    L.append("")
-    L.append("/* RX slot size for an MTU: header + MTU + valid word, 64-byte aligned */")
-    L.append("#define PN_RX_SLOT_BYTES(mtu) ((((mtu) + PN_HEADER_BYTES + PN_RX_VALID_BYTES) + 63) & ~63)")
-    L.append("#define PN_RX_VALID_OFFSET(mtu) (PN_RX_SLOT_BYTES(mtu) - PN_RX_VALID_BYTES)")
-    L.append("")
-    for enum, prefix in ((PacketType, "PN_TYPE"), (Flags, "PN_FLAG"), (Port, "PN_PORT"),
-                         (CtxReg, "PN_REG"), (StatusBit, "PN_STATUS")):
-        L.append(f"/* {enum.__name__} */")
-        for m in enum:
-            L.append(f"#define {prefix}_{m.name} 0x{int(m.value):x}")
-        L.append("")
-    L.append("/* Packet header: two little-endian 64-bit words. */")
-    L += _c_field_macros("PN_HDR", HEADER_FIELDS)
-    L.append("")
-    L.append("/* DMA TX descriptor: four little-endian 64-bit words. */")
-    L += _c_field_macros("PN_DESC", TX_DESC_FIELDS)
-    L.append("")
-    L.append("/* Status block: four little-endian 32-bit counters. */")
-    L += _c_field_macros("PN_STS", STATUS_FIELDS, word_bits=32)
-    L.append("")
-    L.append("/* Extract/insert a field from an array of 64-bit words (or 32-bit for PN_STS). */")
-    L.append("#define PN_GET(w, F) (((w)[F##_WORD] >> F##_SHIFT) & F##_MASK)")
-    L.append("#define PN_SET(w, F, v) ((w)[F##_WORD] = ((w)[F##_WORD] & ~(F##_MASK << F##_SHIFT)) | \\")
-    L.append("\t(((__typeof__((w)[0]))(v) & F##_MASK) << F##_SHIFT))")
-    L.append("")
-    L.append("#endif /* PN_PROTOCOL_H */")
-    return "\n".join(L) + "\n"
-
-
-def _md_fields(fields: Iterable[Field], unit_bits: int) -> list[str]:
-    out = ["| field | word | bits | width | meaning |", "|---|---|---|---|---|"]
-    for f in fields:
-        lo = f.offset % unit_bits
-        out.append(f"| `{f.name}` | {f.offset // unit_bits} | {lo + f.width - 1}:{lo} | "
-                   f"{f.width} | {f.doc} |")
-    return out
-
-
-def markdown_tables() -> str:
-    """The layout tables of docs/protocol.md (generated; a test keeps them in step)."""
-    L = ["### Packet header (two 64-bit little-endian words)", ""]
-    L += _md_fields(HEADER_FIELDS, 64)
-    L += ["", "### Packet types", "", "| value | name |", "|---|---|"]
-    L += [f"| {int(t)} | `{t.name}` |" for t in PacketType]
-    L += ["", "### Flags", "", "| bit | name |", "|---|---|"]
-    L += [f"| 0x{int(t):x} | `{t.name}` |" for t in Flags]
-    L += ["", "### Router ports (routing-table entries)", "", "| value | port |", "|---|---|"]
-    L += [f"| {int(t)} | `{t.name}` |" for t in Port]
-    L += ["", f"### Context page ({CTX_PAGE_BYTES} bytes per context)", "",
-          "| offset | register |", "|---|---|"]
-    L += [f"| 0x{int(r):03x} | `{r.name}` |" for r in CtxReg]
-    L += [f"| 0x{PIO_WINDOW_OFFSET:03x}..0x{PIO_WINDOW_OFFSET + PIO_WINDOW_BYTES - 1:03x} "
-          f"| PIO transmit window |"]
-    L += ["", "### STATUS register bits", "", "| bit | name |", "|---|---|"]
-    L += [f"| 0x{int(t):x} | `{t.name}` |" for t in StatusBit]
-    L += ["", f"### DMA TX descriptor ({TX_DESC_BYTES} bytes, 64-bit little-endian words)", ""]
-    L += _md_fields(TX_DESC_FIELDS, 64)
-    L += ["", f"### Status block ({STATUS_BLOCK_BYTES} bytes, 32-bit little-endian words)", ""]
-    L += _md_fields(STATUS_FIELDS, 32)
-    L += ["", f"### RX slot (MTU {DEFAULT_MTU}: {rx_slot_bytes()} bytes)", "",
-          "| offset | content |", "|---|---|",
-          f"| {RX_SLOT_HEADER_OFFSET} | packet header (16 bytes, as received, src stamped) |",
-          f"| {RX_SLOT_PAYLOAD_OFFSET} | payload (`length` bytes, up to MTU) |",
-          f"| slot size - {RX_VALID_BYTES} | valid word: packet number in this ring + 1 (u64), "
-          "written last |"]
-    return "\n".join(L) + "\n"
-
-
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--c-header", metavar="FILE", help="write the C header (- for stdout)")
-    ap.add_argument("--markdown", action="store_true", help="print the layout tables")
-    ap.add_argument("--doc", metavar="FILE", help="rewrite the generated tables in FILE")
-    a = ap.parse_args(argv)
-    if a.doc:
-        with open(a.doc) as f:
-            doc = f.read()
-        start = doc.index("\n", doc.index("<!-- BEGIN GENERATED")) + 1
-        end = doc.index("<!-- END GENERATED -->")
-        with open(a.doc, "w") as f:
-            f.write(doc[:start] + markdown_tables() + doc[end:])
-    if a.markdown:
-        sys.stdout.write(markdown_tables())
-    if a.c_header:
-        text = c_header()
-        if a.c_header == "-":
-            sys.stdout.write(text)
-        else:
-            with open(a.c_header, "w") as f:
-                f.write(text)
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

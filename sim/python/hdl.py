@@ -15,8 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-ROOT = Path(__file__).resolve().parents[3]
-BUILD_ROOT = Path(os.environ.get("PARANIC_BUILD", ROOT / "build"))
+from .paths import BUILD_ROOT
 
 
 def verilator_root() -> Path:
@@ -105,7 +104,8 @@ def run_cocotb(name: str, sources: Sequence[Path], toplevel: str, test_module: s
                build_args: Sequence[str] = ()) -> tuple[int, int]:
     """Build (cached) and run the cocotb tests of ``test_module`` against ``toplevel``.
 
-    ``test_dir`` must contain ``test_module``'s file (it is put on PYTHONPATH).
+    ``test_dir`` must contain ``test_module``'s file (it is put on PYTHONPATH, with
+    ``$PYTHONPATH``); a module of an installed package needs no ``test_dir``.
     Returns ``(tests, failed)`` and raises ``AssertionError`` if any test failed
     or none ran.
     """
@@ -117,7 +117,7 @@ def run_cocotb(name: str, sources: Sequence[Path], toplevel: str, test_module: s
     runner.build_dir = build_dir  # reuse the cached build
     env = dict(extra_env or {})
     pypath = [str(test_dir)] if test_dir else []
-    pypath += [str(ROOT / "tests"), os.environ.get("PYTHONPATH", "")]
+    pypath += [os.environ.get("PYTHONPATH", "")]
     env["PYTHONPATH"] = os.pathsep.join(p for p in pypath if p)
     # cocotb_tools' runner replaces PYTHONPATH by this process's sys.path, so the
     # directories above must be on sys.path as well to reach the simulator.

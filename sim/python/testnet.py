@@ -2,7 +2,7 @@
 hardware traffic generators/checkers, and standalone Verilog tops for cocotb.
 
 * :class:`RouterNetwork` — the network (routing tables from
-  :meth:`paranic.topo.Topology.table` loaded after reset, node ids set).
+  :meth:`paranic.spec.topo.Topology.table` loaded after reset, node ids set).
 * :func:`network_verilog` — Verilog of a network with top-level control and
   observation ports (see :class:`RouterNetwork` for their names).
 * :func:`router_verilog` — Verilog of one Router with every port at the top level
@@ -18,12 +18,12 @@ from migen import Cat, If, Signal
 from litex.gen import LiteXModule
 from litex.soc.interconnect import stream
 
-from paranic import protocol as P
-from paranic.topo import Topology
+from paranic.hw.common import packet_layout
+from paranic.hw.router import PORT_NAMES, Router
+from paranic.spec import protocol as P
+from paranic.spec.topo import Topology
 
-from .channel import WireChannel
-from .common import packet_layout
-from .router import PORT_NAMES, Router
+from .channels import WireChannel
 from .traffic import TrafficCheck, TrafficGen
 
 
@@ -232,7 +232,7 @@ SIM_BUILD_ARGS = ("--no-public-flat-rw", "-CFLAGS", "-O0")
 
 
 def sim_sources(vpath: Path, toplevel: str) -> list[Path]:
-    """Sources for ``paranic.hdlsim.run_cocotb`` (Verilog + port-only .vlt); pass
+    """Sources for ``paranic.sim.hdl.run_cocotb`` (Verilog + port-only .vlt); pass
     ``build_args=SIM_BUILD_ARGS`` with them."""
     return [Path(vpath), write_port_vlt(vpath, toplevel)]
 
@@ -253,7 +253,7 @@ def network_verilog(topo: Topology, out_dir: Path, **params: Any) -> tuple[Path,
     Returns ``(path, toplevel)``. Ports: ``sys_clk``, ``sys_rst`` and the named
     signals listed in :class:`RouterNetwork`.
     """
-    from paranic.hdlsim import write_verilog
+    from .hdl import write_verilog
 
     name = params.pop("name", None) or network_name(topo, **params)
     net = RouterNetwork(topo, **params)
@@ -325,7 +325,7 @@ class RouterTop(LiteXModule):
 def router_verilog(out_dir: Path, n_links: int = 2, name: str | None = None,
                    **router_kw: Any) -> tuple[Path, str]:
     """Write the Verilog of :class:`RouterTop`; returns ``(path, toplevel)``."""
-    from paranic.hdlsim import write_verilog
+    from .hdl import write_verilog
 
     top = RouterTop(n_links=n_links, **router_kw)
     name = name or f"router{n_links}" + "".join(f"_{k}{v}" for k, v in sorted(router_kw.items()))

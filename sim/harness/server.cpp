@@ -6,7 +6,6 @@
  */
 #include <cerrno>
 #include <cstddef>
-#include <cmath>
 #include <csignal>
 #include <cstdarg>
 #include <cstring>
@@ -55,25 +54,8 @@ static double wall_s()
 	return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static uint32_t ns_to_cycles(double ns)
-{
-	return (uint32_t)std::llround(ns * PN_TARGET_CLK_HZ / 1e9);
-}
-
-/* The cables' ber_threshold: a bit of the 65 of a word flips with p = 1-(1-ber)^65
- * (paranic.hw.phy.sim.ber_to_threshold). */
-static uint32_t ber_to_threshold(double ber)
-{
-	double p = 1.0 - std::pow(1.0 - ber, 65.0);
-	double t = std::round(p * 4294967296.0);
-	return t >= 4294967295.0 ? 0xffffffffu : (uint32_t)t;
-}
-
 /* Operations a node's MMIO queue takes ahead of its bus. */
 static const size_t SIM_MAX_QUEUED = 4096;
-
-/* Bits of the host_ctx_state CSR (paranic.hw.host.CTX_STATE_BITS). */
-enum { ST_PIO_BUSY = 1 << 1, ST_TX_INFLIGHT = 1 << 2, ST_RX_ACTIVE = 1 << 4, ST_STATUS_DIRTY = 1 << 7 };
 
 /* ============================================================================================ */
 
@@ -158,17 +140,17 @@ void Harness::bring_up()
 {
 	for (int n = 0; n < SIM_NODES; n++) {
 		Script *s = new Script;
-		s->csr_write(CSR_NODE, CSR_NODE_SIZE, (uint64_t)n);
+		s->csr_write(PN_CSR_NODE, PN_CSR_NODE_SIZE, (uint64_t)n);
 		for (int d = 0; d < SIM_TABLE_NODES; d++) {
-			s->csr_write(CSR_ROUTER_ROUTE_ADR, CSR_ROUTER_ROUTE_ADR_SIZE, (uint64_t)d);
-			s->csr_write(CSR_ROUTER_ROUTE_PORT, CSR_ROUTER_ROUTE_PORT_SIZE, SIM_ROUTES[n][d]);
-			s->csr_write(CSR_ROUTER_ROUTE_WRITE, 1, 1);
+			s->csr_write(PN_CSR_ROUTER_ROUTE_ADR, PN_CSR_ROUTER_ROUTE_ADR_SIZE, (uint64_t)d);
+			s->csr_write(PN_CSR_ROUTER_ROUTE_PORT, PN_CSR_ROUTER_ROUTE_PORT_SIZE, SIM_ROUTES[n][d]);
+			s->csr_write(PN_CSR_ROUTER_ROUTE_WRITE, 1, 1);
 		}
-		s->csr_write(CSR_BARRIER_ENABLE, 1, 0);
-		s->csr_write(CSR_BARRIER_NODES, CSR_BARRIER_NODES_SIZE, SIM_NODES);
-		s->csr_write(CSR_BARRIER_RADIX_LOG2, CSR_BARRIER_RADIX_LOG2_SIZE, cfg.radix_log2);
-		s->csr_write(CSR_BARRIER_MODE, CSR_BARRIER_MODE_SIZE, barrier_mode(SIM_NODES));
-		s->csr_write(CSR_BARRIER_ENABLE, 1, 1);
+		s->csr_write(PN_CSR_BARRIER_ENABLE, 1, 0);
+		s->csr_write(PN_CSR_BARRIER_NODES, PN_CSR_BARRIER_NODES_SIZE, SIM_NODES);
+		s->csr_write(PN_CSR_BARRIER_RADIX_LOG2, PN_CSR_BARRIER_RADIX_LOG2_SIZE, cfg.radix_log2);
+		s->csr_write(PN_CSR_BARRIER_MODE, PN_CSR_BARRIER_MODE_SIZE, barrier_mode(SIM_NODES));
+		s->csr_write(PN_CSR_BARRIER_ENABLE, 1, 1);
 		hosts[n]->push_script(s, cycle);
 		link_poll(n, cycle);
 	}
@@ -178,12 +160,13 @@ void Harness::bring_up()
 void Harness::link_poll(int n, uint64_t due)
 {
 	Script *p = new Script;
-	for (int port = 0; port < SIM_LINK_PORTS; port++)
-		p->csr_read(SIM_LINK_STATE_CSR[port]);
+#define LINK_STATE_READ(port, csr) p->csr_read(csr);
+	PN_CSR_LINK_STATES(LINK_STATE_READ)
+#undef LINK_STATE_READ
 	p->done = [this, n](Script &sc) {
-		bool up = sc.reads.size() == SIM_LINK_PORTS;
+		bool up = sc.reads.size() == PN_CSR_LINK_PORTS;
 		for (uint32_t v : sc.reads)
-			up &= v == SIM_LINK_UP;
+			up &= v == PN_LINK_STATE_UP;
 		if (!up) {
 			link_poll(n, cycle + 64);
 			return;
@@ -204,18 +187,18 @@ Script *Harness::ctx_script(Client *cl, bool enable, bool reset)
 	Script *s = new Script;
 	uint64_t base = PN_SIM_DMA_BASE(cl->ctx);
 	const pn_sim_hello &h = cl->hello;
-	s->csr_write(CSR_HOST_CTX_SEL, CSR_HOST_CTX_SEL_SIZE, (uint64_t)cl->ctx);
-	s->csr_write(CSR_HOST_CTX_ENABLE, 1, enable);
-	s->csr_write(CSR_HOST_CTX_RX_BASE, CSR_HOST_CTX_RX_BASE_SIZE, base + h.rx_off);
-	s->csr_write(CSR_HOST_CTX_RX_LOG2, CSR_HOST_CTX_RX_LOG2_SIZE, h.rx_log2);
-	s->csr_write(CSR_HOST_CTX_TX_BASE, CSR_HOST_CTX_TX_BASE_SIZE, base + h.tx_off);
-	s->csr_write(CSR_HOST_CTX_TX_LOG2, CSR_HOST_CTX_TX_LOG2_SIZE, h.tx_log2);
-	s->csr_write(CSR_HOST_CTX_STATUS_ADDR, CSR_HOST_CTX_STATUS_ADDR_SIZE, enable ? base + h.status_off : 0);
-	s->csr_write(CSR_HOST_CTX_WIN_BASE, CSR_HOST_CTX_WIN_BASE_SIZE, base + h.heap_off);
-	s->csr_write(CSR_HOST_CTX_WIN_SIZE, CSR_HOST_CTX_WIN_SIZE_SIZE, enable ? cl->window : 0);
-	s->csr_write(CSR_HOST_CTX_WRITE, 1, 1);
+	s->csr_write(PN_CSR_HOST_CTX_SEL, PN_CSR_HOST_CTX_SEL_SIZE, (uint64_t)cl->ctx);
+	s->csr_write(PN_CSR_HOST_CTX_ENABLE, 1, enable);
+	s->csr_write(PN_CSR_HOST_CTX_RX_BASE, PN_CSR_HOST_CTX_RX_BASE_SIZE, base + h.rx_off);
+	s->csr_write(PN_CSR_HOST_CTX_RX_LOG2, PN_CSR_HOST_CTX_RX_LOG2_SIZE, h.rx_log2);
+	s->csr_write(PN_CSR_HOST_CTX_TX_BASE, PN_CSR_HOST_CTX_TX_BASE_SIZE, base + h.tx_off);
+	s->csr_write(PN_CSR_HOST_CTX_TX_LOG2, PN_CSR_HOST_CTX_TX_LOG2_SIZE, h.tx_log2);
+	s->csr_write(PN_CSR_HOST_CTX_STATUS_ADDR, PN_CSR_HOST_CTX_STATUS_ADDR_SIZE, enable ? base + h.status_off : 0);
+	s->csr_write(PN_CSR_HOST_CTX_WIN_BASE, PN_CSR_HOST_CTX_WIN_BASE_SIZE, base + h.heap_off);
+	s->csr_write(PN_CSR_HOST_CTX_WIN_SIZE, PN_CSR_HOST_CTX_WIN_SIZE_SIZE, enable ? cl->window : 0);
+	s->csr_write(PN_CSR_HOST_CTX_WRITE, 1, 1);
 	if (reset)
-		s->csr_write(CSR_HOST_CTX_RESET, 1, 1);
+		s->csr_write(PN_CSR_HOST_CTX_RESET, 1, 1);
 	return s;
 }
 
@@ -236,17 +219,17 @@ void Harness::start_job(int n)
 	job_pending = SIM_NODES;
 	for (int k = 0; k < SIM_NODES; k++) {
 		Script *s = new Script;
-		s->csr_write(CSR_BARRIER_ENABLE, 1, 0);
+		s->csr_write(PN_CSR_BARRIER_ENABLE, 1, 0);
 		s->done = [this, n](Script &) {
 			if (--job_pending)
 				return;
 			job_pending = SIM_NODES;
 			for (int j = 0; j < SIM_NODES; j++) {
 				Script *t = new Script;
-				t->csr_write(CSR_BARRIER_NODES, CSR_BARRIER_NODES_SIZE, (uint64_t)n);
-				t->csr_write(CSR_BARRIER_RADIX_LOG2, CSR_BARRIER_RADIX_LOG2_SIZE, cfg.radix_log2);
-				t->csr_write(CSR_BARRIER_MODE, CSR_BARRIER_MODE_SIZE, barrier_mode(n));
-				t->csr_write(CSR_BARRIER_ENABLE, 1, 1);
+				t->csr_write(PN_CSR_BARRIER_NODES, PN_CSR_BARRIER_NODES_SIZE, (uint64_t)n);
+				t->csr_write(PN_CSR_BARRIER_RADIX_LOG2, PN_CSR_BARRIER_RADIX_LOG2_SIZE, cfg.radix_log2);
+				t->csr_write(PN_CSR_BARRIER_MODE, PN_CSR_BARRIER_MODE_SIZE, barrier_mode(n));
+				t->csr_write(PN_CSR_BARRIER_ENABLE, 1, 1);
 				t->done = [this, n](Script &) {
 					if (--job_pending)
 						return;
@@ -437,7 +420,7 @@ static pn_sim_welcome welcome_base()
 	w.sim_nodes = SIM_NODES;
 	w.n_ctx = SIM_N_CTX;
 	w.mtu = SIM_MTU;
-	w.csr_dropped = CSR_HOST_ERR_UNKNOWN_CTX;
+	w.csr_dropped = PN_CSR_HOST_ERR_UNKNOWN_CTX;
 	snprintf(w.topo, sizeof(w.topo), "%s", SIM_TOPO);
 	return w;
 }
@@ -781,11 +764,11 @@ void Harness::device_teardown_step(Client *cl)
 	case 0: {
 		Script *s = new Script;
 		for (int c = 0; c < SIM_N_CTX; c++) {
-			s->csr_write(CSR_HOST_CTX_SEL, CSR_HOST_CTX_SEL_SIZE, (uint64_t)c);
-			s->csr_write(CSR_HOST_CTX_ENABLE, 1, 0);
-			s->csr_write(CSR_HOST_CTX_STATUS_ADDR, CSR_HOST_CTX_STATUS_ADDR_SIZE, 0);
-			s->csr_write(CSR_HOST_CTX_WIN_SIZE, CSR_HOST_CTX_WIN_SIZE_SIZE, 0);
-			s->csr_write(CSR_HOST_CTX_WRITE, 1, 1);
+			s->csr_write(PN_CSR_HOST_CTX_SEL, PN_CSR_HOST_CTX_SEL_SIZE, (uint64_t)c);
+			s->csr_write(PN_CSR_HOST_CTX_ENABLE, 1, 0);
+			s->csr_write(PN_CSR_HOST_CTX_STATUS_ADDR, PN_CSR_HOST_CTX_STATUS_ADDR_SIZE, 0);
+			s->csr_write(PN_CSR_HOST_CTX_WIN_SIZE, PN_CSR_HOST_CTX_WIN_SIZE_SIZE, 0);
+			s->csr_write(PN_CSR_HOST_CTX_WRITE, 1, 1);
 		}
 		s->done = [this, cl](Script &) {
 			cl->td_phase = 1;
@@ -797,13 +780,13 @@ void Harness::device_teardown_step(Client *cl)
 	case 1: {
 		Script *s = new Script;
 		for (int c = 0; c < SIM_N_CTX; c++) {
-			s->csr_write(CSR_HOST_CTX_SEL, CSR_HOST_CTX_SEL_SIZE, (uint64_t)c);
-			s->csr_read(CSR_HOST_CTX_STATE);
+			s->csr_write(PN_CSR_HOST_CTX_SEL, PN_CSR_HOST_CTX_SEL_SIZE, (uint64_t)c);
+			s->csr_read(PN_CSR_HOST_CTX_STATE);
 		}
 		s->done = [this, cl](Script &sc) {
 			bool quiet = true;
 			for (uint32_t st : sc.reads)
-				quiet &= !(st & (ST_PIO_BUSY | ST_TX_INFLIGHT | ST_RX_ACTIVE | ST_STATUS_DIRTY));
+				quiet &= !(st & PN_CTX_STATE_BUSY);
 			if (!quiet && cycle - cl->td_start > 4000000) {
 				sim_log("node %d: contexts still busy %llu cycles after the guest left; resetting anyway",
 					cl->node, (unsigned long long)(cycle - cl->td_start));
@@ -825,8 +808,8 @@ void Harness::device_teardown_step(Client *cl)
 		cl->td_phase = 3;
 		Script *s = new Script;
 		for (int c = 0; c < SIM_N_CTX; c++) {
-			s->csr_write(CSR_HOST_CTX_SEL, CSR_HOST_CTX_SEL_SIZE, (uint64_t)c);
-			s->csr_write(CSR_HOST_CTX_RESET, 1, 1);
+			s->csr_write(PN_CSR_HOST_CTX_SEL, PN_CSR_HOST_CTX_SEL_SIZE, (uint64_t)c);
+			s->csr_write(PN_CSR_HOST_CTX_RESET, 1, 1);
 		}
 		s->done = [this, cl](Script &) {
 			sim_log("node %d: every context reset, guest RAM released %llu cycles after the device left",
@@ -889,11 +872,11 @@ void Harness::teardown_step(Client *cl)
 	}
 	case 1: {
 		Script *s = new Script;
-		s->csr_write(CSR_HOST_CTX_SEL, CSR_HOST_CTX_SEL_SIZE, (uint64_t)cl->ctx);
-		s->csr_read(CSR_HOST_CTX_STATE);
+		s->csr_write(PN_CSR_HOST_CTX_SEL, PN_CSR_HOST_CTX_SEL_SIZE, (uint64_t)cl->ctx);
+		s->csr_read(PN_CSR_HOST_CTX_STATE);
 		s->done = [this, cl](Script &sc) {
 			uint32_t st = sc.reads.empty() ? 0xff : sc.reads[0];
-			bool quiet = !(st & (ST_PIO_BUSY | ST_TX_INFLIGHT | ST_RX_ACTIVE | ST_STATUS_DIRTY));
+			bool quiet = !(st & PN_CTX_STATE_BUSY);
 			if (!quiet && cycle - cl->td_start > 4000000) {
 				sim_log("node %d ctx %d: still busy (state %#x) %llu cycles after disable; resetting anyway",
 					cl->node, cl->ctx, st, (unsigned long long)(cycle - cl->td_start));
@@ -914,8 +897,8 @@ void Harness::teardown_step(Client *cl)
 			break;
 		cl->td_phase = 3;
 		Script *s = new Script;
-		s->csr_write(CSR_HOST_CTX_SEL, CSR_HOST_CTX_SEL_SIZE, (uint64_t)cl->ctx);
-		s->csr_write(CSR_HOST_CTX_RESET, 1, 1);
+		s->csr_write(PN_CSR_HOST_CTX_SEL, PN_CSR_HOST_CTX_SEL_SIZE, (uint64_t)cl->ctx);
+		s->csr_write(PN_CSR_HOST_CTX_RESET, 1, 1);
 		s->done = [this, cl](Script &) {
 			sim_log("node %d ctx %d: reset and free %llu cycles after the client left", cl->node, cl->ctx,
 				(unsigned long long)(cycle - cl->td_start));
@@ -1050,7 +1033,7 @@ void Harness::pull_queues()
 				h->push_client_op(it);
 				break;
 			case PN_SIM_OP_RCSR:
-				if (op.off < SIM_CSR_LO || op.off > SIM_CSR_HI || op.off % 4) {
+				if (op.off < PN_CSR_LO || op.off > PN_CSR_HI || op.off % 4) {
 					client_error(cl, "CSR load at %#x", op.off);
 					replies.push_back({cycle + cfg.c_mmio_r, cl, cl->gen, op.value, 0xffffffffu});
 					continue;
@@ -1148,20 +1131,8 @@ void Harness::step()
 
 void Harness::write_ready()
 {
-	/* The layout of the global shm, so that tools can read it without a copy of
-	 * pn_sim_shm.h: trace fields and counters by name -> byte offset. */
-#define TF(f) {#f, offsetof(pn_sim_trace, f)}
-	static const struct { const char *name; size_t off; } tf[] = {
-		TF(generation), TF(issue_cycle), TF(pio_doorbell_cycle), TF(tx_tail_cycle), TF(rx_valid_cycle),
-		TF(rx_valid_count), TF(barrier_enter_cycle), TF(barrier_done_cycle), TF(barrier_done_count),
-		TF(status_cycle), TF(pio_doorbells), TF(tx_tails), TF(rx_valids),
-	};
-#undef TF
-#define GF(f) {#f, offsetof(pn_sim_global, f), sizeof(((pn_sim_global *)0)->f)}
-	static const struct { const char *name; size_t off, size; } gf[] = {
-		GF(cycle), GF(sleeping), GF(clients), GF(dma_refused), GF(mmio_ops), GF(job_nodes),
-	};
-#undef GF
+	/* What tools need to find and describe this simulator; the shared memory's layout
+	 * is the spec's (paranic.spec.sim), so it is not repeated here. */
 	std::string j = "{";
 	char buf[512];
 	snprintf(buf, sizeof(buf),
@@ -1172,21 +1143,9 @@ void Harness::write_ready()
 	j += buf;
 	snprintf(buf, sizeof(buf),
 		 "\"latency_cycles\": {\"mmio_write\": %u, \"mmio_read\": %u, \"dma_read\": %u, \"dma_write\": %u}, "
-		 "\"ber\": %g, \"cycle_offset\": %zu, \"trace_off\": %u, \"trace_stride\": %zu, ",
-		 cfg.c_mmio_w, cfg.c_mmio_r, cfg.c_dma_r, cfg.c_dma_w, cfg.ber, offsetof(pn_sim_global, cycle),
-		 PN_SIM_TRACE_OFF, sizeof(pn_sim_trace));
+		 "\"ber_threshold\": %u}\n",
+		 cfg.c_mmio_w, cfg.c_mmio_r, cfg.c_dma_r, cfg.c_dma_w, cfg.ber_threshold);
 	j += buf;
-	j += "\"trace_fields\": {";
-	for (size_t i = 0; i < sizeof(tf) / sizeof(tf[0]); i++) {
-		snprintf(buf, sizeof(buf), "%s\"%s\": %zu", i ? ", " : "", tf[i].name, tf[i].off);
-		j += buf;
-	}
-	j += "}, \"global_fields\": {";
-	for (size_t i = 0; i < sizeof(gf) / sizeof(gf[0]); i++) {
-		snprintf(buf, sizeof(buf), "%s\"%s\": [%zu, %zu]", i ? ", " : "", gf[i].name, gf[i].off, gf[i].size);
-		j += buf;
-	}
-	j += "}}\n";
 	if (!cfg.ready_file.empty()) {
 		std::string tmp = cfg.ready_file + ".tmp";
 		FILE *f = fopen(tmp.c_str(), "w");
@@ -1252,7 +1211,7 @@ int Harness::run()
 		*ports[n].rd_ready = 1;   /* requests are always taken (queued) */
 		*ports[n].w_ready = 1;    /* writes are posted */
 	}
-	m->ber_threshold = ber_to_threshold(cfg.ber);
+	m->ber_threshold = cfg.ber_threshold;
 	m->sys_rst = 1;
 	for (int i = 0; i < 8; i++) {
 		m->sys_clk = 0;

@@ -1,11 +1,12 @@
-"""The ``sim`` PHY: one direction of a cable, a fixed delay with bit-error injection.
+"""The simulated cable: one direction, a fixed delay with bit-error injection.
 
-:class:`SimPhy` moves one 65-bit word (64 data bits + the control flag) per cycle
-from ``sink`` to ``source`` through a ``delay``-stage register pipeline. On the way
-in, each word has one pseudo-random bit (of the 65) flipped with probability
-``ber_threshold / 2**32``; :func:`ber_to_threshold` turns a bit-error rate into that
-threshold (``p = 1 - (1 - ber)**65``, about ``65 * ber``). The random numbers come
-from a 64-bit xorshift generator per instance, seeded by ``seed``.
+:class:`SimPhy` moves one 65-bit line word (64 data bits + the control flag) per
+cycle from ``sink`` to ``source`` through a ``delay``-stage register pipeline. On the
+way in, each word has one pseudo-random bit (of the 65) flipped with probability
+``ber_threshold / 2**32``; :func:`paranic.spec.sim.ber_to_threshold` turns a bit-error
+rate into that threshold. The random numbers come from a 64-bit xorshift generator per
+instance, seeded by ``seed``. It stands where a board has a PHY adapter and a cable;
+only the simulator and the tests use it.
 
 ``flip_mask`` is a test hook: it is XORed into the word leaving ``source`` in the
 same cycle (bit 64 is the control flag), so a test that watched a word enter
@@ -19,23 +20,13 @@ from migen import Constant, Mux, Signal
 from litex.gen import LiteXModule
 from litex.soc.interconnect import stream
 
-from paranic import protocol as P
-from paranic.hw.link import phy_layout
+from paranic.hw.phy import phy_layout
+from paranic.spec import protocol as P
+from paranic.spec.link import LINE_WORD_BITS
 
-__all__ = ["SimPhy", "ber_to_threshold", "WORD_LINE_BITS"]
-
-#: Bits on the line per word: 64 data bits and the control flag.
-WORD_LINE_BITS = P.WORD_BITS + 1
+__all__ = ["SimPhy"]
 
 _MASK64 = (1 << 64) - 1
-
-
-def ber_to_threshold(ber: float, bits: int = WORD_LINE_BITS) -> int:
-    """``ber_threshold`` value that flips a bit in a word with probability ``1-(1-ber)**bits``."""
-    if not 0.0 <= ber <= 1.0:
-        raise ValueError("bit-error rate must be in 0..1")
-    p = 1.0 - (1.0 - ber) ** bits
-    return min(round(p * 2**32), 2**32 - 1)
 
 
 def _splitmix64(x: int) -> int:
@@ -64,7 +55,7 @@ class SimPhy(LiteXModule):
         self.source = source = stream.Endpoint(phy_layout())
         self.ber_threshold = Signal(32)
         self.errors_injected = Signal(32)
-        self.flip_mask = Signal(WORD_LINE_BITS)
+        self.flip_mask = Signal(LINE_WORD_BITS)
 
         # xorshift64 random source.
         rng = Signal(64, reset=_splitmix64(seed))
@@ -80,10 +71,10 @@ class SimPhy(LiteXModule):
         hit = Signal()
         prod = Signal(16 + 7)
         index = Signal(7)
-        flip = Signal(WORD_LINE_BITS)
+        flip = Signal(LINE_WORD_BITS)
         self.comb += [
             hit.eq(sink.valid & (rng[:32] < self.ber_threshold)),
-            prod.eq(rng[32:48] * WORD_LINE_BITS),
+            prod.eq(rng[32:48] * LINE_WORD_BITS),
             index.eq(prod[16:]),
             flip[:P.WORD_BITS].eq(Mux(hit & ~index[6], Constant(1, P.WORD_BITS) << index[:6], 0)),
             flip[P.WORD_BITS].eq(hit & index[6]),

@@ -2,7 +2,7 @@
 
 :class:`TrafficGen` feeds a router's ``local_sink`` with DATA packets; the
 destination follows a traffic pattern (uniform random, or a permutation from
-:meth:`paranic.topo.Topology.pattern_dst` fixed at elaboration), lengths are random
+:meth:`paranic.spec.topo.Topology.pattern_dst` fixed at elaboration), lengths are random
 in ``[min_len, max_len]`` bytes, packets are created by a Bernoulli process of
 probability ``rate / 65536`` per cycle into an (unbounded) source queue, so the
 offered load is independent of the network's back-pressure.
@@ -23,10 +23,9 @@ from migen import Case, Cat, Constant, If, Memory, Mux, Signal, bits_for
 from litex.gen import LiteXModule
 from litex.soc.interconnect import stream
 
-from paranic import protocol as P
-from paranic.topo import Topology
-
-from .common import hdr, packet_layout
+from paranic.hw.common import hdr, packet_layout
+from paranic.spec import protocol as P
+from paranic.spec.topo import Topology
 
 #: Runtime pattern codes (``TrafficGen.pattern``).
 PATTERNS = ("uniform", "all-to-one", "transpose", "tornado", "bitcomp")

@@ -2,6 +2,7 @@
 /*
  * paranic-sim: command line, signals. See docs/simulator.md and `paranic-sim --help`.
  */
+#include <cerrno>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
@@ -33,7 +34,9 @@ static void usage(FILE *f)
 		"  --mmio-read-ns NS    CPU load round trip (default 1000)\n"
 		"  --dma-read-ns NS     DMA read request to first completion (default 500)\n"
 		"  --dma-write-ns NS    DMA write to visible in host memory (default 150)\n"
-		"  --ber RATE           bit-error rate of every cable (default 0)\n"
+		"  --ber-threshold N    every cable flips a bit of a line word with probability\n"
+		"                       N / 2^32 (default 0; `python -m paranic.sim --ber RATE`\n"
+		"                       converts a bit-error rate: paranic.spec.sim.ber_to_threshold)\n"
 		"  --rcb BYTES          read completion boundary (default 64)\n"
 		"  --max-read BYTES     largest DMA read request allowed (default 512)\n"
 		"  --max-payload BYTES  largest DMA write allowed (default 256)\n"
@@ -64,7 +67,7 @@ int main(int argc, char **argv)
 		{"mmio-read-ns", required_argument, nullptr, O_MR},
 		{"dma-read-ns", required_argument, nullptr, O_DR},
 		{"dma-write-ns", required_argument, nullptr, O_DW},
-		{"ber", required_argument, nullptr, O_BER},
+		{"ber-threshold", required_argument, nullptr, O_BER},
 		{"rcb", required_argument, nullptr, O_RCB},
 		{"max-read", required_argument, nullptr, O_MAXR},
 		{"max-payload", required_argument, nullptr, O_MAXP},
@@ -91,7 +94,17 @@ int main(int argc, char **argv)
 		case O_MR: c.mmio_read_ns = atof(optarg); break;
 		case O_DR: c.dma_read_ns = atof(optarg); break;
 		case O_DW: c.dma_write_ns = atof(optarg); break;
-		case O_BER: c.ber = atof(optarg); break;
+		case O_BER: {
+			char *end;
+			errno = 0;
+			unsigned long long t = strtoull(optarg, &end, 0);
+			if (errno || *end || !*optarg || t > 0xffffffffull) {
+				fprintf(stderr, "paranic-sim: --ber-threshold takes an integer in 0..2^32-1\n");
+				return 2;
+			}
+			c.ber_threshold = (uint32_t)t;
+			break;
+		}
 		case O_RCB: c.rcb = (uint32_t)atoi(optarg); break;
 		case O_MAXR: c.max_read = (uint32_t)atoi(optarg); break;
 		case O_MAXP: c.max_payload = (uint32_t)atoi(optarg); break;
@@ -116,7 +129,7 @@ int main(int argc, char **argv)
 	}
 	if (c.shm_path.empty())
 		c.shm_path = "/dev/shm/paranic-sim-" + std::to_string(getpid());
-	if (c.ber < 0 || c.ber > 1 || c.rcb < 8 || (c.rcb & (c.rcb - 1)) || c.max_read < 8 || c.max_payload < 8 ||
+	if (c.rcb < 8 || (c.rcb & (c.rcb - 1)) || c.max_read < 8 || c.max_payload < 8 ||
 	    c.radix_log2 > 3 || c.mmio_write_ns < 0 || c.mmio_read_ns < 0 || c.dma_read_ns < 0 || c.dma_write_ns < 0) {
 		fprintf(stderr, "paranic-sim: bad option value\n");
 		return 2;
@@ -143,7 +156,7 @@ int main(int argc, char **argv)
 	Harness h(c);
 	the_harness = &h;
 	sim_log("%s: %d nodes, %d contexts, MTU %d; latencies (cycles of %d MHz): MMIO write %u, MMIO read %u, "
-		"DMA read %u, DMA write %u; BER %g", SIM_TOPO, SIM_NODES, SIM_N_CTX, SIM_MTU, PN_TARGET_CLK_HZ / 1000000,
-		c.c_mmio_w, c.c_mmio_r, c.c_dma_r, c.c_dma_w, c.ber);
+		"DMA read %u, DMA write %u; cable error threshold %u / 2^32", SIM_TOPO, SIM_NODES, SIM_N_CTX, SIM_MTU, PN_TARGET_CLK_HZ / 1000000,
+		c.c_mmio_w, c.c_mmio_r, c.c_dma_r, c.c_dma_w, c.ber_threshold);
 	return h.run();
 }

@@ -1,0 +1,317 @@
+"""Link layer, transmit side: framer, replay buffer (go-back-N), ACK timer, control words.
+
+Frames router packets (SOF control word, packet words, CRC-32 trailer), keeps every
+frame in a replay buffer until the far end acknowledges it, and replays go-back-N on
+a NAK or an ACK timeout. Between frames (and as fillers when the router pauses inside
+a packet) it sends STATUS control words carrying the cumulative ACK, NAK and the
+cumulative count of drained words (credits). ``docs/link-layer.md`` has the protocol.
+"""
+
+from __future__ import annotations
+
+from migen import Cat, Constant, If, Memory, Mux, Signal
+from migen.fhdl.bitcontainer import log2_int
+from migen.genlib.fsm import FSM, NextState, NextValue
+
+from litex.gen import LiteXModule
+from litex.soc.interconnect import stream
+
+from paranic.spec import protocol as P
+from paranic.spec.link import (CRC16_INIT, CRC16_POLY, CRC16_XOROUT, CRC32_INIT, CRC32_POLY,
+                               CRC32_XOROUT, CREDIT_BITS, CTL_BODY_BITS, LEN_BITS, SEQ_BITS, CtlKind)
+
+from ..common import hdr, packet_layout
+from ..phy import phy_layout
+from .crc import crc_next
+from .ctl import ctl_slice
+
+
+class LinkTX(LiteXModule):
+    """Framer, replay buffer (go-back-N), ACK timer and control-word generator.
+
+    Router side: ``sink`` (packet_layout). PHY side: ``source`` (phy_layout, one
+    word every cycle, registered; ``source.ready`` is assumed high). ``ready`` of
+    ``sink`` depends only on the internal state, never on ``sink.valid``.
+
+    From the receive side: ``ack_out``/``nak_req``/``credit_out`` (what to tell the
+    far end) and ``far_valid``/``far_ack``/``far_nak`` (what the far end told us).
+    """
+
+    def __init__(self, mtu: int = P.DEFAULT_MTU, replay_words: int = 1024, max_frames: int = 64,
+                 ack_timeout: int = 1024):
+        max_words = P.packet_words(mtu)
+        if max_words >= 1 << LEN_BITS:
+            raise ValueError("MTU too large for the SOF length field")
+        aw = log2_int(replay_words)  # raises unless a power of two
+        fw = log2_int(max_frames)
+        if replay_words < max_words:
+            raise ValueError("the replay buffer must hold at least one MTU packet")
+        if not 2 <= max_frames <= 1 << (SEQ_BITS - 1):
+            raise ValueError("max_frames must be a power of two in 2..128")
+
+        self.sink = sink = stream.Endpoint(packet_layout())
+        self.source = source = stream.Endpoint(phy_layout())
+        self.up = Signal()          # link trained: send frames/STATUS instead of TRAIN
+        self.rdy = Signal()         # TRAIN.rdy: partner's training received
+        self.ack_out = Signal(SEQ_BITS)
+        self.nak_req = Signal()     # pulse: the receiver wants a NAK sent
+        self.credit_out = Signal(CREDIT_BITS)
+        self.far_valid = Signal()   # a good SOF/STATUS word arrived: far_ack/far_nak valid
+        self.far_ack = Signal(SEQ_BITS)
+        self.far_nak = Signal()
+        # Status.
+        self.tx_packets = Signal(32)
+        self.tx_bytes = Signal(64)
+        self.replays = Signal(32)
+        self.naks = Signal(32)
+        self.naks_sent = Signal(32)
+        self.timeouts = Signal(32)
+        self.outstanding = Signal(SEQ_BITS)  # frames sent and not yet acknowledged
+        self.idle = Signal()  # nothing outstanding and nothing being sent
+
+        # Replay buffer: packet words, and per frame (indexed by seq mod max_frames)
+        # its start address and length.
+        self.mem = mem = Memory(P.WORD_BITS, replay_words)
+        self.wrport = wr = mem.get_port(write_capable=True)
+        self.rdport = rd = mem.get_port()
+        self.table = table = Memory(aw + 1 + LEN_BITS, max_frames)
+        self.tport_w = tw = table.get_port(write_capable=True)
+        self.tport_rel = trel = table.get_port(async_read=True)
+        self.tport_rep = trep = table.get_port(async_read=True)
+
+        # -- sequence state -------------------------------------------------
+        next_seq = Signal(SEQ_BITS)
+        acked = Signal(SEQ_BITS, reset=(1 << SEQ_BITS) - 1)
+        wp = Signal(aw + 1)     # replay buffer write pointer (one wrap bit)
+        tail = Signal(aw + 1)   # start of the oldest unacknowledged frame
+        used = Signal(aw + 1)
+        self.comb += [
+            self.outstanding.eq(next_seq - acked - 1),
+            used.eq(wp - tail),
+        ]
+
+        # -- ACK/NAK from the far end -------------------------------------------
+        far_delta = Signal(SEQ_BITS)
+        ack_ok = Signal()
+        ack_moves = Signal()
+        all_acked = Signal()
+        self.comb += [
+            far_delta.eq(self.far_ack - acked),
+            ack_ok.eq(self.far_valid & (far_delta <= self.outstanding)),
+            ack_moves.eq(ack_ok & (far_delta != 0)),
+            all_acked.eq((self.far_ack + 1)[:SEQ_BITS] == next_seq),
+            trel.adr.eq((self.far_ack + 1)[:fw]),
+        ]
+        self.sync += If(ack_moves,
+            acked.eq(self.far_ack),
+            tail.eq(Mux(all_acked, wp, trel.dat_r[:aw + 1])),
+        )
+        replay_pending = Signal()
+        replay_set = Signal()
+        replay_take = Signal()  # the boundary consumed the pending request
+        self.sync += [
+            If(ack_ok & self.far_nak, self.naks.eq(self.naks + 1)),
+            If(replay_set, replay_pending.eq(1)).Elif(replay_take, replay_pending.eq(0)),
+        ]
+        nak_set = Signal()
+        self.comb += nak_set.eq(ack_ok & self.far_nak & ~all_acked)
+
+        # -- ACK timer -----------------------------------------------------------
+        timer = Signal(max=ack_timeout + 1)
+        timeout = Signal()
+        self.comb += [
+            timeout.eq(timer == ack_timeout),
+            replay_set.eq(nak_set | timeout),
+        ]
+        self.sync += [
+            If((self.outstanding == 0) | ack_moves | replay_take | nak_set,
+                timer.eq(0),
+            ).Elif(timeout,
+                timer.eq(0),
+                self.timeouts.eq(self.timeouts + 1),
+            ).Else(
+                timer.eq(timer + 1),
+            )
+        ]
+
+        # -- NAK to send -------------------------------------------------------
+        nak_pending = Signal()
+        emit_ctl = Signal()  # this cycle sends a SOF/STATUS word (carries ack/nak/credit)
+        self.sync += [
+            nak_pending.eq((nak_pending & ~emit_ctl) | self.nak_req),
+            If(emit_ctl & nak_pending, self.naks_sent.eq(self.naks_sent + 1)),
+        ]
+
+        # -- word to send -------------------------------------------------------------
+        # The FSM decides in cycle t what leaves in cycle t+1: a control word (its
+        # 48-bit body is registered and the CRC-16 check is added at the output), a
+        # data word (registered), or the CRC trailer. The frame CRC-32 runs on the
+        # registered output words, so the trailer is ready the cycle after the last
+        # data word without a long combinational path.
+        w_ctl = Signal()
+        w_data = Signal(P.WORD_BITS)
+        w_crc = Signal()        # the word is a packet word: include it in the CRC
+        w_trailer = Signal()
+        c_kind = Signal(3)
+        c_seq = Signal(SEQ_BITS)
+        c_len = Signal(LEN_BITS)
+        body = Signal(CTL_BODY_BITS)
+        self.comb += [
+            ctl_slice(body, "kind").eq(c_kind),
+            ctl_slice(body, "ack").eq(Mux(c_kind == CtlKind.TRAIN, 0, self.ack_out)),
+            ctl_slice(body, "nak").eq(nak_pending & (c_kind != CtlKind.TRAIN)),
+            ctl_slice(body, "credit").eq(Mux(c_kind == CtlKind.TRAIN, 0, self.credit_out)),
+            ctl_slice(body, "seq").eq(c_seq),
+            ctl_slice(body, "len").eq(c_len),
+            ctl_slice(body, "rdy").eq(self.rdy & (c_kind == CtlKind.TRAIN)),
+        ]
+        o_ctl = Signal()
+        o_body = Signal(CTL_BODY_BITS)
+        o_data = Signal(P.WORD_BITS)
+        o_crc = Signal()
+        o_trailer = Signal()
+        o_sof = Signal()
+        self.sync += [
+            o_ctl.eq(w_ctl),
+            o_body.eq(body),
+            o_data.eq(w_data),
+            o_crc.eq(w_crc),
+            o_trailer.eq(w_trailer),
+            o_sof.eq(w_ctl & (c_kind == CtlKind.SOF)),
+        ]
+        o_check = Signal(16)
+        self.sync += o_check.eq(crc_next(CRC16_INIT, body, 16, CRC16_POLY) ^ CRC16_XOROUT)
+        crc = Signal(32)        # CRC-32 state over the packet words already sent
+        self.comb += [
+            source.valid.eq(1),
+            source.ctrl.eq(o_ctl),
+            If(o_ctl,
+                source.data.eq(Cat(o_body, o_check)),
+            ).Elif(o_trailer,
+                source.data.eq(Cat(crc ^ CRC32_XOROUT, Constant(0, 32))),
+            ).Else(
+                source.data.eq(o_data),
+            ),
+        ]
+        self.sync += If(o_sof,
+            crc.eq(CRC32_INIT),
+        ).Elif(o_crc,
+            crc.eq(crc_next(crc, o_data, 32, CRC32_POLY)),
+        )
+
+        # -- frame length from the router's header word 0 -------------------------
+        hlen = Signal(P.HEADER_FIELD["length"].width)
+        plen = Signal(LEN_BITS + 4)
+        len_w = Signal(LEN_BITS)
+        self.comb += [
+            hlen.eq(hdr(sink.data, "length")),
+            plen.eq(P.HEADER_WORDS + ((hlen + P.WORD_BYTES - 1) >> 3)),
+            len_w.eq(Mux(plen > max_words, max_words, plen)),
+        ]
+
+        # -- replay selection at a frame boundary ------------------------------------
+        rp = Signal(SEQ_BITS)           # next frame to replay
+        replaying = Signal()
+        rp_in_window = Signal()
+        rp_sel = Signal(SEQ_BITS)
+        do_replay = Signal()
+        self.comb += [
+            rp_in_window.eq((rp - acked - 1)[:SEQ_BITS] < self.outstanding),
+            rp_sel.eq(Mux(replay_pending | ~rp_in_window, acked + 1, rp)),
+            do_replay.eq((replay_pending | replaying) & (rp_sel != next_seq)),
+            trep.adr.eq(rp_sel[:fw]),
+        ]
+        rep_start = Signal(aw + 1)
+        rep_len = Signal(LEN_BITS)
+        self.comb += [
+            rep_start.eq(trep.dat_r[:aw + 1]),
+            rep_len.eq(trep.dat_r[aw + 1:]),
+        ]
+        fresh_ok = Signal()
+        self.comb += fresh_ok.eq(sink.valid & sink.first &
+                                 (self.outstanding < max_frames) &
+                                 ((used + len_w) <= replay_words))
+
+        remaining = Signal(LEN_BITS)
+        rd_ptr = Signal(aw + 1)
+        pad = Signal()
+
+        self.fsm = fsm = FSM(reset_state="TRAIN")
+        fsm.act("TRAIN",
+            c_kind.eq(CtlKind.TRAIN),
+            w_ctl.eq(1),
+            If(self.up, NextState("BOUNDARY")),
+        )
+        fsm.act("BOUNDARY",
+            emit_ctl.eq(1),
+            w_ctl.eq(1),
+            replay_take.eq(replay_pending),
+            NextValue(replaying, do_replay),
+            If(do_replay,
+                # Replay frame rp_sel.
+                c_kind.eq(CtlKind.SOF), c_seq.eq(rp_sel), c_len.eq(rep_len),
+                rd.adr.eq(rep_start[:aw]),
+                NextValue(rd_ptr, rep_start + 1),
+                NextValue(remaining, rep_len),
+                NextValue(rp, rp_sel + 1),
+                NextValue(self.replays, self.replays + 1),
+                NextState("RDATA"),
+            ).Elif(fresh_ok,
+                # New frame from the router: its length is read off header word 0
+                # before the word is accepted.
+                c_kind.eq(CtlKind.SOF), c_seq.eq(next_seq), c_len.eq(len_w),
+                tw.adr.eq(next_seq[:fw]), tw.dat_w.eq(Cat(wp, len_w)), tw.we.eq(1),
+                NextValue(next_seq, next_seq + 1),
+                NextValue(remaining, len_w),
+                NextValue(pad, 0),
+                NextValue(self.tx_packets, self.tx_packets + 1),
+                NextValue(self.tx_bytes, self.tx_bytes + hlen),
+                NextState("FDATA"),
+            ).Elif(sink.valid & ~sink.first,
+                # Words of a packet longer than its header says: drop them.
+                c_kind.eq(CtlKind.STATUS), c_seq.eq(next_seq),
+                NextState("DROP"),
+            ).Else(
+                c_kind.eq(CtlKind.STATUS), c_seq.eq(next_seq),
+            ),
+        )
+        fsm.act("FDATA",
+            sink.ready.eq(~pad),
+            If(pad | sink.valid,
+                w_data.eq(Mux(pad, 0, sink.data)),
+                wr.adr.eq(wp[:aw]), wr.dat_w.eq(w_data), wr.we.eq(1),
+                NextValue(wp, wp + 1),
+                w_crc.eq(1),
+                NextValue(remaining, remaining - 1),
+                If(~pad & sink.last & (remaining != 1), NextValue(pad, 1)),
+                If(remaining == 1, NextState("CRC")),
+            ).Else(
+                # The router paused inside the packet: send a STATUS filler.
+                emit_ctl.eq(1),
+                c_kind.eq(CtlKind.STATUS), c_seq.eq(next_seq),
+                w_ctl.eq(1),
+            ),
+        )
+        fsm.act("RDATA",
+            w_data.eq(rd.dat_r),
+            rd.adr.eq(rd_ptr[:aw]),
+            NextValue(rd_ptr, rd_ptr + 1),
+            w_crc.eq(1),
+            NextValue(remaining, remaining - 1),
+            If(remaining == 1, NextState("CRC")),
+        )
+        fsm.act("CRC",
+            w_trailer.eq(1),
+            NextState("BOUNDARY"),
+        )
+        fsm.act("DROP",
+            sink.ready.eq(1),
+            emit_ctl.eq(1),
+            c_kind.eq(CtlKind.STATUS), c_seq.eq(next_seq),
+            w_ctl.eq(1),
+            If(sink.valid & sink.last, NextState("BOUNDARY")),
+        )
+        self.comb += self.idle.eq((self.outstanding == 0) & fsm.ongoing("BOUNDARY"))
+
+
+# ---------------------------------------------------------------------------

@@ -1,0 +1,306 @@
+"""The Verilator cluster simulator's build: Verilog, Verilated model, harness (cached).
+
+``paranic-sim`` is N NicCores (:mod:`paranic.sim.cluster`) Verilated into a C++ model
+and linked with the harness in ``sim/harness`` (each node's host: MMIO master, DMA
+servers with PCIe latencies, a UNIX socket where processes using libparanic's ``sim``
+backend attach). See ``docs/simulator.md``.
+
+:func:`build` writes the cluster's Verilog (skipped when the gateware sources did not
+change), Verilates it into ``build/sim/cluster-<topo>-<hash>/`` (``hash`` of the
+Verilog, the CSR map and the Verilator flags; skipped when that directory holds a
+finished model) and compiles the harness against it with the build's generated
+headers (``pn_csr.h`` from its CSR map, ``cluster_gen.h`` with its topology and
+routing tables), again only when the harness sources changed. It returns the binary.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Sequence
+
+import paranic.hw
+import paranic.spec
+from paranic.spec import cgen
+from paranic.spec import protocol as P
+from paranic.spec.topo import Topology
+
+from .hdl import setup_verilator_env, verilator_root
+from .paths import BUILD_ROOT, HARNESS_DIR, TREE
+
+#: Name of the Verilated model class (``--prefix``).
+MODEL = "Vcluster"
+#: Verilator flags: the warning set of :func:`paranic.sim.hdl.build_verilator`, no X.
+VERILATOR_FLAGS = ("-Wno-fatal", "-Wno-WIDTH", "-Wno-CASEINCOMPLETE", "-Wno-UNOPTFLAT",
+                   "--x-assign", "0", "--x-initial", "0", "-O3")
+#: C++ optimisation of the Verilated model (OPT_FAST: the per-cycle code).
+MODEL_MAKE_VARS = ("OPT_FAST=-O2", "OPT_SLOW=-O1", "OPT_GLOBAL=-O2")
+HARNESS_CXXFLAGS = ("-std=c++17", "-O2", "-g", "-Wall", "-Wextra", "-Wno-unused-parameter")
+#: Default cable delay of the simulated PHYs, in cycles (``NicCluster(phy_delay=)``).
+DEFAULT_PHY_DELAY = 8
+#: Headers from the spec the harness includes (generated into the tree), and where they are.
+SPEC_HEADERS = (TREE / "userlib/src/pn_sim_shm.h", TREE / "userlib/include/paranic/pn_protocol.h")
+HARNESS_INCLUDES = (TREE / "userlib/src", TREE / "userlib/include")
+
+
+_TAG = threading.local()  # the topology being built by this thread (log prefix)
+
+
+def _log(msg: str, quiet: bool) -> None:
+    if not quiet:
+        tag = getattr(_TAG, "value", "")
+        print(f"paranic-sim build{' ' + tag if tag else ''}: {msg}", file=sys.stderr, flush=True)
+
+
+def _sha(*parts: bytes | str) -> str:
+    h = hashlib.sha256()
+    for p in parts:
+        h.update(p.encode() if isinstance(p, str) else p)
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def topo_tag(topo: Topology) -> str:
+    """``ring4``, ``torus4x4``: the topology part of build directory names."""
+    return f"torus{topo.x}x{topo.y}" if topo.is_torus else f"ring{topo.x}"
+
+
+def harness_sources() -> list[Path]:
+    """Every file the harness binary is compiled from (besides the generated glue)."""
+    return sorted(HARNESS_DIR.glob("*.cpp")) + sorted(HARNESS_DIR.glob("*.h")) + list(SPEC_HEADERS)
+
+
+def _package_sources(*packages) -> list[Path]:
+    return sorted(f for pkg in packages for f in Path(pkg.__file__).parent.rglob("*.py"))
+
+
+def _gateware_key(topo: Topology, mtu: int, n_ctx: int, phy_delay: int) -> str:
+    """Hash of everything the cluster's Verilog is generated from."""
+    import litex
+    import migen
+    here = Path(__file__).parent
+    files = _package_sources(paranic.hw, paranic.spec) + [here / "cluster.py", here / "cable.py",
+                                                            here / "hdl.py"]
+    parts: list[bytes | str] = [str(topo), str(mtu), str(n_ctx), str(phy_delay),
+                                getattr(migen, "__version__", "?"), str(Path(litex.__file__).parent)]
+    for f in files:
+        parts += [str(f.relative_to(TREE)), f.read_bytes()]
+    return _sha(*parts)[:20]
+
+
+def _verilog(topo: Topology, mtu: int, n_ctx: int, phy_delay: int, quiet: bool) -> tuple[Path, Path, str]:
+    """The cluster's Verilog and CSR map (regenerated only when the gateware changed)."""
+    from .cluster import cluster_verilog
+
+    name = "cluster_sim"
+    out = BUILD_ROOT / "verilog" / f"sim-{topo_tag(topo)}-m{mtu}-c{n_ctx}-d{phy_delay}"
+    v, csr = out / f"{name}.v", out / f"{name}.csr.json"
+    key = _gateware_key(topo, mtu, n_ctx, phy_delay)
+    stamp = out / ".srckey"
+    if v.exists() and csr.exists() and stamp.exists() and stamp.read_text() == key:
+        return v, csr, name
+    _log(f"generating Verilog for {topo} (MTU {mtu}, {n_ctx} contexts)", quiet)
+    t0 = time.time()
+    v, top, csr = cluster_verilog(topo, out, name=name, n_ctx=n_ctx, mtu=mtu, phy_delay=phy_delay)
+    stamp.write_text(key)
+    _log(f"Verilog written in {time.time() - t0:.1f} s: {v} ({v.stat().st_size >> 10} KiB)", quiet)
+    return v, csr, top
+
+
+def _run_logged(cmd: Sequence[str], cwd: Path, log: Path, quiet: bool, progress=None,
+                env: dict | None = None) -> None:
+    """Run ``cmd``, output to ``log``; ``progress(line)`` may print a status line."""
+    with open(log, "a") as lf:
+        lf.write("$ " + " ".join(cmd) + "\n")
+        lf.flush()
+        p = subprocess.Popen(list(cmd), cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             text=True, env=env)
+        assert p.stdout is not None
+        for line in p.stdout:
+            lf.write(line)
+            if progress:
+                progress(line)
+        rc = p.wait()
+    if rc:
+        tail = log.read_text().splitlines()[-30:]
+        raise RuntimeError(f"{cmd[0]} failed (exit {rc}); see {log}:\n" + "\n".join(tail))
+
+
+def _build_model(v: Path, top: str, obj: Path, vhash: str, jobs: int, quiet: bool) -> None:
+    stamp = obj / ".stamp"
+    if stamp.exists() and stamp.read_text() == vhash and (obj / f"{MODEL}__ALL.a").exists() \
+            and (obj / "libverilated.a").exists():
+        return
+    if obj.exists():
+        shutil.rmtree(obj)
+    obj.mkdir(parents=True)
+    setup_verilator_env()
+    log = obj.parent / "build.log"
+    t0 = time.time()
+    _log(f"verilating {v.name} -> {obj} (log: {log})", quiet)
+    _run_logged(["verilator", "--cc", str(v), "--top-module", top, "--prefix", MODEL,
+                 "--Mdir", str(obj), *VERILATOR_FLAGS], obj, log, quiet)
+    cpps = sorted(p.name for p in obj.glob(f"{MODEL}*.cpp"))
+    _log(f"verilated in {time.time() - t0:.0f} s: {len(cpps)} C++ files; compiling with -j{jobs} "
+         "(this takes minutes)", quiet)
+    done = [0]
+    n_total = len(cpps) + 4  # + the verilated runtime
+
+    def progress(line: str) -> None:
+        m = re.search(r"-c (?:\S*/)?([\w.]+\.cpp)", line)
+        if m:
+            done[0] += 1
+            _log(f"[{done[0]}/~{n_total}] {m.group(1)} ({time.time() - t0:.0f} s)", quiet)
+
+    _run_logged(["make", "-C", str(obj), "-f", f"{MODEL}.mk", f"-j{jobs}", *MODEL_MAKE_VARS,
+                 f"{MODEL}__ALL.a", "libverilated.a"], obj, log, quiet, progress)
+    stamp.write_text(vhash)
+    _log(f"model built in {time.time() - t0:.0f} s", quiet)
+
+
+def model_hash(v: Path, csr: Path) -> str:
+    """Key of a Verilated model: the Verilog, the CSR map, the flags, the Verilator."""
+    return _sha(v.read_bytes(), csr.read_bytes(), " ".join(VERILATOR_FLAGS),
+                " ".join(MODEL_MAKE_VARS), str(verilator_root()))[:12]
+
+
+def _c_ident(s: str) -> str:
+    return re.sub(r"\W", "_", s)
+
+
+def gen_glue(topo: Topology, csr_json: Path, mtu: int, n_ctx: int, out: Path) -> list[Path]:
+    """The per-build C++ glue: ``pn_csr.h`` (the build's CSR map, the same generator as
+    the driver's), ``cluster_gen.h`` (cluster constants and routing tables) and
+    ``cluster_gen.cpp`` (binding each node's ports of the Verilated model)."""
+    regs = json.loads(Path(csr_json).read_text())
+    table_nodes = 1 << regs["router_route_adr"]["size"]
+    out.mkdir(parents=True, exist_ok=True)
+    H: list[str] = ["/* GENERATED by paranic.sim.build.gen_glue: do not edit. */",
+                    "#pragma once", "#include <cstdint>", "",
+                    f"#define SIM_NODES {topo.nodes}", f"#define SIM_TOPO_X {topo.x}",
+                    f"#define SIM_TOPO_Y {topo.y}", f'#define SIM_TOPO "{topo}"',
+                    f"#define SIM_N_CTX {n_ctx}", f"#define SIM_MTU {mtu}",
+                    f"#define SIM_TABLE_NODES {table_nodes}", ""]
+    H += ["/* routing tables: SIM_ROUTES[node][dst] = port (paranic.spec.topo) */",
+          "static const uint8_t SIM_ROUTES[SIM_NODES][SIM_TABLE_NODES] = {"]
+    for n in range(topo.nodes):
+        H.append("\t{" + ", ".join(str(int(p)) for p in topo.table(n, table_nodes)) + "},")
+    H += ["};", ""]
+    H += ["struct NodePorts;", "class " + MODEL + ";",
+          f"void sim_bind_ports({MODEL} *m, NodePorts *p);", ""]
+    csr_h = out / "pn_csr.h"
+    hdr = out / "cluster_gen.h"
+    C = ["/* GENERATED by paranic.sim.build.gen_glue: do not edit. */",
+         f'#include "{MODEL}.h"', '#include "harness.h"', "",
+         f"void sim_bind_ports({MODEL} *m, NodePorts *p)", "{"]
+    fields = [("bus_adr", "bus_adr"), ("bus_dat_w", "bus_dat_w"), ("bus_dat_r", "bus_dat_r"),
+              ("bus_sel", "bus_sel"), ("bus_cyc", "bus_cyc"), ("bus_stb", "bus_stb"),
+              ("bus_we", "bus_we"), ("bus_ack", "bus_ack"),
+              ("rd_valid", "dma_rd_source_valid"), ("rd_ready", "dma_rd_source_ready"),
+              ("rd_we", "dma_rd_source_payload_we"), ("rd_adr", "dma_rd_source_payload_adr"),
+              ("rd_len", "dma_rd_source_payload_len"),
+              ("c_valid", "dma_rd_sink_valid"), ("c_ready", "dma_rd_sink_ready"),
+              ("c_first", "dma_rd_sink_first"), ("c_last", "dma_rd_sink_last"),
+              ("c_dat", "dma_rd_sink_payload_dat"), ("c_len", "dma_rd_sink_payload_len"),
+              ("c_end", "dma_rd_sink_payload_end"), ("c_err", "dma_rd_sink_payload_err"),
+              ("c_adr", "dma_rd_sink_payload_adr"),
+              ("w_valid", "dma_wr_source_valid"), ("w_ready", "dma_wr_source_ready"),
+              ("w_first", "dma_wr_source_first"), ("w_last", "dma_wr_source_last"),
+              ("w_we", "dma_wr_source_payload_we"), ("w_adr", "dma_wr_source_payload_adr"),
+              ("w_len", "dma_wr_source_payload_len"), ("w_dat", "dma_wr_source_payload_dat")]
+    for n in range(topo.nodes):
+        for f, port in fields:
+            C.append(f"\tp[{n}].{f} = &m->n{n}_{port};")
+    C += ["}", ""]
+    src = out / "cluster_gen.cpp"
+    for path, text in ((csr_h, cgen.csr_header(regs)), (hdr, "\n".join(H) + "\n"),
+                       (src, "\n".join(C) + "\n")):
+        if not path.exists() or path.read_text() != text:
+            path.write_text(text)
+    return [hdr, src, csr_h]
+
+
+def _build_harness(bdir: Path, obj: Path, gen: list[Path], vhash: str, quiet: bool) -> Path:
+    setup_verilator_env()
+    vroot = Path(os.environ["VERILATOR_ROOT"])
+    exe = bdir / "paranic-sim"
+    srcs = sorted(HARNESS_DIR.glob("*.cpp"))
+    deps = harness_sources() + gen
+    key = _sha(vhash, " ".join(HARNESS_CXXFLAGS), *[p.read_bytes() for p in deps])[:20]
+    stamp = bdir / ".harness"
+    if exe.exists() and stamp.exists() and stamp.read_text() == key:
+        return exe
+    t0 = time.time()
+    _log(f"compiling the harness ({', '.join(s.name for s in srcs)})", quiet)
+    inc = [f"-I{obj}", f"-I{vroot / 'include'}", f"-I{vroot / 'include' / 'vltstd'}",
+           f"-I{gen[0].parent}", f"-I{HARNESS_DIR}"] + [f"-I{d}" for d in HARNESS_INCLUDES]
+    objs = []
+    hobj = bdir / "hobj"
+    hobj.mkdir(exist_ok=True)
+    log = bdir / "build.log"
+    for s in srcs + [gen[1]]:
+        o = hobj / (s.stem + ".o")
+        _run_logged(["g++", *HARNESS_CXXFLAGS, *inc, "-c", str(s), "-o", str(o)], bdir, log, quiet)
+        objs.append(str(o))
+    tmp = exe.with_suffix(".tmp")
+    _run_logged(["g++", "-o", str(tmp), *objs, str(obj / f"{MODEL}__ALL.a"),
+                 str(obj / "libverilated.a"), "-lpthread", "-latomic"], bdir, log, quiet)
+    tmp.replace(exe)
+    stamp.write_text(key)
+    _log(f"harness built in {time.time() - t0:.0f} s: {exe}", quiet)
+    return exe
+
+
+def _prune(simroot: Path, tag: str, keep: Path, quiet: bool, older_to_keep: int = 1) -> None:
+    """Remove superseded builds of a topology (each is ~200 MB): all but the newest
+    ``older_to_keep`` besides ``keep``."""
+    others = [d for d in simroot.glob(f"cluster-{tag}-*") if d.is_dir() and d != keep]
+    others.sort(key=lambda d: d.stat().st_mtime, reverse=True)
+    for d in others[older_to_keep:]:
+        _log(f"removing superseded build {d.name}", quiet)
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def build(topo: str | Topology = "ring:4", mtu: int = P.DEFAULT_MTU, n_ctx: int = P.DEFAULT_CONTEXTS,
+          phy_delay: int = DEFAULT_PHY_DELAY, jobs: int | None = None, quiet: bool = False) -> Path:
+    """Build (or reuse) the simulator of ``topo``; returns the ``paranic-sim`` binary.
+
+    Progress goes to stderr (``quiet`` silences it). ``jobs``: parallel compiler jobs
+    for the model (default ``$PARANIC_SIM_JOBS`` or 1: the machine is shared).
+    Concurrent calls for the same topology wait for each other (a lock file).
+    """
+    t = topo if isinstance(topo, Topology) else Topology.parse(topo)
+    if t.nodes > 16 or (t.is_torus and (t.x > 4 or t.y > 4)):
+        raise ValueError(f"{t}: the simulator supports rings up to 16 nodes and tori up to 4x4")
+    jobs = jobs or int(os.environ.get("PARANIC_SIM_JOBS", "1"))
+    _TAG.value = topo_tag(t)
+    simroot = BUILD_ROOT / "sim"
+    simroot.mkdir(parents=True, exist_ok=True)
+    lock = open(simroot / f"cluster-{topo_tag(t)}.lock", "w")
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        v, csr, top = _verilog(t, mtu, n_ctx, phy_delay, quiet)
+        vhash = model_hash(v, csr)
+        bdir = simroot / f"cluster-{topo_tag(t)}-{vhash}"
+        bdir.mkdir(exist_ok=True)
+        obj = bdir / "obj"
+        _build_model(v, top, obj, vhash, jobs, quiet)
+        gen = gen_glue(t, csr, mtu, n_ctx, bdir / "gen")
+        shutil.copyfile(csr, bdir / "csr.json")
+        exe = _build_harness(bdir, obj, gen, vhash, quiet)
+        (bdir / "info.json").write_text(json.dumps(
+            {"topo": str(t), "nodes": t.nodes, "mtu": mtu, "n_ctx": n_ctx, "phy_delay": phy_delay,
+             "verilog": str(v), "binary": str(exe)}, indent=1))
+        _prune(simroot, topo_tag(t), bdir, quiet)
+        return exe
+    finally:
+        lock.close()

@@ -1,0 +1,19 @@
+"""Where the simulator's sources are and where builds go.
+
+The simulator is built from a source tree (this package lives in its ``sim/python``);
+builds go under ``build/`` at the top of that tree, or under ``$PARANIC_BUILD``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+#: sim/ of the source tree, the tree itself, the C++ harness.
+SIM_DIR = Path(__file__).resolve().parents[1]
+TREE = SIM_DIR.parent
+HARNESS_DIR = SIM_DIR / "harness"
+#: Every build product (Verilog, Verilated models, run directories).
+BUILD_ROOT = Path(os.environ.get("PARANIC_BUILD", TREE / "build"))
+#: Sockets, ready files and logs of running simulators.
+RUN_DIR = BUILD_ROOT / "run"

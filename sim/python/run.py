@@ -1,0 +1,175 @@
+"""Running the Verilator cluster simulator: start it, attach tools to its clock, stop it.
+
+:func:`start` builds it (cached, :func:`paranic.sim.build.build`), runs the binary,
+waits until its links are up and its socket listens, and returns a :class:`SimCluster`
+handle (a context manager; ``stop()`` sends SIGTERM and waits; the socket and the
+shared-memory file are removed). The global shared memory's layout is the spec's
+(:mod:`paranic.spec.sim`).
+"""
+
+from __future__ import annotations
+
+import json
+import mmap
+import os
+import re
+import signal
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+from paranic.spec import sim as S
+from paranic.spec.topo import Topology
+
+from .build import build
+from .paths import RUN_DIR
+
+
+def socket_path(cluster: str | None = None) -> Path:
+    """Where the sim backend looks for the simulator of ``cluster`` when
+    ``PARANIC_SIM_SOCKET`` is not set: ``build/run/sim-<cluster>.sock``."""
+    cluster = cluster or os.environ.get("PARANIC_CLUSTER") or "default"
+    if not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", cluster):
+        raise ValueError(f"bad cluster name {cluster!r}")
+    return RUN_DIR / f"sim-{cluster}.sock"
+
+
+def _set_pdeathsig() -> None:  # pragma: no cover - runs in the child
+    import ctypes
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass
+
+
+@dataclass
+class SimCluster:
+    """A running ``paranic-sim`` (returned by :func:`start`)."""
+
+    proc: subprocess.Popen
+    socket: Path
+    ready_file: Path
+    log: Path
+    info: dict = field(default_factory=dict)
+    _shm: Any = None
+
+    # -- clients ---------------------------------------------------------------------------
+    def env(self, base: dict | None = None) -> dict:
+        """Environment for processes that should attach to this simulator."""
+        e = dict(os.environ if base is None else base)
+        e["PARANIC_BACKEND"] = "sim"
+        e["PARANIC_SIM_SOCKET"] = str(self.socket)
+        return e
+
+    @property
+    def nodes(self) -> int:
+        return int(self.info["nodes"])
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    # -- the shared clock and trace records ------------------------------------------------
+    def _map(self):
+        if self._shm is None:
+            with open(self.info["shm"], "rb") as f:
+                self._shm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        return self._shm
+
+    def cycle(self) -> int:
+        """The simulator's cycle counter (rising edges since it started)."""
+        return S.GLOBAL.read(self._map(), "cycle")
+
+    def trace(self, node: int, ctx: int) -> dict[str, int]:
+        """The trace record of (node, ctx): field -> value (``paranic.spec.sim.TRACE``,
+        definitions in docs/simulator.md)."""
+        n_ctx = int(self.info["n_ctx"])
+        if not (0 <= node < self.nodes and 0 <= ctx < n_ctx):
+            raise ValueError(f"no node {node} / context {ctx}")
+        base = S.trace_offset(node, ctx, n_ctx)
+        return {k: S.TRACE.read(self._map(), k, base) for k in S.TRACE_FIELDS}
+
+    def counters(self) -> dict[str, int]:
+        """The simulator's global counters (cycle, clients, dma_refused, mmio_ops, job_nodes ...)."""
+        return {k: S.GLOBAL.read(self._map(), k) for k in S.GLOBAL_COUNTERS}
+
+    # -- lifetime ----------------------------------------------------------------------------
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def log_text(self) -> str:
+        try:
+            return self.log.read_text()
+        except OSError:
+            return ""
+
+    def stop(self, timeout: float = 30.0) -> int:
+        """SIGTERM, wait (SIGKILL after ``timeout``); returns the exit status."""
+        if self._shm is not None:
+            self._shm.close()
+            self._shm = None
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        # A simulator that was killed cannot clean up after itself.
+        if self.proc.returncode and self.proc.returncode < 0:
+            for p in (self.socket, self.ready_file, Path(self.info.get("shm", "/nonexistent"))):
+                try:
+                    p.unlink()
+                except OSError:
+                    pass
+        return self.proc.returncode
+
+    def __enter__(self) -> "SimCluster":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+def start(topo: str | Topology = "ring:4", *, cluster: str | None = None, socket: str | Path | None = None,
+          ber: float = 0.0, mmio_write_ns: float | None = None, mmio_read_ns: float | None = None,
+          dma_read_ns: float | None = None, dma_write_ns: float | None = None,
+          extra_args: Sequence[str] = (), timeout: float = 120.0, die_with_parent: bool = True,
+          quiet_build: bool = False, **build_kwargs) -> SimCluster:
+    """Build (cached) and start the simulator; returns once its links are up and its
+    socket listens. The socket is ``socket``, else the one the sim backend derives from
+    ``cluster`` (:func:`socket_path`). Output goes to ``<socket>.log`` (or a name of its
+    own when the socket file exists already: a simulator may be running there)."""
+    threshold = S.ber_to_threshold(ber)   # refuses a bad rate before anything is built
+    exe = build(topo, quiet=quiet_build, **build_kwargs)
+    sock = Path(socket) if socket else socket_path(cluster)
+    sock.parent.mkdir(parents=True, exist_ok=True)
+    # Per start, so that a second start on the same socket cannot touch a running one's.
+    tag = f"{os.getpid()}-{time.monotonic_ns()}"
+    ready = sock.with_name(f"{sock.name}.{tag}.ready")
+    log = sock.with_name(f"{sock.name}.log")
+    if sock.exists():
+        log = sock.with_name(f"{sock.name}.{tag}.log")
+    cmd = [str(exe), "--socket", str(sock), "--ready-file", str(ready), "--ber-threshold", str(threshold)]
+    for opt, v in (("--mmio-write-ns", mmio_write_ns), ("--mmio-read-ns", mmio_read_ns),
+                   ("--dma-read-ns", dma_read_ns), ("--dma-write-ns", dma_write_ns)):
+        if v is not None:
+            cmd += [opt, repr(float(v))]
+    cmd += list(extra_args)
+    with open(log, "w") as lf:
+        proc = subprocess.Popen(cmd, stdout=lf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                preexec_fn=_set_pdeathsig if die_with_parent else None)
+    sim = SimCluster(proc, sock, ready, log)
+    t0 = time.time()
+    while not ready.exists():
+        if proc.poll() is not None:
+            raise RuntimeError(f"paranic-sim exited with {proc.returncode}:\n{sim.log_text()}")
+        if time.time() - t0 > timeout:
+            sim.stop()
+            raise TimeoutError(f"paranic-sim not ready after {timeout} s:\n{sim.log_text()}")
+        time.sleep(0.05)
+    sim.info = json.loads(ready.read_text())
+    sim.info["ber"] = float(ber)
+    return sim

@@ -1,0 +1,213 @@
+"""The cluster simulator's facts: its client protocol and its cables' error model.
+
+**Client protocol** between libparanic's ``sim`` backend (``hal_sim.c``) and the
+Verilator cluster simulator's harness (``sim/harness``): socket messages and
+shared-memory layouts. ``python -m paranic.spec`` writes them as
+``userlib/src/pn_sim_shm.h`` (C11 for the library, C++17 for the harness); Python
+clients and tools use the :class:`~paranic.spec.cstruct.CStruct` s below.
+
+1. The client creates a memfd holding its "host memory" (``pn_sim_ctl``, the MMIO
+   queue, status block, RX ring, TX ring, DMA heap), connects to the harness's UNIX
+   socket (SOCK_SEQPACKET) and sends ``pn_sim_hello`` with the memfd (SCM_RIGHTS).
+2. The harness maps the memfd into the node's DMA address space at
+   ``PN_SIM_DMA_BASE(ctx)``, programs the context through the CSRs as a driver would
+   (rings, status block, DMA window, reset, enable) and answers ``pn_sim_welcome``
+   with the fd of its global shared memory (``pn_sim_global``: the cycle counter and
+   per-context trace records).
+3. MMIO travels through the SPSC ring in the client's memory (``pn_sim_op``): the
+   client writes entries and advances ``q_head``; the harness takes them, stamps them
+   with the current cycle and applies them on the node's Wishbone bus after the PCIe
+   latency; a read's value comes back in ``r_value``/``r_seq``.
+4. Closing the socket (or dying) detaches: the harness disables and resets the
+   context, waits until the NIC can no longer DMA into the memory, then unmaps it.
+
+While the harness sleeps (nothing in flight) it sets ``pn_sim_global.sleeping``; a
+client that pushed an entry then sends one byte on its socket to wake it.
+
+**Cable error model**: every simulated cable flips one bit of a line word with
+probability ``ber_threshold / 2**32`` (:func:`ber_to_threshold`); the gateware's cable
+(``paranic.sim.cable``) and the harness both take the threshold from here.
+"""
+
+from __future__ import annotations
+
+import math
+from enum import IntEnum
+
+from .cstruct import CStruct, Member as M
+from .link import LINE_WORD_BITS
+
+VERSION = 1
+MAGIC_HELLO = 0x4F4C4C45484D4953    #: "SIMHELLO"
+MAGIC_WELCOME = 0x454D4F434C574D53  #: "SMWLCOME"
+MAGIC_CTL = 0x4C54434D49534E50      #: "PNSIMCTL"
+MAGIC_GLOBAL = 0x4C424C474D49534E   #: "NSIMGLBL"
+
+#: DMA address of byte 0 of context c's shared memory is ``(c + 1) << DMA_SHIFT`` (every
+#: node has its own space): 64 GiB per context, so a DMA address names its context.
+DMA_SHIFT = 36
+MAX_MEM = 1 << DMA_SHIFT
+#: Byte offset of the trace records in the global shared memory.
+TRACE_OFF = 256
+
+
+def dma_base(ctx: int) -> int:
+    return (ctx + 1) << DMA_SHIFT
+
+
+class OpKind(IntEnum):
+    """``pn_sim_op.kind``: what a queue entry asks of the harness."""
+
+    W32 = 1     #: 32-bit store at context-page offset `off`
+    W64 = 2     #: 64-bit store (two bus writes, low word first)
+    R32 = 3     #: 32-bit load from the context page; value = sequence number
+    RCSR = 4    #: 32-bit load of a read-only CSR word at byte address `off`
+    WINDOW = 5  #: driver call: DMA window = heap base .. + value bytes
+
+
+#: pn_sim_hello.flags: a device client (sim/qemu/pn_proxydev: a QEMU guest's PCI
+#: function). It takes a whole node (no context of it may be attached) and sends two
+#: fds: its memfd (control block and MMIO queue only; rings and offsets unused) and the
+#: guest's RAM (a memfd whose offset is the guest-physical address, heap_bytes long).
+#: Its queue entries address BAR0 (off < PN_BAR0_BYTES: context pages and CSRs); the
+#: node's DMA goes to guest RAM (bus address = offset). The harness configures nothing:
+#: the guest's driver does, through the CSRs. On detach every context is disabled and reset.
+HELLO_DEVICE = 0x1
+
+OP = CStruct("pn_sim_op", (
+    M("kind", "u32", doc="enum pn_sim_op_kind"),
+    M("off", "u32"),
+    M("value", "u64"),
+), 16, "One MMIO queue entry.")
+
+CTL = CStruct("pn_sim_ctl", (
+    M("magic", "u64", doc="PN_SIM_MAGIC_CTL, written by the client"),
+    M("version", "u32"),
+    M("qsize", "u32", doc="queue entries, power of two"),
+    M("queue_off", "u64", doc="byte offset of the pn_sim_op array"),
+    M("pad0", "u8", 64 - 24),
+    M("q_head", "u64", doc="client: entries pushed (absolute)"),
+    M("pad1", "u8", 56),
+    M("q_tail", "u64", doc="harness: entries taken (absolute)"),
+    M("pad2", "u8", 56),
+    M("r_value", "u64", doc="harness: value of the last read ..."),
+    M("r_seq", "u64", doc="... and its sequence number, stored after the value"),
+    M("pad3", "u8", 48),
+), 256, "At offset 0 of the client's memfd. Each 64-byte line is written by one side only.")
+
+HELLO = CStruct("pn_sim_hello", (
+    M("magic", "u64"),
+    M("version", "u32"),
+    M("node", "i32", doc="this process's node id"),
+    M("ctx", "i32", doc="a context, or -1 for any free one"),
+    M("nodes", "i32", doc="job size (0: the running job's, else the cluster's)"),
+    M("pid", "i32"),
+    M("rx_log2", "u32", doc="RX ring size"),
+    M("tx_log2", "u32", doc="TX ring size"),
+    M("flags", "u32", doc="PN_SIM_HELLO_* (0 for libparanic's sim backend)"),
+    M("mem_bytes", "u64", doc="size of the memfd"),
+    M("status_off", "u64"),
+    M("rx_off", "u64"),
+    M("tx_off", "u64"),
+    M("heap_off", "u64"),
+    M("heap_bytes", "u64"),
+), 88, "Client -> harness, first message on the socket, with the memfd. Offsets are bytes\n"
+       "into the memfd; every region is 4 KiB aligned (the status block 64-byte aligned).")
+
+WELCOME = CStruct("pn_sim_welcome", (
+    M("magic", "u64"),
+    M("version", "u32"),
+    M("status", "i32", doc="0 or -errno"),
+    M("node", "u32"),
+    M("nodes", "u32", doc="the job's size (<= sim_nodes)"),
+    M("sim_nodes", "u32"),
+    M("ctx", "u32"),
+    M("n_ctx", "u32"),
+    M("mtu", "u32"),
+    M("csr_dropped", "u32", doc="CSR byte address of host_err_unknown_ctx (RCSR)"),
+    M("rsvd", "u32"),
+    M("dma_base", "u64", doc="DMA address of memfd offset 0"),
+    M("global_bytes", "u64", doc="size of the global shm"),
+    M("topo", "char", 32),
+), 96, "Harness -> client: the answer (with the global shm fd when status == 0).")
+
+TRACE = CStruct("pn_sim_trace", (
+    M("generation", "u64", doc="incremented on every attach to this context"),
+    M("issue_cycle", "u64"),
+    M("pio_doorbell_cycle", "u64"),
+    M("tx_tail_cycle", "u64"),
+    M("rx_valid_cycle", "u64"),
+    M("rx_valid_count", "u64"),
+    M("barrier_enter_cycle", "u64"),
+    M("barrier_done_cycle", "u64"),
+    M("barrier_done_count", "u64"),
+    M("status_cycle", "u64"),
+    M("pio_doorbells", "u64", doc="PIO doorbells applied on the bus since attach"),
+    M("tx_tails", "u64", doc="TX_TAIL writes applied since attach"),
+    M("rx_valids", "u64", doc="RX valid words written since attach"),
+    M("pad", "u64", 3),
+), 128, """Per (node, context) record in the global shm, written by the harness, in cycles of
+the harness's clock (docs/simulator.md):
+ issue_cycle         the cycle the harness took the first MMIO store of the latest send
+                     from the client's queue (PIO: first store after the previous
+                     PIO_DOORBELL; DMA: the TX_TAIL store): the CPU's issue time;
+ pio_doorbell_cycle  the cycle the latest PIO_DOORBELL write was acknowledged on the bus;
+ tx_tail_cycle       the same for TX_TAIL;
+ rx_valid_cycle      the cycle the latest RX valid word became visible in host memory
+                     (DMA write latency included); rx_valid_count is its value;
+ barrier_enter_cycle the cycle the latest BARRIER write was acknowledged on the bus;
+ barrier_done_cycle  the cycle a status-block write raising barrier_done became
+                     visible; barrier_done_count its value;
+ status_cycle        the cycle the latest status-block write became visible.""")
+
+#: The trace fields a tool reads (all but the padding).
+TRACE_FIELDS = tuple(m.name for m in TRACE.members if m.name != "pad")
+
+GLOBAL = CStruct("pn_sim_global", (
+    M("magic", "u64"),
+    M("version", "u32"),
+    M("hdr_bytes", "u32", doc="sizeof(struct pn_sim_global)"),
+    M("nodes", "u32"),
+    M("n_ctx", "u32"),
+    M("mtu", "u32"),
+    M("clk_hz", "u32"),
+    M("topo_x", "u32"),
+    M("topo_y", "u32"),
+    M("trace_off", "u32", doc="trace of (node, ctx): trace_off + (node * n_ctx + ctx) * stride"),
+    M("trace_stride", "u32"),
+    M("mmio_write_cycles", "u32"),
+    M("mmio_read_cycles", "u32"),
+    M("dma_read_cycles", "u32"),
+    M("dma_write_cycles", "u32"),
+    M("pid", "u32"),
+    M("pad0", "u8", 128 - 68),
+    M("cycle", "u64", doc="the clock: rising edges since the harness started"),
+    M("pad1", "u8", 56),
+    M("sleeping", "u32", doc="nothing in flight: the harness waits for a wake byte"),
+    M("clients", "u32", doc="clients attached"),
+    M("dma_refused", "u64", doc="DMA requests outside client memory (refused, logged)"),
+    M("mmio_ops", "u64", doc="client MMIO operations applied"),
+    M("job_nodes", "u64", doc="size of the running job (0: none)"),
+    M("pad2", "u8", 64 - 32),
+), 256, "The harness's global shared memory (read-only for clients).")
+
+#: The global counters a tool reads.
+GLOBAL_COUNTERS = ("cycle", "sleeping", "clients", "dma_refused", "mmio_ops", "job_nodes")
+
+STRUCTS = (OP, CTL, HELLO, WELCOME, TRACE, GLOBAL)
+
+assert TRACE_OFF >= GLOBAL.size
+
+
+def trace_offset(node: int, ctx: int, n_ctx: int) -> int:
+    """Byte offset of (node, ctx)'s trace record in the global shared memory."""
+    return TRACE_OFF + (node * n_ctx + ctx) * TRACE.size
+
+
+def ber_to_threshold(ber: float, bits: int = LINE_WORD_BITS) -> int:
+    """A cable's ``ber_threshold``: it flips one bit of a line word with probability
+    ``1 - (1 - ber)**bits`` (about ``bits * ber``), i.e. ``threshold / 2**32``."""
+    if not isinstance(ber, (int, float)) or math.isnan(ber) or not 0.0 <= ber <= 1.0:
+        raise ValueError(f"bit-error rate must be a number in 0..1, not {ber!r}")
+    p = 1.0 - (1.0 - ber) ** bits
+    return min(round(p * 2**32), 2**32 - 1)
