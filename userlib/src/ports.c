@@ -1,52 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * ports: tagged messages between process endpoints over the HAL (pn_ports.h).
- *
- * Design in brief (docs/ports.md has the whole story):
- *
- * Connections. A port talks to another over a connection per direction: the sender
- * sends CONNECT (its epoch, a connection number), the receiver answers ACCEPT with
- * the eager window it grants. Every packet of the connection carries a 16-bit key made
- * from the sender's epoch and the connection number, so packets of a previous
- * connection or of a previous process on the same context are recognised and dropped
- * (and answered with NACK, which resets the sender's side). CONNECT is repeated until
- * an ACCEPT comes, for at most the timeout (-ECONNREFUSED).
- *
- * Order. Messages (eager ones and RTS) carry a sequence number per connection; the
- * receiver matches them strictly in that order, holding back one that overtook an
- * earlier one (PIO and DMA are separate engines of the NIC). So messages of one
- * sender port to one receiver port are matched in the order they were sent.
- *
- * Eager and rendezvous. A message of at most eager_max bytes for which the sender has
- * credit goes at once: one PIO packet (header + data) when it fits the PIO threshold,
- * else one DMA descriptor from a bounce slot. Otherwise the sender sends RTS (with its
- * request id); the receiver, once a matching receive is posted, answers CTS with the
- * receive's id (rid), and the sender streams the data by DMA with the rid in the tag,
- * from the caller's buffer when registered, else through two bounce buffers; the
- * receiver copies each packet from its RX slot straight into the posted buffer.
- *
- * Credits. A receiver grants each sender `window` bytes of eager credit; a message
- * costs len + PN_PORT_MSG_COST. The receiver counts what it has consumed (handed to a
- * receive) and reports the cumulative count (CREDIT, and in every CTS and PONG) when
- * a quarter of the window has been consumed since the last report. A sender out of
- * credit sends by rendezvous, which needs no credit, so it never waits for credit and
- * a receive posted for a later message is never blocked by earlier unconsumed ones.
- * The receiver drops (and counts) eager messages beyond the window: the memory one
- * sender can make a receiver hold is bounded by the window.
- *
- * Liveness. While an operation depends on a peer (a send waiting for CTS, a receive
- * waiting for rendezvous data or for the rest of an eager message) and nothing has
- * been heard from it for a quarter of the timeout, the port sends PING; a live port
- * answers PONG from any library call. No answer within the timeout: the operations
- * end with -ETIMEDOUT and the connection is dropped. A closing port sends CLOSE.
- *
- * Intra-node path. A peer on our node (another context) is reached through shared-memory
- * rings (ports_shm.c) when both ports take it (PARANIC_PORT_SHM): the same packets, the
- * same protocol, another transport; the source of a ring's packets is the ring's owner.
- *
- * Non-blocking inside: the progress engine never waits in the HAL. It sends a PIO
- * packet only when the window is free, posts a descriptor only when the TX ring has
- * room, and leaves what cannot go now for the next call.
+ * ports: the parts of the layer not yet in a file of their own (ports_int.h lists the
+ * files). Design of the layer: ports_int.h.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -58,233 +13,15 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "hal_backend.h"
 #include "paranic/pn_daemon.h"
-#include "paranic/pn_ports.h"
-#include "ports_shm.h"
-#include "ports_wire.h"
+#include "ports_int.h"
 
-#define HDR ((uint32_t)sizeof(struct pw_msg))
-#define EAGER_SLOTS 8
 #define PROGRESS_BUDGET 256
 #define LIVE_CHECK_NS 1000000ull
-#define CONNECT_RETRY_MIN_NS 1000000ull
-#define CONNECT_RETRY_MAX_NS 50000000ull
-
-/* ---- structures ------------------------------------------------------------------------- */
-
-enum rq_type { RQ_SEND = 1, RQ_RECV = 2 };
-enum rq_state {
-	RQ_QUEUED,   /* send: waiting for its connection or earlier sends */
-	RQ_RTS,      /* send: RTS sent, waiting for CTS */
-	RQ_STREAM,   /* send: streaming the data */
-	RQ_DRAIN,    /* send: all data posted in place, waiting for the DMA to finish */
-	RQ_POSTED,   /* recv: posted, not matched */
-	RQ_MATCHED,  /* recv: matched an eager message still arriving */
-	RQ_RNDV,     /* recv: matched an RTS, data arriving */
-	RQ_DONE,
-};
-
-struct peer;
-struct rqlist {
-	struct pn_port_req *head, *tail;
-};
-
-struct pn_port_req {
-	struct pn_port_req *next, *prev;
-	struct rqlist *list;
-	uint8_t type, state, on_stack, registered;
-	struct peer *peer;
-	/* send */
-	uint16_t channel;
-	uint64_t tag;
-	const uint8_t *sbuf;
-	size_t len, off;
-	uint32_t sid, rid, ticket;
-	uint16_t key;
-	/* recv */
-	int m_node, m_ctx, m_chan;
-	uint64_t m_tag, m_mask;
-	uint8_t *rbuf;
-	size_t cap, got;
-	pn_port_status_t st;
-};
-
-/* An incoming message: eager (data in its own buffer or placed in a receive) or RTS. */
-struct imsg {
-	struct imsg *next, *prev;   /* unexpected queue (port) or held list (peer, by seq) */
-	int where;                  /* 0 none, 1 unexpected queue, 2 held */
-	struct peer *peer;
-	uint8_t kind, complete, direct, discard, delivered;
-	uint16_t channel;
-	uint64_t tag;
-	uint32_t len, seq, sreq, got, conn;
-	uint64_t cost;
-	uint8_t *data;              /* own buffer (malloc) */
-	struct pn_port_req *req;    /* the receive it goes to */
-};
-
-struct cts {
-	struct cts *next;
-	struct peer *peer;
-	uint32_t sreq, rid, conn;
-};
-
-enum { TX_NONE, TX_CONNECTING, TX_OPEN };
-/* How packets to a peer go: the NIC, or (a port of our node, both taking it) shared
- * memory; a same-node peer whose port we have not found yet is undecided. */
-enum { PATH_UNKNOWN, PATH_NIC, PATH_SHM };
-enum {
-	CTL_CONNECT = 1u << 0,
-	CTL_ACCEPT = 1u << 1,
-	CTL_CREDIT = 1u << 2,
-	CTL_PING1 = 1u << 3,   /* we (the sender of the connection us -> peer) ask the peer */
-	CTL_PING2 = 1u << 4,   /* we (the receiver of the connection peer -> us) ask the peer */
-	CTL_PONG1 = 1u << 5,   /* answer to the peer's PING1 (we are its receiver) */
-	CTL_PONG2 = 1u << 6,   /* answer to the peer's PING2 (we are its sender) */
-	CTL_NACK1 = 1u << 7,   /* the peer's sender-side packets (key nack1_key) are unknown here */
-	CTL_NACK2 = 1u << 8,   /* the peer's receiver-side packets (key nack2_key) are unknown here */
-};
-
-struct peer {
-	struct peer *all_next;
-	struct peer *ctl_next;
-	struct peer *send_next;
-	uint8_t in_ctl, in_send;
-	uint32_t ctl;
-	uint16_t node;
-	uint8_t ctx;
-	/* connection us -> peer (we send) */
-	uint8_t tx_state;
-	uint32_t tx_conn;
-	uint16_t tx_key;
-	uint32_t tx_remote_epoch;
-	uint32_t tx_seq;
-	uint64_t tx_window, tx_sent_cost, tx_consumed;
-	uint64_t connect_t0, connect_last, connect_wait;
-	struct rqlist sendq;
-	uint32_t n_rts;
-	/* connection peer -> us (we receive) */
-	uint8_t rx_known;
-	uint32_t rx_epoch, rx_conn;
-	uint16_t rx_key;
-	uint32_t rx_seq;
-	struct imsg *held;
-	struct imsg *eager_active;
-	uint64_t rx_arrived, rx_consumed, rx_reported;
-	uint32_t n_rndv;
-	/* liveness */
-	uint64_t last_heard, ping_sent, ping_last;
-	uint16_t nack1_key, nack2_key;
-	uint32_t pong1_conn, pong2_conn;
-	/* the intra-node path */
-	uint8_t path;                  /* PATH_* (both directions of the pair use it) */
-	struct pn_shm_link *shm;       /* PATH_SHM: the peer's inbox and our ring to it */
-};
-
-struct idtab {
-	void **ptr;
-	uint16_t *gen;
-	uint32_t *free;
-	uint32_t cap, nfree;
-};
-#define ID_IDX_BITS 20
-#define ID_IDX_MASK ((1u << ID_IDX_BITS) - 1)
-
-struct pn_port {
-	pn_hal_t *h;
-	uint32_t node, nodes, ctx, nctx, mtu, pio_max;
-	uint32_t epoch;
-	long eager_max;
-	uint64_t window;
-	uint64_t timeout_ns, ping_ns;
-	uint64_t now;
-	int in_progress;
-	struct peer ***peers;          /* [node][ctx], allocated on first use */
-	struct peer *all_peers;
-	struct peer *ctl_peers, **ctl_tail;
-	struct peer *send_peers;
-	struct cts *cts_head, *cts_tail;
-	/* receive side */
-	struct imsg *unx_head, *unx_tail;
-	struct rqlist posted;
-	struct idtab rtab;             /* rid -> rendezvous receive */
-	/* send side */
-	struct idtab stab;             /* sreq -> send waiting for CTS */
-	struct rqlist streamq, drainq;
-	void *bounce[2];
-	uint32_t bounce_ticket[2];
-	unsigned bounce_next;
-	uint8_t *eslot;                /* EAGER_SLOTS slots of eslot_bytes (DMA-able) */
-	size_t eslot_bytes;
-	uint32_t eslot_ticket[EAGER_SLOTS];
-	unsigned eslot_next;
-	uint64_t last_live;
-	uint8_t pio_buf[PN_PIO_WINDOW_BYTES];
-	struct pn_shm *shm;            /* the intra-node path (NULL: none) */
-	int shm_on;                    /* it is enabled and the inbox exists */
-	pn_port_stats_t st;
-};
-
-/* ---- small helpers ------------------------------------------------------------------------ */
-
-static inline uint32_t sts(const pn_hal_t *h, unsigned word)
-{
-	return __atomic_load_n(&h->map.status[word], __ATOMIC_ACQUIRE);
-}
-
-static inline int pio_free(const pn_hal_t *h)
-{
-	return (int32_t)(sts(h, PN_STS_PIO_DONE_WORD) - h->pio_posted) >= 0;
-}
-
-static inline int tx_room(const pn_hal_t *h)
-{
-	return h->tx_tail - sts(h, PN_STS_TX_DONE_WORD) < h->map.tx_entries;
-}
-
-static inline int tx_reached(const pn_hal_t *h, uint32_t ticket)
-{
-	return (int32_t)(sts(h, PN_STS_TX_DONE_WORD) - ticket) >= 0;
-}
-
-static inline uint64_t msg_cost(size_t len)
-{
-	return (uint64_t)len + PN_PORT_MSG_COST;
-}
-
-static void rq_append(struct rqlist *l, struct pn_port_req *r)
-{
-	r->list = l;
-	r->next = NULL;
-	r->prev = l->tail;
-	if (l->tail)
-		l->tail->next = r;
-	else
-		l->head = r;
-	l->tail = r;
-}
-
-static void rq_unlink(struct pn_port_req *r)
-{
-	struct rqlist *l = r->list;
-	if (!l)
-		return;
-	if (r->prev)
-		r->prev->next = r->next;
-	else
-		l->head = r->next;
-	if (r->next)
-		r->next->prev = r->prev;
-	else
-		l->tail = r->prev;
-	r->next = r->prev = NULL;
-	r->list = NULL;
-}
 
 /* ---- id tables (request ids on the wire: index + generation) ----------------------------- */
 
-static int id_alloc(struct idtab *t, void *ptr, uint32_t *id)
+int pt_id_alloc(struct idtab *t, void *ptr, uint32_t *id)
 {
 	uint32_t i;
 	if (!t->nfree) {
@@ -318,15 +55,7 @@ static int id_alloc(struct idtab *t, void *ptr, uint32_t *id)
 	return 0;
 }
 
-static void *id_get(const struct idtab *t, uint32_t id)
-{
-	uint32_t i = id & ID_IDX_MASK;
-	if (i >= t->cap || !t->ptr[i] || t->gen[i] != (id >> ID_IDX_BITS))
-		return NULL;
-	return t->ptr[i];
-}
-
-static void id_free(struct idtab *t, uint32_t id)
+void pt_id_free(struct idtab *t, uint32_t id)
 {
 	uint32_t i = id & ID_IDX_MASK;
 	if (i < t->cap && t->ptr[i] && t->gen[i] == (id >> ID_IDX_BITS)) {
@@ -335,7 +64,7 @@ static void id_free(struct idtab *t, uint32_t id)
 	}
 }
 
-static void id_destroy(struct idtab *t)
+void pt_id_destroy(struct idtab *t)
 {
 	free(t->ptr);
 	free(t->gen);
@@ -345,7 +74,7 @@ static void id_destroy(struct idtab *t)
 
 /* ---- peers -------------------------------------------------------------------------------- */
 
-static struct peer *peer_get(pn_port_t *p, unsigned node, unsigned ctx)
+struct peer *pt_peer_get(pn_port_t *p, unsigned node, unsigned ctx)
 {
 	struct peer **row, *pe;
 	if (node >= p->nodes || ctx >= p->nctx)
@@ -373,60 +102,7 @@ static struct peer *peer_get(pn_port_t *p, unsigned node, unsigned ctx)
 	return pe;
 }
 
-static void ctl_set(pn_port_t *p, struct peer *pe, uint32_t flags)
-{
-	pe->ctl |= flags;
-	if (!pe->in_ctl) {
-		pe->in_ctl = 1;
-		pe->ctl_next = NULL;
-		*p->ctl_tail = pe;
-		p->ctl_tail = &pe->ctl_next;
-	}
-}
-
-static void send_list_add(pn_port_t *p, struct peer *pe)
-{
-	if (!pe->in_send) {
-		pe->in_send = 1;
-		pe->send_next = p->send_peers;
-		p->send_peers = pe;
-	}
-}
-
-/* ---- completion --------------------------------------------------------------------------- */
-
-static void req_finish(pn_port_t *p, struct pn_port_req *r, int err)
-{
-	rq_unlink(r);
-	r->state = RQ_DONE;
-	r->st.error = err;
-	if (r->type == RQ_RECV && !err) {
-		p->st.recv_msgs++;
-		p->st.recv_bytes += r->st.len;
-		if (r->peer && r->peer->path == PATH_SHM) {
-			p->st.shm_recv_msgs++;
-			p->st.shm_recv_bytes += r->st.len;
-		}
-	}
-}
-
-static void fill_status(pn_port_status_t *st, const struct peer *pe, const struct imsg *m)
-{
-	st->src_node = pe->node;
-	st->src_ctx = pe->ctx;
-	st->channel = m->channel;
-	st->tag = m->tag;
-	st->len = m->len;
-	st->error = 0;
-}
-
 /* ---- the receive side: unexpected queue, matching, consuming ----------------------------- */
-
-static int req_matches(const struct pn_port_req *r, const struct peer *pe, uint16_t chan, uint64_t tag)
-{
-	return (r->m_node < 0 || r->m_node == pe->node) && (r->m_ctx < 0 || r->m_ctx == pe->ctx) &&
-	       (r->m_chan < 0 || r->m_chan == chan) && ((tag ^ r->m_tag) & r->m_mask) == 0;
-}
 
 static void unx_append(pn_port_t *p, struct imsg *m)
 {
@@ -439,32 +115,6 @@ static void unx_append(pn_port_t *p, struct imsg *m)
 		p->unx_head = m;
 	p->unx_tail = m;
 	p->st.unexpected_msgs++;
-}
-
-static void unx_unlink(pn_port_t *p, struct imsg *m)
-{
-	if (m->where != 1)
-		return;
-	if (m->prev)
-		m->prev->next = m->next;
-	else
-		p->unx_head = m->next;
-	if (m->next)
-		m->next->prev = m->prev;
-	else
-		p->unx_tail = m->prev;
-	m->next = m->prev = NULL;
-	m->where = 0;
-	p->st.unexpected_msgs--;
-}
-
-static void buf_release(pn_port_t *p, struct imsg *m)
-{
-	if (m->data) {
-		free(m->data);
-		m->data = NULL;
-		p->st.unexpected_bytes -= m->len;
-	}
 }
 
 static int buf_get(pn_port_t *p, struct imsg *m)
@@ -483,7 +133,7 @@ static int buf_get(pn_port_t *p, struct imsg *m)
 	return 0;
 }
 
-static void imsg_free(pn_port_t *p, struct imsg *m)
+void pt_imsg_free(pn_port_t *p, struct imsg *m)
 {
 	unx_unlink(p, m);
 	buf_release(p, m);
@@ -493,7 +143,7 @@ static void imsg_free(pn_port_t *p, struct imsg *m)
 }
 
 /* An eager message's credit comes back: report it when a quarter of the window is due. */
-static void consume(pn_port_t *p, struct imsg *m)
+void pt_consume(pn_port_t *p, struct imsg *m)
 {
 	struct peer *pe = m->peer;
 	if (m->kind != PW_EAGER || !pe->rx_known || m->conn != pe->rx_conn)
@@ -514,15 +164,15 @@ static void attach(pn_port_t *p, struct pn_port_req *r, struct imsg *m)
 	r->peer = pe;
 	if (m->kind == PW_RTS) {
 		uint32_t sreq = m->sreq, len = m->len;
-		imsg_free(p, m);
+		pt_imsg_free(p, m);
 		rndv_start(p, r, pe, sreq, len);
 		return;
 	}
 	if (m->complete) {
 		if (m->len)
 			memcpy(r->rbuf, m->data, m->len);
-		consume(p, m);
-		imsg_free(p, m);
+		pt_consume(p, m);
+		pt_imsg_free(p, m);
 		req_finish(p, r, 0);
 		return;
 	}
@@ -535,7 +185,7 @@ static void attach(pn_port_t *p, struct pn_port_req *r, struct imsg *m)
 
 /* The first posted receive that matches m and can hold it; those that match but are
  * too small end with -EMSGSIZE (m stays for the next). */
-static struct pn_port_req *find_posted(pn_port_t *p, const struct peer *pe, const struct imsg *m)
+struct pn_port_req *pt_find_posted(pn_port_t *p, const struct peer *pe, const struct imsg *m)
 {
 	for (struct pn_port_req *r = p->posted.head, *nx; r; r = nx) {
 		nx = r->next;
@@ -559,10 +209,10 @@ static void deliver(pn_port_t *p, struct imsg *m)
 	m->delivered = 1;
 	if (m->discard) {
 		if (m->complete)
-			imsg_free(p, m);
+			pt_imsg_free(p, m);
 		return;
 	}
-	struct pn_port_req *r = find_posted(p, pe, m);
+	struct pn_port_req *r = pt_find_posted(p, pe, m);
 	if (r) {
 		attach(p, r, m);
 		return;
@@ -571,13 +221,13 @@ static void deliver(pn_port_t *p, struct imsg *m)
 		buf_get(p, m);
 	if (m->discard) {   /* no memory for it */
 		if (m->complete)
-			imsg_free(p, m);
+			pt_imsg_free(p, m);
 		return;
 	}
 	unx_append(p, m);
 }
 
-static void release_held(pn_port_t *p, struct peer *pe)
+void pt_release_held(pn_port_t *p, struct peer *pe)
 {
 	while (pe->held && pe->held->seq == pe->rx_seq) {
 		struct imsg *m = pe->held;
@@ -600,12 +250,12 @@ static void hold(struct peer *pe, struct imsg *m)
 }
 
 /* A new message of the connection: in order, ahead (held), or a duplicate. */
-static void arrive(pn_port_t *p, struct peer *pe, struct imsg *m)
+void pt_arrive(pn_port_t *p, struct peer *pe, struct imsg *m)
 {
 	if (m->seq == pe->rx_seq) {
 		pe->rx_seq++;
 		deliver(p, m);
-		release_held(p, pe);
+		pt_release_held(p, pe);
 	} else {
 		p->st.held++;
 		if (m->kind == PW_EAGER)
@@ -614,7 +264,7 @@ static void arrive(pn_port_t *p, struct peer *pe, struct imsg *m)
 	}
 }
 
-static void eager_complete(pn_port_t *p, struct imsg *m)
+void pt_eager_complete(pn_port_t *p, struct imsg *m)
 {
 	struct pn_port_req *r = m->req;
 	m->complete = 1;
@@ -622,14 +272,14 @@ static void eager_complete(pn_port_t *p, struct imsg *m)
 		m->peer->eager_active = NULL;
 	if (m->discard) {
 		if (m->delivered)
-			imsg_free(p, m);
+			pt_imsg_free(p, m);
 		return;
 	}
 	if (r) {
 		if (!m->direct && m->len)
 			memcpy(r->rbuf, m->data, m->len);
-		consume(p, m);
-		imsg_free(p, m);
+		pt_consume(p, m);
+		pt_imsg_free(p, m);
 		req_finish(p, r, 0);
 	}
 }
@@ -637,7 +287,7 @@ static void eager_complete(pn_port_t *p, struct imsg *m)
 /* Drop what the connection peer -> us had in flight: partial and held messages, RTS
  * not yet taken, rendezvous receives waiting for data (they end with err). Complete
  * eager messages stay in the queue: their data is whole. */
-static void rx_reset(pn_port_t *p, struct peer *pe, int err)
+void pt_rx_reset(pn_port_t *p, struct peer *pe, int err)
 {
 	struct imsg *m;
 	if (pe->eager_active) {
@@ -647,12 +297,12 @@ static void rx_reset(pn_port_t *p, struct peer *pe, int err)
 		if (m->req) {
 			req_finish(p, m->req, err);
 			m->req = NULL;
-			imsg_free(p, m);
+			pt_imsg_free(p, m);
 		} else if (m->where == 2 || !m->delivered) {
 			m->discard = 1;   /* freed below with the held ones */
 			m->complete = 1;
 		} else {
-			imsg_free(p, m);
+			pt_imsg_free(p, m);
 		}
 	}
 	while ((m = pe->held)) {
@@ -664,7 +314,7 @@ static void rx_reset(pn_port_t *p, struct peer *pe, int err)
 	for (m = p->unx_head; m;) {
 		struct imsg *nx = m->next;
 		if (m->peer == pe && (m->kind == PW_RTS || !m->complete))
-			imsg_free(p, m);
+			pt_imsg_free(p, m);
 		m = nx;
 	}
 	for (uint32_t i = 0; i < p->rtab.cap && pe->n_rndv; i++) {
@@ -676,7 +326,7 @@ static void rx_reset(pn_port_t *p, struct peer *pe, int err)
 			req_finish(p, r, err);
 		}
 	}
-	/* CTS not yet sent for it are dropped by ctl_flush (connection number). */
+	/* CTS not yet sent for it are dropped by pt_ctl_flush (connection number). */
 	pe->n_rndv = 0;
 	pe->rx_known = 0;
 	pe->rx_seq = 0;
@@ -689,7 +339,7 @@ static void rx_reset(pn_port_t *p, struct peer *pe, int err)
 static void send_fail(pn_port_t *p, struct pn_port_req *r, int err)
 {
 	if (r->state == RQ_RTS) {
-		id_free(&p->stab, r->sid);
+		pt_id_free(&p->stab, r->sid);
 		r->peer->n_rts--;
 	}
 	req_finish(p, r, err);
@@ -697,7 +347,7 @@ static void send_fail(pn_port_t *p, struct pn_port_req *r, int err)
 
 /* Drop the connection us -> peer: sends waiting for it or for CTS end with err; a
  * stream stops (one posted in place finishes its DMA first). */
-static void tx_reset(pn_port_t *p, struct peer *pe, int err, int queued_too)
+void pt_tx_reset(pn_port_t *p, struct peer *pe, int err, int queued_too)
 {
 	struct pn_port_req *r, *nx;
 	if (queued_too)
@@ -730,20 +380,12 @@ static void tx_reset(pn_port_t *p, struct peer *pe, int err, int queued_too)
 
 /* ---- sending packets (never waits) --------------------------------------------------------- */
 
-static int pio_ready(pn_port_t *p)
-{
-	if (pio_free(p->h))
-		return 1;
-	pn_progress(p->h);
-	return pio_free(p->h);
-}
-
 /* ---- the intra-node path (ports_shm.c) ---------------------------------------------------- */
 
 /* Find out how a port of our node is reached: its inbox says whether it takes shared
  * memory (and that it is alive). A link to the same port as before is kept (with our
  * ring to it); one to a port that is gone is dropped. */
-static void path_resolve(pn_port_t *p, struct peer *pe)
+void pt_path_resolve(pn_port_t *p, struct peer *pe)
 {
 	struct pn_shm_link *l = NULL;
 	int rc;
@@ -771,7 +413,7 @@ static void path_resolve(pn_port_t *p, struct peer *pe)
 }
 
 /* Room for one packet of len payload bytes to pe now: the PIO window, or its ring. */
-static int pkt_ready(pn_port_t *p, struct peer *pe, uint32_t len)
+int pt_pkt_ready(pn_port_t *p, struct peer *pe, uint32_t len)
 {
 	if (pe->path != PATH_SHM)
 		return pio_ready(p);
@@ -781,7 +423,7 @@ static int pkt_ready(pn_port_t *p, struct peer *pe, uint32_t len)
 	return 0;
 }
 
-/* One single-packet message to pe (the caller checked pkt_ready). */
+/* One single-packet message to pe (the caller checked pt_pkt_ready). */
 static int xmit(pn_port_t *p, struct peer *pe, uint64_t tag, const void *buf, size_t len)
 {
 	void *d;
@@ -798,12 +440,12 @@ static int xmit(pn_port_t *p, struct peer *pe, uint64_t tag, const void *buf, si
 	return 0;
 }
 
-static int send_ctl(pn_port_t *p, struct peer *pe, unsigned kind, uint16_t key, const struct pw_ctl *c)
+int pt_send_ctl(pn_port_t *p, struct peer *pe, unsigned kind, uint16_t key, const struct pw_ctl *c)
 {
 	return xmit(p, pe, PW_TAG(kind, key, 0), c, sizeof(*c));
 }
 
-static void ctl_init(const pn_port_t *p, struct pw_ctl *c, uint32_t dst_epoch)
+void pt_ctl_init(const pn_port_t *p, struct pw_ctl *c, uint32_t dst_epoch)
 {
 	memset(c, 0, sizeof(*c));
 	c->src_epoch = p->epoch;
@@ -812,7 +454,7 @@ static void ctl_init(const pn_port_t *p, struct pw_ctl *c, uint32_t dst_epoch)
 
 /* Send what the control flags and the CTS queue ask for, while the PIO window is free.
  * Returns the number of packets sent. */
-static int ctl_flush(pn_port_t *p)
+int pt_ctl_flush(pn_port_t *p)
 {
 	struct pw_ctl c;
 	int n = 0;
@@ -821,16 +463,16 @@ static int ctl_flush(pn_port_t *p)
 		struct cts *q = p->cts_head;
 		struct peer *pe = q->peer;
 		if (pe->rx_known && pe->rx_conn == q->conn) {
-			if (!pkt_ready(p, pe, sizeof(c)))
+			if (!pt_pkt_ready(p, pe, sizeof(c)))
 				return n;
-			ctl_init(p, &c, pe->rx_epoch);
+			pt_ctl_init(p, &c, pe->rx_epoch);
 			c.a = q->sreq;
 			c.b = q->rid;
 			c.conn = pe->rx_conn;
 			c.credit = pe->rx_consumed;
 			pe->rx_reported = pe->rx_consumed;
 			pe->ctl &= ~CTL_CREDIT;
-			send_ctl(p, pe, PW_CTS, pe->rx_key, &c);
+			pt_send_ctl(p, pe, PW_CTS, pe->rx_key, &c);
 			n++;
 		}
 		p->cts_head = q->next;
@@ -842,8 +484,8 @@ static int ctl_flush(pn_port_t *p)
 		struct peer *pe = p->ctl_peers;
 		if (pe->path == PATH_UNKNOWN && (pe->ctl & CTL_CONNECT)) {
 			/* A port of our node: CONNECT only once we know the way (the retries of
-			 * live_check look again, until the timeout). */
-			path_resolve(p, pe);
+			 * pt_live_check look again, until the timeout). */
+			pt_path_resolve(p, pe);
 			if (pe->path == PATH_UNKNOWN)
 				pe->ctl &= ~CTL_CONNECT;
 		}
@@ -851,9 +493,9 @@ static int ctl_flush(pn_port_t *p)
 			uint32_t f = pe->ctl & -pe->ctl;   /* lowest flag first */
 			unsigned kind = 0;
 			uint16_t key = 0;
-			if (!pkt_ready(p, pe, sizeof(c)))
+			if (!pt_pkt_ready(p, pe, sizeof(c)))
 				return n;
-			ctl_init(p, &c, 0);
+			pt_ctl_init(p, &c, 0);
 			switch (f) {
 			case CTL_CONNECT:
 				kind = PW_CONNECT;
@@ -913,7 +555,7 @@ static int ctl_flush(pn_port_t *p)
 			}
 			pe->ctl &= ~f;
 			if (kind) {
-				send_ctl(p, pe, kind, key, &c);
+				pt_send_ctl(p, pe, kind, key, &c);
 				n++;
 			}
 		}
@@ -1018,7 +660,7 @@ static int send_start_shm(pn_port_t *p, struct peer *pe, struct pn_port_req *r)
 		return 0;
 	}
 	rq_unlink(r);
-	if ((rc = id_alloc(&p->stab, r, &r->sid)) < 0) {
+	if ((rc = pt_id_alloc(&p->stab, r, &r->sid)) < 0) {
 		req_finish(p, r, rc);
 		return rc;
 	}
@@ -1098,14 +740,14 @@ static int send_start(pn_port_t *p, struct peer *pe, struct pn_port_req *r)
 	if (!pio_ready(p))
 		return 0;
 	rq_unlink(r);
-	if ((rc = id_alloc(&p->stab, r, &r->sid)) < 0) {
+	if ((rc = pt_id_alloc(&p->stab, r, &r->sid)) < 0) {
 		req_finish(p, r, rc);
 		return rc;
 	}
 	m.sreq = r->sid;
 	rc = pn_send_pio(h, pe->node, pe->ctx, PW_TAG(PW_RTS, pe->tx_key, pe->tx_seq), &m, sizeof(m));
 	if (rc < 0) {
-		id_free(&p->stab, r->sid);
+		pt_id_free(&p->stab, r->sid);
 		req_finish(p, r, rc);
 		return rc;
 	}
@@ -1121,12 +763,12 @@ static int send_start(pn_port_t *p, struct peer *pe, struct pn_port_req *r)
 	return 1;
 }
 
-static void connect_start(pn_port_t *p, struct peer *pe)
+void pt_connect_start(pn_port_t *p, struct peer *pe)
 {
 	/* A port of our node: which way (again: it may be a new process since). */
 	if (p->shm_on && pe->node == p->node && pe->ctx != p->ctx &&
 	    (pe->path != PATH_SHM || !pn_shm_link_alive(pe->shm)))
-		path_resolve(p, pe);
+		pt_path_resolve(p, pe);
 	pe->tx_state = TX_CONNECTING;
 	pe->tx_conn++;
 	pe->tx_key = pw_conn_key(p->epoch, pe->tx_conn);
@@ -1136,14 +778,14 @@ static void connect_start(pn_port_t *p, struct peer *pe)
 }
 
 /* Start queued sends, peer by peer, in each peer's order. */
-static int send_pump(pn_port_t *p)
+int pt_send_pump(pn_port_t *p)
 {
 	int n = 0;
 	struct peer **pp = &p->send_peers;
 	while (*pp) {
 		struct peer *pe = *pp;
 		if (pe->tx_state == TX_NONE && pe->sendq.head)
-			connect_start(p, pe);
+			pt_connect_start(p, pe);
 		if (pe->tx_state == TX_OPEN) {
 			struct pn_port_req *r;
 			while ((r = pe->sendq.head)) {
@@ -1194,7 +836,7 @@ static int stream_shm(pn_port_t *p, struct pn_port_req *s)
 }
 
 /* Stream rendezvous data (the head of the stream queue first). */
-static int stream_pump(pn_port_t *p)
+int pt_stream_pump(pn_port_t *p)
 {
 	pn_hal_t *h = p->h;
 	struct pn_port_req *s;
@@ -1262,7 +904,7 @@ static int stream_pump(pn_port_t *p)
 	return n;
 }
 
-static int drain_check(pn_port_t *p)
+int pt_drain_check(pn_port_t *p)
 {
 	int n = 0;
 	for (struct pn_port_req *s = p->drainq.head, *nx; s; s = nx) {
@@ -1280,7 +922,7 @@ static int drain_check(pn_port_t *p)
 static void rndv_start(pn_port_t *p, struct pn_port_req *r, struct peer *pe, uint32_t sreq, uint32_t len)
 {
 	struct cts *q = malloc(sizeof(*q));
-	if (!q || id_alloc(&p->rtab, r, &r->rid) < 0) {
+	if (!q || pt_id_alloc(&p->rtab, r, &r->rid) < 0) {
 		free(q);
 		p->st.nomem++;
 		req_finish(p, r, -ENOMEM);
@@ -1301,7 +943,7 @@ static void rndv_start(pn_port_t *p, struct pn_port_req *r, struct peer *pe, uin
 		p->cts_head = q;
 	p->cts_tail = q;
 	if (len == 0) {   /* nothing will come: done once the CTS is queued */
-		id_free(&p->rtab, r->rid);
+		pt_id_free(&p->rtab, r->rid);
 		pe->n_rndv--;
 		req_finish(p, r, 0);
 	}
@@ -1367,12 +1009,12 @@ static inline __attribute__((always_inline)) void on_eager(pn_port_t *p, struct 
 			p->st.aborted++;
 			if (a->req) {
 				req_finish(p, a->req, -ECONNRESET);
-				imsg_free(p, a);
+				pt_imsg_free(p, a);
 			} else {
 				a->discard = 1;
 				a->complete = 1;
 				if (a->delivered)
-					imsg_free(p, a);
+					pt_imsg_free(p, a);
 			}
 		}
 		if (n == w.len && seq == pe->rx_seq && p->posted.head &&
@@ -1386,7 +1028,7 @@ static inline __attribute__((always_inline)) void on_eager(pn_port_t *p, struct 
 			tmp.channel = w.channel;
 			tmp.tag = w.tag;
 			tmp.len = w.len;
-			if ((r = find_posted(p, pe, &tmp))) {
+			if ((r = pt_find_posted(p, pe, &tmp))) {
 				pe->rx_seq++;
 				pe->rx_arrived += msg_cost(w.len);
 				rq_unlink(r);
@@ -1397,9 +1039,9 @@ static inline __attribute__((always_inline)) void on_eager(pn_port_t *p, struct 
 				tmp.peer = pe;
 				tmp.conn = pe->rx_conn;
 				tmp.cost = msg_cost(w.len);
-				consume(p, &tmp);
+				pt_consume(p, &tmp);
 				req_finish(p, r, 0);
-				release_held(p, pe);
+				pt_release_held(p, pe);
 				return;
 			}
 		}
@@ -1408,7 +1050,7 @@ static inline __attribute__((always_inline)) void on_eager(pn_port_t *p, struct 
 			p->st.nomem++;
 			if (seq == pe->rx_seq) {
 				pe->rx_seq++;
-				release_held(p, pe);
+				pt_release_held(p, pe);
 			}
 			return;
 		}
@@ -1426,7 +1068,7 @@ static inline __attribute__((always_inline)) void on_eager(pn_port_t *p, struct 
 		} else {
 			pe->rx_arrived += m->cost;
 		}
-		arrive(p, pe, m);
+		pt_arrive(p, pe, m);
 		if (!m->discard) {
 			uint8_t *dst = m->direct ? m->req->rbuf : m->data;
 			if (n && dst)
@@ -1434,7 +1076,7 @@ static inline __attribute__((always_inline)) void on_eager(pn_port_t *p, struct 
 		}
 		m->got = n;
 		if (m->got == m->len)
-			eager_complete(p, m);
+			pt_eager_complete(p, m);
 		else
 			pe->eager_active = m;
 		return;
@@ -1451,7 +1093,7 @@ static inline __attribute__((always_inline)) void on_eager(pn_port_t *p, struct 
 	}
 	m->got += hd->length;
 	if (m->got == m->len)
-		eager_complete(p, m);
+		pt_eager_complete(p, m);
 }
 
 static void on_rts(pn_port_t *p, struct peer *pe, const pn_header_t *hd, const struct pw_rts *w)
@@ -1483,7 +1125,7 @@ static void on_rts(pn_port_t *p, struct peer *pe, const pn_header_t *hd, const s
 	m->seq = seq;
 	m->sreq = w->sreq;
 	m->conn = pe->rx_conn;
-	arrive(p, pe, m);
+	pt_arrive(p, pe, m);
 }
 
 static void on_rdata(pn_port_t *p, struct peer *pe, const pn_header_t *hd, const uint8_t *pl)
@@ -1500,7 +1142,7 @@ static void on_rdata(pn_port_t *p, struct peer *pe, const pn_header_t *hd, const
 		memcpy(r->rbuf + r->got, pl, hd->length);
 	r->got += hd->length;
 	if (r->got == r->st.len) {
-		id_free(&p->rtab, r->rid);
+		pt_id_free(&p->rtab, r->rid);
 		pe->n_rndv--;
 		req_finish(p, r, 0);
 	}
@@ -1529,12 +1171,12 @@ static void on_ctl(pn_port_t *p, struct peer *pe, unsigned kind, const pn_header
 			break;   /* a late copy of an older connection's request */
 		if (!pe->rx_known || pe->rx_epoch != c->src_epoch || pe->rx_conn != c->conn) {
 			if (pe->rx_known)
-				rx_reset(p, pe, -ECONNRESET);
+				pt_rx_reset(p, pe, -ECONNRESET);
 			if (pe->tx_state != TX_NONE && pe->tx_remote_epoch != c->src_epoch &&
 			    pe->tx_state == TX_OPEN) {
 				/* the peer is a new process: what we sent to the old one is lost */
 				p->st.resets++;
-				tx_reset(p, pe, -ECONNRESET, 0);
+				pt_tx_reset(p, pe, -ECONNRESET, 0);
 			}
 			pe->rx_known = 1;
 			pe->rx_epoch = c->src_epoch;
@@ -1570,7 +1212,7 @@ static void on_ctl(pn_port_t *p, struct peer *pe, unsigned kind, const pn_header
 			p->st.stray++;
 			break;
 		}
-		id_free(&p->stab, r->sid);
+		pt_id_free(&p->stab, r->sid);
 		pe->n_rts--;
 		r->rid = c->b;
 		r->state = RQ_STREAM;
@@ -1617,19 +1259,19 @@ static void on_ctl(pn_port_t *p, struct peer *pe, unsigned kind, const pn_header
 	case PW_NACK:
 		if (c->a == 1 && pe->tx_state != TX_NONE && c->b == pe->tx_key) {
 			p->st.resets++;
-			tx_reset(p, pe, -ECONNRESET, pe->tx_state == TX_OPEN ? 1 : 0);
+			pt_tx_reset(p, pe, -ECONNRESET, pe->tx_state == TX_OPEN ? 1 : 0);
 		} else if (c->a == 2 && pe->rx_known && c->b == pe->rx_key) {
 			p->st.resets++;
-			rx_reset(p, pe, -ECONNRESET);
+			pt_rx_reset(p, pe, -ECONNRESET);
 		}
 		break;
 	case PW_CLOSE:
 		if (pe->tx_state != TX_NONE && (pe->tx_state == TX_CONNECTING || pe->tx_remote_epoch == c->src_epoch)) {
 			p->st.resets++;
-			tx_reset(p, pe, -ECONNRESET, 1);
+			pt_tx_reset(p, pe, -ECONNRESET, 1);
 		}
 		if (pe->rx_known && pe->rx_epoch == c->src_epoch)
-			rx_reset(p, pe, -ECONNRESET);
+			pt_rx_reset(p, pe, -ECONNRESET);
 		break;
 	default:
 		p->st.foreign++;
@@ -1660,9 +1302,9 @@ static void on_peer_dead(pn_port_t *p, const pn_header_t *hd, const void *pl)
 		p->st.resets++;
 	pe->ping_sent = 0;
 	if (pe->tx_state != TX_NONE)
-		tx_reset(p, pe, -ECONNRESET, 1);
+		pt_tx_reset(p, pe, -ECONNRESET, 1);
 	if (pe->rx_known)
-		rx_reset(p, pe, -ECONNRESET);
+		pt_rx_reset(p, pe, -ECONNRESET);
 }
 
 /* Handle one ports packet (kind PW_EAGER .. PW_NACK, checked by the caller) from the NIC
@@ -1703,7 +1345,7 @@ static __attribute__((noinline)) void connect_path(pn_port_t *p, struct peer *pe
 		return;
 	memcpy(&c, pl, sizeof(c));
 	if (via_shm ? pn_shm_link_epoch(pe->shm) != c.src_epoch : pe->path == PATH_SHM)
-		path_resolve(p, pe);
+		pt_path_resolve(p, pe);
 }
 
 /* A packet that is not one of a port's (kind, type or magic; pl may be NULL): PEER-DEAD
@@ -1741,7 +1383,7 @@ static int poll_one(pn_port_t *p)
 	kind = PW_TAG_KIND(hd.tag);
 	if (__builtin_expect(!is_ports_pkt(&hd, kind), 0)) {
 		on_other(p, &hd, pl, 0);
-	} else if (__builtin_expect(!(pe = peer_get(p, hd.src_node, hd.src_ctx)), 0)) {
+	} else if (__builtin_expect(!(pe = pt_peer_get(p, hd.src_node, hd.src_ctx)), 0)) {
 		p->st.foreign++;
 	} else {
 		if (__builtin_expect(pe->path == PATH_SHM, 0))
@@ -1763,9 +1405,9 @@ static int poll_shm(pn_port_t *p)
 	if (!pn_shm_next(p->shm, &hd, &pl))
 		return 0;
 	kind = PW_TAG_KIND(hd.tag);
-	pe = peer_get(p, hd.src_node, hd.src_ctx);
+	pe = pt_peer_get(p, hd.src_node, hd.src_ctx);
 	if (pe && pe->path != PATH_SHM)
-		path_resolve(p, pe);   /* it sends us by shared memory: it found our inbox */
+		pt_path_resolve(p, pe);   /* it sends us by shared memory: it found our inbox */
 	if (pe && pe->path == PATH_SHM)
 		connect_path(p, pe, &hd, pl, 1);
 	if (!pe || !is_ports_pkt(&hd, kind))
@@ -1785,8 +1427,8 @@ static int shm_dead(pn_port_t *p, struct peer *pe)
 	if (pn_shm_link_alive(pe->shm) || pn_shm_pending(p->shm, pe->ctx))
 		return 0;
 	p->st.shm_dead++;
-	tx_reset(p, pe, -ECONNRESET, 1);
-	rx_reset(p, pe, -ECONNRESET);
+	pt_tx_reset(p, pe, -ECONNRESET, 1);
+	pt_rx_reset(p, pe, -ECONNRESET);
 	pn_shm_link_close(p->shm, pe->shm, 0);
 	pe->shm = NULL;
 	p->st.shm_peers--;
@@ -1795,14 +1437,14 @@ static int shm_dead(pn_port_t *p, struct peer *pe)
 	return 1;
 }
 
-static void live_check(pn_port_t *p)
+void pt_live_check(pn_port_t *p)
 {
 	for (struct peer *pe = p->all_peers; pe; pe = pe->all_next) {
 		int need1, need2;
 		if (pe->tx_state == TX_CONNECTING) {
 			if (p->now - pe->connect_t0 >= p->timeout_ns) {
 				p->st.refused++;
-				tx_reset(p, pe, -ECONNREFUSED, 1);
+				pt_tx_reset(p, pe, -ECONNREFUSED, 1);
 				continue;
 			}
 			if (p->now - pe->connect_last >= pe->connect_wait) {
@@ -1831,9 +1473,9 @@ static void live_check(pn_port_t *p)
 			p->st.timeouts++;
 			pe->ping_sent = 0;
 			if (need1)
-				tx_reset(p, pe, -ETIMEDOUT, 1);
+				pt_tx_reset(p, pe, -ETIMEDOUT, 1);
 			if (need2)
-				rx_reset(p, pe, -ETIMEDOUT);
+				pt_rx_reset(p, pe, -ETIMEDOUT);
 			continue;
 		} else if (p->now - pe->ping_last < p->ping_ns) {
 			continue;
@@ -1845,11 +1487,9 @@ static void live_check(pn_port_t *p)
 
 /* ---- progress ----------------------------------------------------------------------------- */
 
-static int progress(pn_port_t *p)
+int pt_progress_round(pn_port_t *p)
 {
 	int n = 0;
-	if (p->in_progress)
-		return 0;
 	p->in_progress = 1;
 	p->now = pn_monotonic_ns();
 	while (n < PROGRESS_BUDGET && poll_one(p))
@@ -1861,18 +1501,18 @@ static int progress(pn_port_t *p)
 		n += k;
 	}
 	if (p->cts_head || p->ctl_peers)
-		n += ctl_flush(p);
+		n += pt_ctl_flush(p);
 	if (p->send_peers)
-		n += send_pump(p);
+		n += pt_send_pump(p);
 	if (p->streamq.head)
-		n += stream_pump(p);
+		n += pt_stream_pump(p);
 	if (p->drainq.head)
-		n += drain_check(p);
+		n += pt_drain_check(p);
 	if (p->now - p->last_live >= LIVE_CHECK_NS) {
 		p->last_live = p->now;
-		live_check(p);
+		pt_live_check(p);
 		if (p->ctl_peers)
-			n += ctl_flush(p);
+			n += pt_ctl_flush(p);
 	}
 	/* No pn_progress here: the last poll_one of this round found the RX ring empty, and
 	 * pn_recv_header then ran the HAL's progress (returned freed slots, let a software
@@ -1948,11 +1588,11 @@ static void req_init_send(struct pn_port_req *r, struct peer *pe, int channel, u
 	r->st.len = len;
 }
 
-static void send_enqueue(pn_port_t *p, struct peer *pe, struct pn_port_req *r)
+void pt_send_enqueue(pn_port_t *p, struct peer *pe, struct pn_port_req *r)
 {
 	rq_append(&pe->sendq, r);
 	if (pe->tx_state == TX_NONE)
-		connect_start(p, pe);
+		pt_connect_start(p, pe);
 	if (pe->tx_state == TX_OPEN && pe->sendq.head == r)
 		send_start(p, pe, r);
 	if (pe->sendq.head)
@@ -1972,10 +1612,10 @@ int pn_port_isend(pn_port_t *p, unsigned node, unsigned ctx, int channel, uint64
 	if ((rc = check_dst(p, node, ctx, channel)) < 0 || (rc = check_buf(buf, len)) < 0)
 		return rc;
 	p->now = pn_monotonic_ns();
-	if (!(pe = peer_get(p, node, ctx)) || !(r = malloc(sizeof(*r))))
+	if (!(pe = pt_peer_get(p, node, ctx)) || !(r = malloc(sizeof(*r))))
 		return -ENOMEM;
 	req_init_send(r, pe, channel, tag, buf, len, p);
-	send_enqueue(p, pe, r);
+	pt_send_enqueue(p, pe, r);
 	progress(p);
 	*req = r;
 	return 0;
@@ -2011,11 +1651,11 @@ int pn_port_send(pn_port_t *p, unsigned node, unsigned ctx, int channel, uint64_
 	if ((rc = check_dst(p, node, ctx, channel)) < 0 || (rc = check_buf(buf, len)) < 0)
 		return rc;
 	p->now = pn_monotonic_ns();
-	if (!(pe = peer_get(p, node, ctx)))
+	if (!(pe = pt_peer_get(p, node, ctx)))
 		return -ENOMEM;
 	req_init_send(&r, pe, channel, tag, buf, len, p);
 	r.on_stack = 1;
-	send_enqueue(p, pe, &r);
+	pt_send_enqueue(p, pe, &r);
 	if (r.state != RQ_DONE)
 		wait_req(p, &r, -1, 0);
 	return r.st.error;
@@ -2040,7 +1680,7 @@ static void req_init_recv(struct pn_port_req *r, int node, int ctx, int channel,
 }
 
 /* Match a new receive against the unexpected queue, else post it. */
-static void recv_post(pn_port_t *p, struct pn_port_req *r)
+void pt_recv_post(pn_port_t *p, struct pn_port_req *r)
 {
 	for (struct imsg *m = p->unx_head; m; m = m->next) {
 		if (!req_matches(r, m->peer, m->channel, m->tag))
@@ -2073,7 +1713,7 @@ int pn_port_irecv(pn_port_t *p, int src_node, int src_ctx, int channel, uint64_t
 		return -ENOMEM;
 	req_init_recv(r, src_node, src_ctx, channel, tag, mask, buf, cap);
 	progress(p);
-	recv_post(p, r);
+	pt_recv_post(p, r);
 	*req = r;
 	return 0;
 }
@@ -2093,7 +1733,7 @@ int pn_port_recv(pn_port_t *p, int src_node, int src_ctx, int channel, uint64_t 
 	req_init_recv(&r, src_node, src_ctx, channel, tag, mask, buf, cap);
 	r.on_stack = 1;
 	progress(p);
-	recv_post(p, &r);
+	pt_recv_post(p, &r);
 	if (r.state != RQ_DONE && wait_req(p, &r, timeout_ns, 1) == -ETIMEDOUT) {
 		rq_unlink(&r);
 		return -ETIMEDOUT;
@@ -2363,8 +2003,8 @@ static void free_all(pn_port_t *p)
 	for (uint32_t i = 0; i < p->rtab.cap; i++)
 		if (p->rtab.ptr[i])
 			free(p->rtab.ptr[i]);
-	id_destroy(&p->stab);
-	id_destroy(&p->rtab);
+	pt_id_destroy(&p->stab);
+	pt_id_destroy(&p->rtab);
 	for (pe = p->all_peers; pe; pe = nx) {
 		nx = pe->all_next;
 		free(pe);
@@ -2395,7 +2035,7 @@ int pn_port_close(pn_port_t *p)
 		struct pw_ctl c;
 		if (pe->tx_state == TX_NONE && !pe->rx_known)
 			continue;
-		while (!pkt_ready(p, pe, sizeof(c)) && pn_monotonic_ns() - t0 < p->timeout_ns) {
+		while (!pt_pkt_ready(p, pe, sizeof(c)) && pn_monotonic_ns() - t0 < p->timeout_ns) {
 			progress(p);
 			pn_backoff_step(&b);
 		}
@@ -2404,8 +2044,8 @@ int pn_port_close(pn_port_t *p)
 				continue;
 			break;
 		}
-		ctl_init(p, &c, pe->tx_state == TX_OPEN ? pe->tx_remote_epoch : pe->rx_epoch);
-		send_ctl(p, pe, PW_CLOSE, 0, &c);
+		pt_ctl_init(p, &c, pe->tx_state == TX_OPEN ? pe->tx_remote_epoch : pe->rx_epoch);
+		pt_send_ctl(p, pe, PW_CLOSE, 0, &c);
 	}
 	/* Our rings stay readable for live peers that have not mapped them yet. */
 	for (struct peer *pe = p->all_peers; pe; pe = pe->all_next) {
