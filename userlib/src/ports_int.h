@@ -52,6 +52,7 @@
  *
  * Files, one concern each:
  *   ports.c        the rest (being split into the files below)
+ *   ports_peer.c   peers, their connections, the way to them, control packets
  *   ports_ids.c    the id tables that name requests on the wire
  *   ports_shm.c    the intra-node path's rings (ports_shm.h)
  * A function one file calls in another is named pt_* (global in the library, hidden);
