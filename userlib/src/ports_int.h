@@ -52,6 +52,7 @@
  *
  * Files, one concern each:
  *   ports.c        the rest (being split into the files below)
+ *   ports_match.c  receive side: connection order, posted and unexpected queues, credit
  *   ports_peer.c   peers, their connections, the way to them, control packets
  *   ports_ids.c    the id tables that name requests on the wire
  *   ports_shm.c    the intra-node path's rings (ports_shm.h)
