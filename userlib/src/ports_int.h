@@ -53,6 +53,7 @@
  * Files, one concern each:
  *   ports.c        the rest (being split into the files below)
  *   ports_match.c  receive side: connection order, posted and unexpected queues, credit
+ *   ports_send.c   send side: eager, rendezvous (RTS, then the data streamed), resets
  *   ports_peer.c   peers, their connections, the way to them, control packets
  *   ports_ids.c    the id tables that name requests on the wire
  *   ports_shm.c    the intra-node path's rings (ports_shm.h)
