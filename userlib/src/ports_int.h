@@ -55,6 +55,7 @@
  *   ports_match.c  receive side: connection order, posted and unexpected queues, credit
  *   ports_send.c   send side: eager, rendezvous (RTS, then the data streamed), resets
  *   ports_peer.c   peers, their connections, the way to them, control packets
+ *   ports_live.c   liveness: CONNECT retries, PING, timeouts, dead same-node peers
  *   ports_ids.c    the id tables that name requests on the wire
  *   ports_shm.c    the intra-node path's rings (ports_shm.h)
  * A function one file calls in another is named pt_* (global in the library, hidden);
