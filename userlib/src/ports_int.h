@@ -51,8 +51,8 @@
  * room, and leaves what cannot go now for the next call.
  *
  * Files, one concern each:
- *   ports.c        the rest (being split into the files below)
  *   ports_api.c    the public API: open, close, sends, receives, requests, information
+ *   ports_recv.c   the progress engine and the receive path (the NIC's hot path)
  *   ports_match.c  receive side: connection order, posted and unexpected queues, credit
  *   ports_send.c   send side: eager, rendezvous (RTS, then the data streamed), resets
  *   ports_peer.c   peers, their connections, the way to them, control packets

@@ -1,17 +1,21 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * ports: the parts of the layer not yet in a file of their own (ports_int.h lists the
- * files). Design of the layer: ports_int.h.
+ * ports: the progress engine and the receive path. A progress round takes the packets
+ * waiting in the NIC's RX ring and in the rings of the intra-node path and handles each;
+ * then it sends the control packets owed, starts and streams sends, and checks liveness
+ * when that is due. Every library call of a port runs rounds; none waits in the HAL.
+ *
+ * The NIC's receive path is the hot path and stays in this one file: poll_one with
+ * dispatch and on_eager inlined into it (always_inline), the cold cases out of line
+ * (noinline). A call from here into another file cannot be inlined: keep the handlers
+ * here, and the helpers they inline static inline in ports_int.h, or each packet pays
+ * the calls (tests/userlib/test_ports_icount.py holds the instruction budget). Design
+ * of the layer: ports_int.h.
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/random.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "paranic/pn_daemon.h"
 #include "ports_int.h"
@@ -19,7 +23,7 @@
 #define PROGRESS_BUDGET 256
 #define LIVE_CHECK_NS 1000000ull
 
-/* ---- packets in --------------------------------------------------------------------------- */
+/* ---- packet handlers ---------------------------------------------------------------------- */
 
 static void nack(pn_port_t *p, struct peer *pe, int side, uint16_t key)
 {
