@@ -13,6 +13,8 @@
 
 #include "ports_int.h"
 
+/* A new id for ptr in *id: a free entry's index and its next generation; the table
+ * doubles when full, up to 2^ID_IDX_BITS entries (else -ENOMEM). */
 int pt_id_alloc(struct idtab *t, void *ptr, uint32_t *id)
 {
 	uint32_t i;
@@ -47,6 +49,7 @@ int pt_id_alloc(struct idtab *t, void *ptr, uint32_t *id)
 	return 0;
 }
 
+/* Free id (nothing when it names no entry). */
 void pt_id_free(struct idtab *t, uint32_t id)
 {
 	uint32_t i = id & ID_IDX_MASK;

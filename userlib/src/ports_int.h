@@ -48,7 +48,7 @@
  *
  * Non-blocking inside: the progress engine never waits in the HAL. It sends a PIO
  * packet only when the window is free, posts a descriptor only when the TX ring has
- * room, and leaves what cannot go now for the next call.
+ * room, and leaves what cannot go yet for the next call.
  *
  * Files, one concern each:
  *   ports_api.c    the public API: open, close, sends, receives, requests, information

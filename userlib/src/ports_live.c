@@ -31,6 +31,8 @@ static int shm_dead(pn_port_t *p, struct peer *pe)
 	return 1;
 }
 
+/* The walk over the peers (from the progress round, at most every LIVE_CHECK_NS of
+ * ports_recv.c): CONNECT retries and refusal, dead same-node peers, PING, timeouts. */
 void pt_live_check(pn_port_t *p)
 {
 	for (struct peer *pe = p->all_peers; pe; pe = pe->all_next) {

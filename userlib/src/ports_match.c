@@ -69,6 +69,8 @@ void pt_consume(pn_port_t *p, struct imsg *m)
 
 /* ---- matching ----------------------------------------------------------------------------- */
 
+/* Receive r matched an RTS: queue the CTS that names r by its rid; the data then comes
+ * as RDATA packets (on_rdata, ports_recv.c). */
 static void rndv_start(pn_port_t *p, struct pn_port_req *r, struct peer *pe, uint32_t sreq, uint32_t len)
 {
 	struct cts *q = malloc(sizeof(*q));

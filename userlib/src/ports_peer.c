@@ -14,6 +14,7 @@
 
 #include "ports_int.h"
 
+/* The peer (node, ctx), made at first use; NULL when out of range or out of memory. */
 struct peer *pt_peer_get(pn_port_t *p, unsigned node, unsigned ctx)
 {
 	struct peer **row, *pe;
@@ -74,9 +75,12 @@ void pt_path_resolve(pn_port_t *p, struct peer *pe)
 	}
 }
 
+/* Open the connection us -> pe: a new connection number and key, CONNECT at the next
+ * flush (repeated by pt_live_check until an ACCEPT comes or the timeout). */
 void pt_connect_start(pn_port_t *p, struct peer *pe)
 {
-	/* A port of our node: which way (again: it may be a new process since). */
+	/* A port of our node: which way, looked up for every connection (another process
+	 * may hold that context than at the last one). */
 	if (p->shm_on && pe->node == p->node && pe->ctx != p->ctx &&
 	    (pe->path != PATH_SHM || !pn_shm_link_alive(pe->shm)))
 		pt_path_resolve(p, pe);
@@ -90,7 +94,7 @@ void pt_connect_start(pn_port_t *p, struct peer *pe)
 
 /* ---- control packets (never waits) -------------------------------------------------------- */
 
-/* Room for one packet of len payload bytes to pe now: the PIO window, or its ring. */
+/* 1 when one packet of len payload bytes to pe can go: the PIO window, or its ring. */
 int pt_pkt_ready(pn_port_t *p, struct peer *pe, uint32_t len)
 {
 	if (pe->path != PATH_SHM)

@@ -50,8 +50,8 @@ static void heard(pn_port_t *p, struct peer *pe)
 
 /* The packet handlers take the payload in place (an RX slot or a ring record); the
  * caller releases it afterwards. on_eager is inlined into both receive paths (the NIC's
- * and the rings'): an out-of-line call here cost the NIC path's 8-byte ping-pong about
- * 70 ns one way (docs/ports.md, "NIC path before and after"). */
+ * and the rings'): out of line, it costs the NIC path's 8-byte ping-pong about 70 ns
+ * one way (measured in docs/ports.md, "NIC path before and after"). */
 static inline __attribute__((always_inline)) void on_eager(pn_port_t *p, struct peer *pe, const pn_header_t *hd,
 							   const uint8_t *pl)
 {
@@ -353,8 +353,8 @@ static void on_ctl(pn_port_t *p, struct peer *pe, unsigned kind, const pn_header
 }
 
 /* PEER-DEAD from a node's paranicd: the process on (node, ctx) died. Its connections
- * end now, as the liveness timeout would end them, with -ECONNRESET. Believed only from
- * that node's daemon context (the NIC stamps the source). */
+ * end at once, as the liveness timeout would end them, with -ECONNRESET. Believed only
+ * from that node's daemon context (the NIC stamps the source). */
 static void on_peer_dead(pn_port_t *p, const pn_header_t *hd, const void *pl)
 {
 	struct pw_dead d;
@@ -382,8 +382,8 @@ static void on_peer_dead(pn_port_t *p, const pn_header_t *hd, const void *pl)
 }
 
 /* Handle one ports packet (kind PW_EAGER .. PW_NACK, checked by the caller) from the NIC
- * or a ring. Inlined into both callers: the NIC's receive path stays one function, as
- * before the intra-node path, and every test on the packet is made once. */
+ * or a ring. Inlined into both callers: the NIC's receive path is one function, and
+ * every test on the packet is made once. */
 static inline __attribute__((always_inline)) void dispatch(pn_port_t *p, struct peer *pe, unsigned kind,
 							   const pn_header_t *hd, const uint8_t *pl)
 {
@@ -494,6 +494,9 @@ static int poll_shm(pn_port_t *p)
 
 /* ---- progress ----------------------------------------------------------------------------- */
 
+/* One round (progress() in ports_int.h runs it, never inside another): the packets that
+ * are in, up to PROGRESS_BUDGET from the NIC and as many from the rings, then what is
+ * due to go out. Returns the number of things done (0: an idle round). */
 int pt_progress_round(pn_port_t *p)
 {
 	int n = 0;
@@ -523,7 +526,7 @@ int pt_progress_round(pn_port_t *p)
 	}
 	/* No pn_progress here: the last poll_one of this round found the RX ring empty, and
 	 * pn_recv_header then ran the HAL's progress (returned freed slots, let a software
-	 * NIC work); a second call in an idle round only made the wait loop longer. */
+	 * NIC work); a second call in an idle round would only make the wait loop longer. */
 	p->in_progress = 0;
 	return n;
 }

@@ -173,7 +173,7 @@ static int send_start_shm(pn_port_t *p, struct peer *pe, struct pn_port_req *r)
 }
 
 /* Start send r (the head of its peer's queue, connection open). 1: started (and maybe
- * done), 0: no resources now, <0: r failed. */
+ * done), 0: no room for it yet (the next round tries again), <0: r failed. */
 static int send_start(pn_port_t *p, struct peer *pe, struct pn_port_req *r)
 {
 	pn_hal_t *h = p->h;
@@ -228,7 +228,7 @@ static int send_start(pn_port_t *p, struct peer *pe, struct pn_port_req *r)
 			return 1;
 		}
 	}
-	/* Rendezvous: RTS now, the data after CTS. */
+	/* Rendezvous: the RTS first, the data after the CTS. */
 	if (!pio_ready(p))
 		return 0;
 	rq_unlink(r);
@@ -251,10 +251,13 @@ static int send_start(pn_port_t *p, struct peer *pe, struct pn_port_req *r)
 	r->state = RQ_RTS;
 	r->key = pe->tx_key;
 	if (!pe->n_rts++)
-		pe->last_heard = p->now;   /* the liveness clock starts now */
+		pe->last_heard = p->now;   /* silence counts from the first RTS waiting for CTS */
 	return 1;
 }
 
+/* A new send: queued behind its peer's earlier sends (a connection opened if there is
+ * none), started at once when it is first and the connection is open, else later by
+ * pt_send_pump. */
 void pt_send_enqueue(pn_port_t *p, struct peer *pe, struct pn_port_req *r)
 {
 	rq_append(&pe->sendq, r);
