@@ -1,28 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Active messages and RMA over the ports layer's public API (pn_am.h, docs/am.md,
- * wire format in am_wire.h).
- *
- * Receive: two receives are kept posted on the AM channel (any source), each into a
- * buffer of header + min(max_payload, 64 KiB) bytes; a longer message (-EMSGSIZE, it
- * stays queued) is taken whole into a temporary buffer. Send: header, arguments and
- * payload are assembled in a buffer (a cached one for small messages) and sent with
- * pn_port_isend; the buffer is released when the send completes (at once for eager
- * messages), so AM calls never wait for a send.
- * Window: per peer the requests (and RMA operations) not yet answered, at most
- * `window`. Liveness: while something depends on a peer and nothing was heard from it
- * for a quarter of the timeout, PING; PONG says how many window messages the peer's
- * incarnation received from ours (fewer than we sent before the PING: they were lost
- * with a previous process, -ECONNRESET); no PONG within the timeout: -ETIMEDOUT.
- *
- * Cost per poll (docs/am.md, "Measured"): a poll that finds nothing is one pn_port_test
- * of the posted receive (which progresses the port) plus, only while something depends
- * on a peer, one clock read; the peer scan of liveness runs at most every timeout/64,
- * and "heard from" is a flag the scan turns into a time (no clock read per message).
- * Pending sends are tested oldest first up to the first one still pending (every
- * pn_port_test of an unfinished request progresses the port once more); an RMA
- * operation's data request only once the operation's answer is in (it cannot complete
- * before). Small messages are assembled in a cached buffer (no malloc per message).
+ * Active messages and RMA: the parts not yet in a file of their own (am_int.h lists the
+ * files). Design of the layer: am_int.h.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -32,119 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "paranic/pn_am.h"
-#include "am_wire.h"
-
-struct rec {                 /* one outstanding window message to a peer */
-	uint32_t seq;
-	uint16_t handler;
-	uint8_t used;
-	uint64_t arg0;
-	struct pn_rma_req *op;   /* RMA operation, or NULL for a request */
-};
-
-struct peer {
-	/* as requester */
-	uint32_t sent;           /* window messages sent (their seq: 1, 2, ...) */
-	uint32_t out;            /* outstanding */
-	struct rec *recs;        /* window entries */
-	uint64_t last_heard, ping_at, ping_last;   /* ping_at: the first unanswered PING */
-	int heard;               /* heard from (or started depending on) it since the last scan */
-	uint32_t ping_mark;      /* window messages sent since `base` when the last PING went */
-	uint32_t base;           /* `sent` when the peer last failed: PONG counts from a new start */
-	uint32_t failures;       /* times this peer failed (pn_am_request notices during a wait) */
-	int last_err;
-	/* as receiver */
-	uint32_t src_epoch;      /* the incarnation of this source we know (0: none yet) */
-	uint32_t recvd;          /* window messages received from it */
-	uint32_t tgt_waits;      /* target puts waiting for its data */
-};
-
-enum { OP_PUT = 1, OP_GET = 2 };
-
-struct pn_rma_req {
-	struct pn_rma_req *next;
-	int kind;
-	unsigned node, ctx;
-	uint64_t opid;
-	const void *src;
-	void *dst;
-	size_t len;
-	pn_port_req_t *data;     /* the data's ports request (put: send after GO; get: receive) */
-	int acked, done, err, implicit;
-};
-
-struct region {
-	struct region *next;
-	uint8_t *base;
-	size_t len;
-	unsigned flags;
-	uint64_t key;
-	unsigned inflight;
-	int port_reg;
-};
-
-struct tgt_op {              /* data moving into (put) or out of (get) a region */
-	struct tgt_op *next;
-	struct region *reg;
-	pn_port_req_t *req;
-	int is_put;
-	unsigned node, ctx;
-	uint32_t epoch, seq;
-	size_t len;
-};
-
-struct psend {
-	struct psend *next;
-	pn_port_req_t *req;
-	void *buf;
-	int small;               /* buf is a SBUF_CAP buffer (back to the cache when done) */
-	unsigned node, ctx;
-};
-
-/* Messages up to this size (header, arguments, payload) are assembled in the endpoint's
- * cached buffer (or, while that one is still being sent, a fresh buffer of this size). */
-#define SBUF_CAP 1024
-
-struct pn_am {
-	pn_port_t *port;
-	int ch, rch;
-	unsigned window;
-	size_t max_payload;
-	uint64_t timeout_ns;
-	pn_am_error_fn on_error;
-	void *error_arg;
-	struct {
-		pn_am_handler_t fn;
-		void *arg;
-	} h[PN_AM_MAX_HANDLERS];
-	unsigned me, myctx, nodes, nctx;
-	uint32_t epoch;
-	struct peer *peers;
-	pn_port_req_t *rreq[2];  /* two receives posted on the AM channel (NULL: not posted) */
-	uint8_t *rbuf[2];
-	unsigned rnext;          /* the slot posted first: where the next message lands */
-	size_t rcap;
-	struct psend *sends, **sends_tail;   /* oldest first */
-	uint8_t *sbuf;           /* the cached small send buffer, NULL while in use */
-	uint64_t live_next;      /* the next liveness scan (monotonic ns) */
-	struct pn_rma_req *ops;
-	struct region *regions;
-	struct tgt_op *tops;
-	uint64_t next_key, next_opid;
-	int depth;               /* > 0 inside a handler */
-	int implicit_err;        /* first error of an implicit RMA op since the last flush */
-	uint32_t bar_epoch;
-	uint32_t bar_arrived[32];
-	pn_am_stats_t st;
-};
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
+#include "am_int.h"
 
 static long env_or(long v, const char *name, long dflt)
 {
@@ -161,24 +28,10 @@ static long env_or(long v, const char *name, long dflt)
 	return dflt;
 }
 
-static struct peer *peer_of(pn_am_t *am, unsigned node, unsigned ctx)
-{
-	return &am->peers[node * am->nctx + ctx];
-}
-
-static int check_addr(pn_am_t *am, unsigned node, unsigned ctx)
-{
-	if (node >= am->nodes)
-		return -EHOSTUNREACH;
-	if (ctx >= am->nctx)
-		return -EINVAL;
-	return 0;
-}
-
 /* ---- sending ------------------------------------------------------------------------ */
 
-static void reap_sends(pn_am_t *am);
-static void peer_fail(pn_am_t *am, unsigned node, unsigned ctx, int err);
+void am_reap_sends(pn_am_t *am);
+void am_peer_fail(pn_am_t *am, unsigned node, unsigned ctx, int err);
 
 static void buf_done(pn_am_t *am, uint8_t *buf, int small)
 {
@@ -189,7 +42,7 @@ static void buf_done(pn_am_t *am, uint8_t *buf, int small)
 }
 
 /* Assemble and send one AM message; never waits. */
-static int send_msg(pn_am_t *am, unsigned node, unsigned ctx, const struct paw_hdr *hdr, const uint64_t *args,
+int am_send_msg(pn_am_t *am, unsigned node, unsigned ctx, const struct paw_hdr *hdr, const uint64_t *args,
 		    const void *payload, size_t len)
 {
 	size_t hl = sizeof(*hdr) + 8u * hdr->nargs;
@@ -223,7 +76,7 @@ static int send_msg(pn_am_t *am, unsigned node, unsigned ctx, const struct paw_h
 	if (r != 0) {   /* completed (eager): done with the buffer */
 		buf_done(am, buf, small);
 		if (r < 0)
-			peer_fail(am, node, ctx, r);
+			am_peer_fail(am, node, ctx, r);
 		return 0;
 	}
 	struct psend *ps = malloc(sizeof(*ps));
@@ -241,7 +94,7 @@ static int send_msg(pn_am_t *am, unsigned node, unsigned ctx, const struct paw_h
 /* Sends complete about in the order they were started: test the oldest first and stop
  * at the first one still pending (each test of an unfinished request progresses the
  * port once more; pn_am_poll has just done that). */
-static void reap_sends(pn_am_t *am)
+void am_reap_sends(pn_am_t *am)
 {
 	while (am->sends) {
 		struct psend *ps = am->sends;
@@ -253,35 +106,17 @@ static void reap_sends(pn_am_t *am)
 			am->sends_tail = &am->sends;
 		buf_done(am, ps->buf, ps->small);
 		if (r < 0)
-			peer_fail(am, ps->node, ps->ctx, r);
+			am_peer_fail(am, ps->node, ps->ctx, r);
 		free(ps);
 	}
 }
 
-static int send_ctl(pn_am_t *am, unsigned node, unsigned ctx, int kind, uint32_t seq, int32_t err, uint32_t a)
-{
-	struct paw_hdr h = {.kind = (uint8_t)kind, .seq = seq, .err = err, .a = a};
-	return send_msg(am, node, ctx, &h, NULL, NULL, 0);
-}
-
 /* ---- window --------------------------------------------------------------------------- */
 
-static void report(pn_am_t *am, unsigned node, unsigned ctx, unsigned handler, int err, uint64_t arg0, int rma)
-{
-	pn_am_error_t e = {.node = (int)node, .ctx = (int)ctx, .handler = handler, .error = err, .arg0 = arg0,
-			   .is_rma = rma};
-	am->st.errors++;
-	if (am->on_error) {
-		am->depth++;
-		am->on_error(am, &e, am->error_arg);
-		am->depth--;
-	}
-}
-
-static void op_finish(pn_am_t *am, struct pn_rma_req *op, int err);
+void am_op_finish(pn_am_t *am, struct pn_rma_req *op, int err);
 
 /* Take the window entry `seq` of the peer; returns it (copied) or used=0. */
-static struct rec take_rec(pn_am_t *am, struct peer *p, uint32_t seq)
+struct rec am_take_rec(pn_am_t *am, struct peer *p, uint32_t seq)
 {
 	struct rec none = {0};
 	if (!p->recs)
@@ -297,7 +132,7 @@ static struct rec take_rec(pn_am_t *am, struct peer *p, uint32_t seq)
 	return none;
 }
 
-static void peer_fail(pn_am_t *am, unsigned node, unsigned ctx, int err)
+void am_peer_fail(pn_am_t *am, unsigned node, unsigned ctx, int err)
 {
 	struct peer *p = peer_of(am, node, ctx);
 	int any = p->out > 0;
@@ -310,7 +145,7 @@ static void peer_fail(pn_am_t *am, unsigned node, unsigned ctx, int err)
 			p->out--;
 			am->st.outstanding--;
 			if (r.op)
-				op_finish(am, r.op, err);
+				am_op_finish(am, r.op, err);
 			else
 				report(am, node, ctx, r.handler, err, r.arg0, 0);
 		}
@@ -330,7 +165,7 @@ static void peer_fail(pn_am_t *am, unsigned node, unsigned ctx, int err)
 
 /* Wait for a free slot to (node, ctx); returns 0, or the peer's error when it failed
  * during the wait, -EAGAIN inside a handler. */
-static int slot_wait(pn_am_t *am, struct peer *p)
+int am_slot_wait(pn_am_t *am, struct peer *p)
 {
 	uint32_t f0 = p->failures;
 	uint64_t t0;
@@ -349,7 +184,7 @@ static int slot_wait(pn_am_t *am, struct peer *p)
 	return p->failures != f0 ? p->last_err : 0;
 }
 
-static int slot_take(pn_am_t *am, struct peer *p, uint16_t handler, uint64_t arg0, struct pn_rma_req *op,
+int am_slot_take(pn_am_t *am, struct peer *p, uint16_t handler, uint64_t arg0, struct pn_rma_req *op,
 		     uint32_t *seq)
 {
 	if (!p->recs) {
@@ -374,10 +209,10 @@ static int slot_take(pn_am_t *am, struct peer *p, uint16_t handler, uint64_t arg
 	return -EAGAIN;
 }
 
-/* Undo slot_take when the send failed at once. */
-static void slot_undo(pn_am_t *am, struct peer *p, uint32_t seq)
+/* Undo am_slot_take when the send failed at once. */
+void am_slot_undo(pn_am_t *am, struct peer *p, uint32_t seq)
 {
-	take_rec(am, p, seq);
+	am_take_rec(am, p, seq);
 	p->sent--;
 }
 
@@ -387,7 +222,7 @@ static void slot_undo(pn_am_t *am, struct peer *p, uint32_t seq)
  * RMA operations outstanding, target puts waiting for data). A peer heard from since
  * the last scan counts as heard at this scan: PINGs and failures come up to 1/64 of the
  * timeout later than with a clock read per message. */
-static void liveness(pn_am_t *am)
+void am_liveness(pn_am_t *am)
 {
 	uint64_t now;
 	if (!am->st.outstanding && !am->tops)
@@ -406,7 +241,7 @@ static void liveness(pn_am_t *am)
 			p->heard = 0;
 		}
 		if (p->ping_at && now - p->ping_at > am->timeout_ns) {
-			peer_fail(am, node, ctx, -ETIMEDOUT);
+			am_peer_fail(am, node, ctx, -ETIMEDOUT);
 		} else if (p->ping_at ? now - p->ping_last > am->timeout_ns / 4 : now - p->last_heard > am->timeout_ns / 4) {
 			/* again every quarter: a PING dropped on a connection a new process reset
 			 * is then answered by that process (and its count tells the loss) */
@@ -422,18 +257,18 @@ static void liveness(pn_am_t *am)
 
 /* ---- RMA: initiator and target ---------------------------------------------------------- */
 
-static void op_finish(pn_am_t *am, struct pn_rma_req *op, int err)
+void am_op_finish(pn_am_t *am, struct pn_rma_req *op, int err)
 {
 	if (err && !op->err)
 		op->err = err;
 	op->acked = 1;
 	/* on error withdraw the data's receive/send if it has not started; one that has
-	 * started ends by itself (reap_ops), by the ports layer's liveness at worst */
+	 * started ends by itself (am_reap_ops), by the ports layer's liveness at worst */
 	if (err && op->data)
 		pn_port_cancel(am->port, &op->data);
 }
 
-static void reap_ops(pn_am_t *am)
+void am_reap_ops(pn_am_t *am)
 {
 	struct pn_rma_req **pp = &am->ops;
 	while (*pp) {
@@ -482,7 +317,7 @@ static int rma_check(pn_am_t *am, uint64_t key, uint64_t off, uint64_t len, unsi
 	return 0;
 }
 
-static void reap_tops(pn_am_t *am)
+void am_reap_tops(pn_am_t *am)
 {
 	struct tgt_op **pp = &am->tops;
 	while (*pp) {
@@ -532,7 +367,7 @@ static int tgt_add(pn_am_t *am, struct region *reg, int is_put, unsigned node, u
 }
 
 /* Target side of PUT, PUTRTS, GET. */
-static void rma_serve(pn_am_t *am, unsigned node, unsigned ctx, const struct paw_hdr *h, const uint64_t *args,
+void am_rma_serve(pn_am_t *am, unsigned node, unsigned ctx, const struct paw_hdr *h, const uint64_t *args,
 		      const uint8_t *payload)
 {
 	struct region *reg = NULL;
@@ -603,7 +438,7 @@ static void handle(pn_am_t *am, uint8_t *buf, size_t n, unsigned node, unsigned 
 	if (h.epoch != p->src_epoch) {
 		/* a new incarnation of that endpoint: what we had outstanding there is lost */
 		if (p->src_epoch)
-			peer_fail(am, node, ctx, -ECONNRESET);
+			am_peer_fail(am, node, ctx, -ECONNRESET);
 		p->src_epoch = h.epoch;
 		p->recvd = 0;
 	}
@@ -628,7 +463,7 @@ static void handle(pn_am_t *am, uint8_t *buf, size_t n, unsigned node, unsigned 
 		break;
 	}
 	case PAW_REP: {
-		struct rec r = take_rec(am, p, h.seq);
+		struct rec r = am_take_rec(am, p, h.seq);
 		pn_am_token_t tok = {.am = am, .src_node = (int)node, .src_ctx = (int)ctx, .handler = h.handler,
 				     .seq = h.seq};
 		(void)r;
@@ -642,10 +477,10 @@ static void handle(pn_am_t *am, uint8_t *buf, size_t n, unsigned node, unsigned 
 		break;
 	}
 	case PAW_ACK:
-		take_rec(am, p, h.seq);
+		am_take_rec(am, p, h.seq);
 		break;
 	case PAW_ERR: {
-		struct rec r = take_rec(am, p, h.seq);
+		struct rec r = am_take_rec(am, p, h.seq);
 		if (r.used)
 			report(am, node, ctx, r.handler, h.err, r.arg0, 0);
 		break;
@@ -656,7 +491,7 @@ static void handle(pn_am_t *am, uint8_t *buf, size_t n, unsigned node, unsigned 
 		break;
 	case PAW_PONG:
 		if (p->ping_at && h.a < h.seq && p->out)
-			peer_fail(am, node, ctx, -ECONNRESET);   /* it never got them: lost with an old process */
+			am_peer_fail(am, node, ctx, -ECONNRESET);   /* it never got them: lost with an old process */
 		p->ping_at = 0;
 		break;
 	case PAW_BAR:
@@ -671,7 +506,7 @@ static void handle(pn_am_t *am, uint8_t *buf, size_t n, unsigned node, unsigned 
 			send_ctl(am, node, ctx, PAW_RMAACK, h.seq, -EINVAL, 0);
 			break;
 		}
-		rma_serve(am, node, ctx, &h, args, payload);
+		am_rma_serve(am, node, ctx, &h, args, payload);
 		break;
 	case PAW_GO: {
 		/* find the op without freeing its slot (the final RMAACK does) */
@@ -688,9 +523,9 @@ static void handle(pn_am_t *am, uint8_t *buf, size_t n, unsigned node, unsigned 
 		break;
 	}
 	case PAW_RMAACK: {
-		struct rec r = take_rec(am, p, h.seq);
+		struct rec r = am_take_rec(am, p, h.seq);
 		if (r.used && r.op)
-			op_finish(am, r.op, h.err);
+			am_op_finish(am, r.op, h.err);
 		break;
 	}
 	default:
@@ -762,10 +597,10 @@ int pn_am_poll(pn_am_t *am)
 		/* other errors (a half-sent message of a dead peer): nothing to handle */
 		n++;
 	}
-	reap_sends(am);
-	reap_ops(am);
-	reap_tops(am);
-	liveness(am);
+	am_reap_sends(am);
+	am_reap_ops(am);
+	am_reap_tops(am);
+	am_liveness(am);
 	return n;
 }
 
@@ -867,8 +702,8 @@ int pn_am_close(pn_am_t *am)
 	while (am->st.outstanding || am->tops)
 		pn_am_poll(am);
 	while (am->sends) {
-		reap_sends(am);
-		liveness(am);
+		am_reap_sends(am);
+		am_liveness(am);
 	}
 	for (unsigned i = 0; i < 2; i++)
 		if (am->rreq[i] && pn_port_cancel(am->port, &am->rreq[i]) != 0)
@@ -953,16 +788,16 @@ int pn_am_request(pn_am_t *am, unsigned node, unsigned ctx, unsigned handler, co
 	if (r)
 		return r;
 	p = peer_of(am, node, ctx);
-	r = slot_wait(am, p);
+	r = am_slot_wait(am, p);
 	if (r)
 		return r;
-	r = slot_take(am, p, (uint16_t)handler, nargs ? args[0] : 0, NULL, &seq);
+	r = am_slot_take(am, p, (uint16_t)handler, nargs ? args[0] : 0, NULL, &seq);
 	if (r)
 		return r;
 	struct paw_hdr h = {.kind = PAW_REQ, .nargs = (uint8_t)nargs, .handler = (uint16_t)handler, .seq = seq};
-	r = send_msg(am, node, ctx, &h, args, payload, len);
+	r = am_send_msg(am, node, ctx, &h, args, payload, len);
 	if (r) {
-		slot_undo(am, p, seq);
+		am_slot_undo(am, p, seq);
 		return r;
 	}
 	am->st.requests++;
@@ -983,7 +818,7 @@ int pn_am_reply(pn_am_token_t *tok, unsigned handler, const uint64_t *args, unsi
 	if (r)
 		return r;
 	struct paw_hdr h = {.kind = PAW_REP, .nargs = (uint8_t)nargs, .handler = (uint16_t)handler, .seq = tok->seq};
-	r = send_msg(am, (unsigned)tok->src_node, (unsigned)tok->src_ctx, &h, args, payload, len);
+	r = am_send_msg(am, (unsigned)tok->src_node, (unsigned)tok->src_ctx, &h, args, payload, len);
 	if (r)
 		return r;
 	tok->replied = 1;
@@ -1095,7 +930,7 @@ static int rma_start(pn_am_t *am, int kind, unsigned node, unsigned ctx, uint64_
 	if (r)
 		return r;
 	p = peer_of(am, node, ctx);
-	r = slot_wait(am, p);
+	r = am_slot_wait(am, p);
 	if (r)
 		return r;
 	op = calloc(1, sizeof(*op));
@@ -1103,7 +938,7 @@ static int rma_start(pn_am_t *am, int kind, unsigned node, unsigned ctx, uint64_
 		return -ENOMEM;
 	*op = (struct pn_rma_req){.kind = kind, .node = node, .ctx = ctx, .opid = am->next_opid++, .src = src,
 				  .dst = dst, .len = len, .implicit = !req};
-	r = slot_take(am, p, 0, op->opid, op, &seq);
+	r = am_slot_take(am, p, 0, op->opid, op, &seq);
 	if (r) {
 		free(op);
 		return r;
@@ -1122,20 +957,20 @@ static int rma_start(pn_am_t *am, int kind, unsigned node, unsigned ctx, uint64_
 	struct paw_hdr h = {.nargs = 4, .seq = seq};
 	if (kind == OP_PUT) {
 		h.kind = len <= inl ? PAW_PUT : PAW_PUTRTS;
-		r = send_msg(am, node, ctx, &h, args, src, h.kind == PAW_PUT ? len : 0);
+		r = am_send_msg(am, node, ctx, &h, args, src, h.kind == PAW_PUT ? len : 0);
 		am->st.rma_puts++;
 	} else {
 		h.kind = PAW_GET;
 		r = pn_port_irecv(am->port, (int)node, (int)ctx, am->rch, op->opid, ~0ull, dst, len, &op->data);
 		if (!r) {
-			r = send_msg(am, node, ctx, &h, args, NULL, 0);
+			r = am_send_msg(am, node, ctx, &h, args, NULL, 0);
 			if (r)
 				pn_port_cancel(am->port, &op->data);
 		}
 		am->st.rma_gets++;
 	}
 	if (r) {
-		slot_undo(am, p, seq);
+		am_slot_undo(am, p, seq);
 		free(op);
 		return r;
 	}
