@@ -28,6 +28,7 @@
  *
  * Files:
  *   am.c         the rest (being split into the files below)
+ *   am_window.c  sends in flight, the window per peer, peer failure, liveness
  * A function one file calls in another is named am_* (global in the library, hidden);
  * the small helpers here are static inline.
  */
