@@ -29,6 +29,7 @@
  * Files:
  *   am.c         the rest (being split into the files below)
  *   am_window.c  sends in flight, the window per peer, peer failure, liveness
+ *   am_rma.c     RMA: regions, put and get, the target side
  * A function one file calls in another is named am_* (global in the library, hidden);
  * the small helpers here are static inline.
  */
