@@ -27,7 +27,7 @@
  * before). Small messages are assembled in a cached buffer (no malloc per message).
  *
  * Files:
- *   am.c         the rest (being split into the files below)
+ *   am_msg.c     the endpoint: open, close, receiving (pn_am_poll), requests, replies
  *   am_window.c  sends in flight, the window per peer, peer failure, liveness
  *   am_rma.c     RMA: regions, put and get, the target side
  * A function one file calls in another is named am_* (global in the library, hidden);

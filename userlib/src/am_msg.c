@@ -1,32 +1,17 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Active messages and RMA: the parts not yet in a file of their own (am_int.h lists the
- * files). Design of the layer: am_int.h.
+ * Active messages: the endpoint (open, close, handlers, information), receiving (two
+ * receives posted on the AM channel, each message dispatched to its handler or to the
+ * window and RMA code it answers) and the calls that send: requests and replies,
+ * flush, barrier. pn_am_poll is the layer's progress. Design of the layer: am_int.h.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "am_int.h"
-
-static long env_or(long v, const char *name, long dflt)
-{
-	const char *s;
-	if (v >= 0)
-		return v;
-	s = getenv(name);
-	if (s && *s) {
-		char *end;
-		long x = strtol(s, &end, 0);
-		if (*end == 0 && x >= 0)
-			return x;
-	}
-	return dflt;
-}
 
 /* ---- receiving ---------------------------------------------------------------------------- */
 
@@ -242,6 +227,21 @@ static uint32_t rand32(void)
 	x *= 0xff51afd7ed558ccdull;
 	x ^= x >> 33;
 	return (uint32_t)x | 1u;   /* never 0: 0 means "not known yet" */
+}
+
+static long env_or(long v, const char *name, long dflt)
+{
+	const char *s;
+	if (v >= 0)
+		return v;
+	s = getenv(name);
+	if (s && *s) {
+		char *end;
+		long x = strtol(s, &end, 0);
+		if (*end == 0 && x >= 0)
+			return x;
+	}
+	return dflt;
 }
 
 int pn_am_open(pn_am_t **out, pn_port_t *port, const pn_am_opts_t *opts)
