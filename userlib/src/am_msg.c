@@ -174,7 +174,7 @@ int pn_am_poll(pn_am_t *am)
 		r = pn_port_test(am->port, &am->rreq[i], &st);
 		if (r == 0)
 			break;
-		am->rnext ^= 1;   /* rreq[i] is NULL now: the other slot is the older one */
+		am->rnext ^= 1;   /* rreq[i] is collected (NULL): the other slot is the older one */
 		if (r == 1) {
 			handle(am, am->rbuf[i], st.len, (unsigned)st.src_node, (unsigned)st.src_ctx);
 		} else if (r == -EMSGSIZE) {   /* longer than our buffer: take it whole */

@@ -16,6 +16,7 @@
 
 /* ---- completion and the target side ------------------------------------------------------- */
 
+/* RMA operation op is answered (err: the target's or the peer's error). */
 void am_op_finish(pn_am_t *am, struct pn_rma_req *op, int err)
 {
 	if (err && !op->err)
@@ -27,6 +28,8 @@ void am_op_finish(pn_am_t *am, struct pn_rma_req *op, int err)
 		pn_port_cancel(am->port, &op->data);
 }
 
+/* Operations whose answer and data are in are done; implicit ones are freed (an error
+ * reported, the first one kept for pn_rma_flush). */
 void am_reap_ops(pn_am_t *am)
 {
 	struct pn_rma_req **pp = &am->ops;
@@ -76,6 +79,8 @@ static int rma_check(pn_am_t *am, uint64_t key, uint64_t off, uint64_t len, unsi
 	return 0;
 }
 
+/* Target side: data that has moved into or out of a region; a put's RMAACK goes when
+ * its data is in. */
 void am_reap_tops(pn_am_t *am)
 {
 	struct tgt_op **pp = &am->tops;
@@ -127,7 +132,7 @@ static int tgt_add(pn_am_t *am, struct region *reg, int is_put, unsigned node, u
 
 /* Target side of PUT, PUTRTS, GET. */
 void am_rma_serve(pn_am_t *am, unsigned node, unsigned ctx, const struct paw_hdr *h, const uint64_t *args,
-		      const uint8_t *payload)
+		  const uint8_t *payload)
 {
 	struct region *reg = NULL;
 	uint64_t key = args[PAW_A_KEY], off = args[PAW_A_OFF], opid = args[PAW_A_OPID];
@@ -211,7 +216,7 @@ int pn_rma_deregister(pn_am_t *am, uint64_t key)
 	if (!*pp)
 		return -ENOENT;
 	r = *pp;
-	*pp = r->next;   /* unknown from now on: new operations fail with -EFAULT */
+	*pp = r->next;   /* out of the list: new operations on it fail with -EFAULT */
 	while (r->inflight)
 		pn_am_poll(am);
 	if (r->port_reg)

@@ -26,7 +26,7 @@ static void buf_done(pn_am_t *am, uint8_t *buf, int small)
 
 /* Assemble and send one AM message; never waits. */
 int am_send_msg(pn_am_t *am, unsigned node, unsigned ctx, const struct paw_hdr *hdr, const uint64_t *args,
-		    const void *payload, size_t len)
+		const void *payload, size_t len)
 {
 	size_t hl = sizeof(*hdr) + 8u * hdr->nargs;
 	int small = hl + len <= SBUF_CAP;
@@ -113,6 +113,9 @@ struct rec am_take_rec(pn_am_t *am, struct peer *p, uint32_t seq)
 	return none;
 }
 
+/* Peer (node, ctx) failed with err: what it owes us ends (requests reported, RMA
+ * operations completed with err), target puts waiting for its data are withdrawn, and
+ * PONG counts start afresh. */
 void am_peer_fail(pn_am_t *am, unsigned node, unsigned ctx, int err)
 {
 	struct peer *p = peer_of(am, node, ctx);
@@ -134,7 +137,7 @@ void am_peer_fail(pn_am_t *am, unsigned node, unsigned ctx, int err)
 	 * (a matched one ends by the ports layer's own liveness) */
 	for (struct tgt_op *t = am->tops; t; t = t->next)
 		if (t->is_put && t->node == node && t->ctx == ctx && t->req && pn_port_cancel(am->port, &t->req) == 0)
-			any = 1;   /* t->req NULL now: reaped as failed */
+			any = 1;   /* t->req is NULL: am_reap_tops counts it as failed */
 	p->ping_at = 0;
 	p->base = p->sent;
 	if (any) {
@@ -165,8 +168,10 @@ int am_slot_wait(pn_am_t *am, struct peer *p)
 	return p->failures != f0 ? p->last_err : 0;
 }
 
+/* A window slot to p for a request (handler, arg0) or an RMA operation (op); its
+ * sequence number in *seq. -EAGAIN when none is free (am_slot_wait first). */
 int am_slot_take(pn_am_t *am, struct peer *p, uint16_t handler, uint64_t arg0, struct pn_rma_req *op,
-		     uint32_t *seq)
+		 uint32_t *seq)
 {
 	if (!p->recs) {
 		p->recs = calloc(am->window, sizeof(*p->recs));
