@@ -3,7 +3,8 @@
  * ports: the progress engine and the receive path. A progress round takes the packets
  * waiting in the NIC's RX ring and in the rings of the intra-node path and handles each;
  * then it sends the control packets owed, starts and streams sends, and checks liveness
- * when that is due. Every library call of a port runs rounds; none waits in the HAL.
+ * when that is due. The calls that send, receive, test or wait run rounds; a round never
+ * waits in the HAL.
  *
  * The NIC's receive path is the hot path and stays in this one file: poll_one with
  * dispatch and on_eager inlined into it (always_inline), the cold cases out of line
