@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The wire format of active messages and RMA (userlib/src/am.c, docs/am.md): one place.
+ * The wire format of active messages and RMA (userlib/src/am_*.c, docs/am.md): one place.
  *
  * Every AM message is one ports message on the endpoint's AM channel (default 65535):
  * a 24-byte header, nargs 64-bit arguments, then the payload. RMA data moves as plain

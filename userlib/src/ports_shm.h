@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The ports layer's intra-node path (ports_shm.c): shared-memory rings between the
- * ports of one node, private to libparanic. ports.c decides per peer which path it
- * takes and feeds the packets of shm peers through these rings instead of the NIC;
- * the format is in ports_wire.h, the story in docs/ports.md ("Intra-node path").
+ * ports of one node, private to libparanic. The ports layer decides per peer which path
+ * it takes (ports_peer.c) and sends and receives the packets of shm peers through these
+ * rings instead of the NIC (ports_send.c, ports_recv.c); the format is in ports_wire.h,
+ * the story in docs/ports.md ("Intra-node path").
  */
 #ifndef PN_PORTS_SHM_H
 #define PN_PORTS_SHM_H
@@ -44,21 +45,22 @@ int pn_shm_link_alive(const struct pn_shm_link *l);
  * ring on first use: -errno when that fails. */
 int pn_shm_begin(struct pn_shm *s, struct pn_shm_link *l);
 /* Space for one record of len (<= PW_SHM_REC_MAX) payload bytes: its payload pointer,
- * NULL when the ring is full now. */
+ * NULL when the ring is full. */
 void *pn_shm_put(struct pn_shm_link *l, uint64_t tag, uint32_t len, uint16_t flags);
 /* Forget the records put since pn_shm_begin (nothing was published). */
 void pn_shm_rollback(struct pn_shm_link *l);
 /* Make the records put since pn_shm_begin visible to the receiver. */
 void pn_shm_publish(struct pn_shm_link *l);
-/* 1 when a record of len payload bytes fits now. */
+/* 1 when a record of len payload bytes fits. */
 int pn_shm_room(struct pn_shm_link *l, uint32_t len);
 /* Bytes the receiver has not consumed yet. */
 uint64_t pn_shm_backlog(const struct pn_shm_link *l);
 
 /* ---- receiving ------------------------------------------------------------------------- */
 
-/* The receive side's state that every progress call tests (the first member of struct
- * pn_shm, so that the test is inline in ports.c and costs three loads, no call). */
+/* The receive side's state that every progress round tests (the first member of struct
+ * pn_shm, so that the test is inline in pt_progress_round, ports_recv.c: three loads,
+ * no call). */
 struct pn_shm_rxq {
 	const uint64_t *change;   /* the inbox's change counter (senders bump it to announce a ring) */
 	uint64_t seen;            /* its value when the rings were last looked up */
@@ -66,7 +68,7 @@ struct pn_shm_rxq {
 	int rescan;               /* an announced ring waits until the old one is read to its end */
 };
 
-/* 1 when pn_shm_next can find nothing now: no ring mapped, none announced since the last
+/* 1 when pn_shm_next can find nothing: no ring mapped, none announced since the last
  * look. s must not be NULL. */
 static inline int pn_shm_idle(const struct pn_shm *s)
 {
