@@ -3,12 +3,20 @@
  * libparanic_sock.so internals: the socket table, connections over ports, the real
  * libc functions. docs/sockets.md describes the design.
  *
- *   sock_core.c   state, configuration, the port, connections, the protocol, service
- *   sock_api.c    the interposed socket and file calls (socket ... dup, fcntl, ioctl)
- *   sock_poll.c   poll, ppoll, select, pselect over mixed sets
- *   sock_udp.c    UDP datagrams over ports (SK_UDP)
- *   sock_epoll.c  epoll over mixed sets
- *   sock_dir.c    the per-node directory: (protocol, port number) -> context, pid
+ *   sock_state.c     the state (G), its lock, the real libc functions, warnings
+ *   sock_config.c    configuration from the environment; the constructor
+ *   sock_fork.c      the fork handlers: what the child inherits, what the parent shares
+ *   sock_port.c      the process's port: opened on first need, closed at exit
+ *   sock_table.c     the socket table (fd -> struct sock), placeholders, sk_destroy
+ *   sock_addr.c      cluster addresses, port numbers, sockets' directory entries
+ *   sock_tcp_conn.c  TCP connections: connect, listen, accept, close; sk_service (sock_tcp.h)
+ *   sock_tcp_io.c    TCP data: write, read, shutdown, readiness (sock_tcp.h)
+ *   sock_udp.c       UDP datagrams over ports (SK_UDP)
+ *   sock_api.c       the interposed socket and file calls (socket ... dup, fcntl, ioctl)
+ *   sock_poll.c      poll, ppoll, select, pselect over mixed sets
+ *   sock_epoll.c     epoll over mixed sets
+ *   sock_dir.c       the per-node directory: (protocol, port number) -> context, pid
+ *   sock_names.c     host names of the job's nodes (gethostname, gethostbyname ...)
  *
  * Locking: one mutex (G.lock) around everything that touches the state or the port;
  * blocking calls release it while they back off. A thread-local flag (sk_in) is set
@@ -238,6 +246,8 @@ extern __thread int sk_in __attribute__((tls_model("initial-exec")));
 void sk_enter(void);
 void sk_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));   /* "paranic_sock[pid]: ..." on stderr */
 void sk_leave(void);
+void sk_atfork_parent(void);   /* sock_fork.c */
+void sk_atfork_child(void);
 /* Release the lock and back off (spin, yield, sleep), take it again. */
 void sk_pause(struct pn_backoff *b);
 
@@ -286,7 +296,6 @@ size_t sk_available(struct sock *s);
 void sk_destroy(struct sock *s);
 short sk_readiness(struct sock *s, short events);
 void sk_service(int force);
-void sk_pid_check(struct conn *c, uint64_t now);
 
 /* the per-node directory (sock_dir.c) */
 int sk_dir_add(unsigned proto, uint16_t port, unsigned ctx);   /* 0, -EADDRINUSE */

@@ -206,10 +206,10 @@ int sk_udp_connect(struct sock *s, int fd, const struct sockaddr *sa, socklen_t 
 
 /* ---- sharing over fork ---------------------------------------------------------------------- */
 
-/* After fork. Parent (child 0): its UDP sockets on the cluster only are shared from now
- * on. Child: they are its too, still to be adopted (its own port, the directory entry);
+/* After fork. Parent (child 0): its UDP sockets on the cluster only are shared with the
+ * child. Child: they are its too, still to be adopted (its own port, the directory entry);
  * its copy of their queues is the parent's and forgotten; wildcard sockets (the OS's in
- * the child, sock_core.c) leave the list. */
+ * the child, sock_fork.c) leave the list. */
 void sk_udp_fork(int child)
 {
 	struct sock *s = G.udps, *next;
