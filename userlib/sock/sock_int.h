@@ -12,7 +12,12 @@
  *   sock_tcp_conn.c  TCP connections: connect, listen, accept, close; sk_service (sock_tcp.h)
  *   sock_tcp_io.c    TCP data: write, read, shutdown, readiness (sock_tcp.h)
  *   sock_udp.c       UDP datagrams over ports (SK_UDP)
- *   sock_api.c       the interposed socket and file calls (socket ... dup, fcntl, ioctl)
+ *   sock_api.h       what the interposed calls share (the sock_api_*.c files)
+ *   sock_api_open.c  socket, bind, listen, connect, accept, getsockname, getpeername
+ *   sock_api_io.c    read, write, recv, send ... recvmsg, sendmsg, shutdown
+ *   sock_api_opts.c  getsockopt, setsockopt
+ *   sock_api_fd.c    close, dup, dup2, dup3, fcntl, ioctl
+ *   sock_api_pn.c    the library's own exports (pn_sock_fd_kind, pn_sock_stat, pn_sock_now_ns)
  *   sock_poll.c      poll, ppoll, select, pselect over mixed sets
  *   sock_epoll.c     epoll over mixed sets
  *   sock_dir.c       the per-node directory: (protocol, port number) -> context, pid
@@ -323,10 +328,6 @@ size_t sk_udp_next_len(struct sock *s);
 /* epoll (sock_epoll.c): forget fd in every epoll instance (it was closed) */
 void sk_ep_forget(int fd);
 void sk_ep_close(int epfd);
-
-/* options */
-int sk_getsockopt(struct sock *s, int level, int name, void *val, socklen_t *len);
-int sk_setsockopt(struct sock *s, int level, int name, const void *val, socklen_t len);
 
 /* poll */
 int sk_poll_ns(struct pollfd *fds, nfds_t n, int64_t timeout_ns);

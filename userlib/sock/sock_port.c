@@ -75,20 +75,6 @@ pn_port_t *sk_port(void)
 	return G.port;
 }
 
-/* For benchmarks (pn_sockbench finds it with dlsym): the time base of the socket port's
- * backend, pn_now_ns (wall clock on sw, simulated time on sim), so that a plain socket
- * program can time the hardware path on the simulator; 0 while this process has no
- * port open (before its first cluster socket, or outside a job). */
-SK_EXPORT uint64_t pn_sock_now_ns(void)
-{
-	uint64_t t = 0;
-	sk_enter();
-	if (G.port)
-		t = pn_now_ns(pn_port_hal(G.port));
-	sk_leave();
-	return t;
-}
-
 /* At exit: tell every peer (CLOSE after the data), let the sends in flight finish (at
  * most PARANIC_SOCK_LINGER_MS), close the port. */
 static void sk_fini(void)
