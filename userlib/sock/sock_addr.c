@@ -83,6 +83,15 @@ uint16_t sk_ephemeral_port(void)
 	return 0;
 }
 
+/* IPV6_V6ONLY set on s (remembered options): a wildcard bind is then the OS's only. */
+int sk_v6only(const struct sock *s)
+{
+	for (int i = 0; i < s->nopts; i++)
+		if (s->opts[i].level == IPPROTO_IPV6 && s->opts[i].name == IPV6_V6ONLY)
+			return s->opts[i].val[0] != 0;
+	return 0;
+}
+
 /* SO_REUSEADDR or SO_REUSEPORT set on s (remembered options). */
 static int sk_reuse(const struct sock *s)
 {

@@ -31,14 +31,6 @@ SK_EXPORT int socket(int domain, int type, int protocol)
 	return fd;
 }
 
-static int v6only(const struct sock *s)
-{
-	for (int i = 0; i < s->nopts; i++)
-		if (s->opts[i].level == IPPROTO_IPV6 && s->opts[i].name == IPV6_V6ONLY)
-			return s->opts[i].val[0] != 0;
-	return 0;
-}
-
 SK_EXPORT int bind(int fd, __CONST_SOCKADDR_ARG addr, socklen_t len)
 {
 	const struct sockaddr *sa = addr.__sockaddr__;
@@ -64,7 +56,7 @@ SK_EXPORT int bind(int fd, __CONST_SOCKADDR_ARG addr, socklen_t len)
 		return fail(r);
 	}
 	node = sk_cluster_addr(sa, len, &a, &port, &any);
-	if (any && !v6only(s)) {
+	if (any && !sk_v6only(s)) {
 		/* the wildcard: bound by the OS, listening on the cluster too */
 		r = REAL(bind)(fd, sa, len);
 		if (r == 0) {
@@ -139,7 +131,7 @@ SK_EXPORT int listen(int fd, int backlog)
 				s->lport = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
 									  : ((struct sockaddr_in *)&ss)->sin_port);
 		}
-		if (v6only(s) || (!s->dir && sk_register(s, SK_PROTO_TCP, s->lport) < 0) || sk_listen(s) < 0)
+		if (sk_v6only(s) || (!s->dir && sk_register(s, SK_PROTO_TCP, s->lport) < 0) || sk_listen(s) < 0)
 			sk_untrack(fd);   /* the OS's listener only */
 		break;
 	case SK_BOUND:

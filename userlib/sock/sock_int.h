@@ -285,6 +285,7 @@ int sk_cluster_addr(const struct sockaddr *sa, socklen_t len, uint32_t *addr, ui
 int sk_fill_addr(int family, uint32_t addr, uint16_t port, struct sockaddr *sa, socklen_t *len);
 int sk_placeholder(int fd);
 uint16_t sk_ephemeral_port(void);
+int sk_v6only(const struct sock *s);   /* IPV6_V6ONLY set (remembered options) */
 struct sock *sk_listener_for(uint16_t port, uint32_t addr);
 
 /* connections */

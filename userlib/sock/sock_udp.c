@@ -63,14 +63,6 @@ static uint16_t os_port(int fd)
 					      : ((struct sockaddr_in *)&ss)->sin_port);
 }
 
-static int v6only(const struct sock *s)
-{
-	for (int i = 0; i < s->nopts; i++)
-		if (s->opts[i].level == IPPROTO_IPV6 && s->opts[i].name == IPV6_V6ONLY)
-			return s->opts[i].val[0] != 0;
-	return 0;
-}
-
 static void udp_join(struct sock *s, int os, uint32_t laddr)
 {
 	s->type = SK_UDP;
@@ -112,7 +104,7 @@ int sk_udp_bind(struct sock *s, int fd, const struct sockaddr *sa, socklen_t len
 
 	if (s->type != SK_CAND)
 		return -EINVAL;
-	if (any && !v6only(s)) {
+	if (any && !sk_v6only(s)) {
 		if (REAL(bind)(fd, sa, len) < 0) {
 			/* On sw and sim every node's process shares one host's ports: a port the
 			 * OS has given to another node's process is still free on this node's
