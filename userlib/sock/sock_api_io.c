@@ -2,8 +2,8 @@
 /*
  * libparanic_sock.so: the interposed data calls (sock_api.h): read, write, recv, send,
  * recvfrom, sendto, readv, writev, recvmsg, sendmsg (and glibc's _chk variants), and
- * shutdown. A TCP socket's go to sock_tcp_io.c, a UDP socket's to sock_udp.c; a watched
- * UDP socket that sends to the cluster joins it here (sk_udp_wants).
+ * shutdown. Calls on a TCP socket go to sock_tcp_io.c, on a UDP socket to sock_udp.c; a
+ * watched UDP socket that sends to the cluster joins it here (sk_udp_wants).
  */
 #include "sock_api.h"
 

@@ -172,7 +172,7 @@ SK_EXPORT int connect(int fd, __CONST_SOCKADDR_ARG addr, socklen_t len)
 		r = sk_udp_connect(s, fd, sa, len, &to_os);
 		if (r == 0 && to_os) {
 			if (s->type == SK_CAND)
-				sk_untrack(fd);   /* the OS's socket from now on */
+				sk_untrack(fd);   /* left to the OS */
 			r = REAL(connect)(fd, sa, len) < 0 ? -errno : 0;
 		}
 		sk_put(s);

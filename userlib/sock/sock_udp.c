@@ -122,7 +122,7 @@ int sk_udp_bind(struct sock *s, int fd, const struct sockaddr *sa, socklen_t len
 			return 0;
 		}
 		if ((r = sk_register(s, SK_PROTO_UDP, os_port(fd))) < 0) {
-			sk_untrack(fd);   /* the OS's socket from now on */
+			sk_untrack(fd);   /* left to the OS */
 			return r == -EADDRINUSE ? r : 0;
 		}
 		udp_join(s, 1, 0);

@@ -83,7 +83,7 @@ static int epoll_server(void)
 		lo.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 		lo.sin_port = htons((uint16_t)(port0 + 62));
 		EXPECT_RC(sendto(o, "os", 2, 0, (struct sockaddr *)&lo, sizeof(lo)), 2);
-		EXPECT_RC(write(c, "w", 1), 1);   /* the client sends its datagram now */
+		EXPECT_RC(write(c, "w", 1), 1);   /* the client's cue to send its datagram */
 		for (rounds = 0; seen != 3; rounds++) {
 			ssize_t r;
 			CHECK(rounds < 50, "wildcard UDP: seen %d", seen);

@@ -123,7 +123,7 @@ static int fork_client(const char *self)
 	return 0;
 }
 
-/* exec'd by fork_client: the inherited ParaNIC fd is nothing to the library now */
+/* exec'd by fork_client: after exec the inherited ParaNIC fd is nothing to the library */
 static int exec_child(int fd)
 {
 	char x = 0;

@@ -160,7 +160,7 @@ static int reclaim_case(void)
 	t_sleep_us(150000);
 	r = bind(u, (struct sockaddr *)&a, sizeof(a));
 	CHECK(r < 0 && errno == EADDRINUSE, "bind while the owner lives: %d %s", r, strerror(errno));
-	t_sleep_us(1000000);   /* the owner is dead by now */
+	t_sleep_us(1000000);   /* meanwhile the owner has killed itself (400 ms after its bind) */
 	nobody = sock_stat("udp_nobody");
 	EXPECT_RC(sendto(u, "x", 1, 0, (struct sockaddr *)&a, sizeof(a)), 1);
 	CHECK(sock_stat("udp_nobody") == nobody + 1, "a dead owner's port still served");

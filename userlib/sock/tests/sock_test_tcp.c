@@ -412,7 +412,7 @@ static int mixed_client(void)
 	EXPECT_RC(read_full(c, buf, 7, 7), 0);
 	CHECK(!memcmp(buf, "cluster", 7), "got %s", buf);
 
-	/* now the OS side only */
+	/* then the OS side only */
 	EXPECT_RC(write(o, "kernel", 6), 6);
 	p[0].revents = p[1].revents = 0;
 	EXPECT_RC(poll(p, 2, 5000), 1);
