@@ -2,7 +2,7 @@
 backend: unmodified socket programs under LD_PRELOAD, two nodes per job (one process
 each, or two with pn_launch -p 2).
 
-* userlib/sock/tests/sock_test.c, a plain sockets program, under pn_launch: echo of
+* userlib/sock/tests/sock_test_*.c, plain sockets programs, under pn_launch: echo of
   1 .. 1 MiB + 1 bytes through a wildcard listener, many connections, EOF/EPIPE/SIGPIPE
   and dup, non-blocking connect/read/write with poll and select, the OS's TCP on
   127.0.0.1 beside cluster connections in one process (and in one poll set), refusal and
@@ -34,17 +34,28 @@ import pytest
 from paranic.launch import TESTS, USERLIB_BUILD, clean_env, cluster_name
 
 SOCK_SO = USERLIB_BUILD / "libparanic_sock.so"
-SOCK_TEST = TESTS / "sock_test"
+# The socket test programs (userlib/sock/tests/sock_test_*.c, one per concern) and their cases.
+SOCK_TEST_CASES = {
+    "tcp": ("echo", "many", "eof", "nonblock", "mixed", "refused", "noport", "cross", "reset", "os"),
+    "udp": ("udp",),
+    "ppn": ("ppn", "reclaim"),
+    "epoll": ("epoll",),
+    "fork": ("fork", "fork_udp"),
+}
+SOCK_TEST = {case: TESTS / f"sock_test_{prog}" for prog, cases in SOCK_TEST_CASES.items() for case in cases}
 PARANIC = [sys.executable, "-m", "paranic.cli"]
 
 
-def preloaded(*args: str) -> list[str]:
-    return ["env", f"LD_PRELOAD={SOCK_SO}", str(SOCK_TEST), *args]
+def preloaded(case: str) -> list[str]:
+    """The command that runs a sock_test case (its program) with the library preloaded."""
+    return ["env", f"LD_PRELOAD={SOCK_SO}", str(SOCK_TEST[case]), case]
 
 
 def node_addr(node: int) -> str:
-    """The cluster address of a node, as the library computes it (sock_wire.h)."""
-    r = subprocess.run([str(SOCK_TEST), "addr", str(node)], capture_output=True, text=True, env=clean_env())
+    """The cluster address of a node, as the library computes it (sock_wire.h); every
+    sock_test program answers `addr NODE`."""
+    r = subprocess.run([str(SOCK_TEST["echo"]), "addr", str(node)], capture_output=True, text=True,
+                       env=clean_env())
     assert r.returncode == 0, r.stderr
     return r.stdout.strip()
 
@@ -81,7 +92,7 @@ def test_library_exports_the_socket_calls_only(userlib_build):
 @pytest.mark.parametrize("case", ["echo", "many", "eof", "nonblock", "mixed", "refused", "cross", "udp", "epoll",
                                   "fork", "fork_udp"])
 def test_cases(run_nodes, case):
-    """Two nodes, node 1 serving, node 0 the client (sock_test.c says what each case checks)."""
+    """Two nodes, node 1 serving, node 0 the client (each sock_test_*.c says what its cases check)."""
     r = run_nodes(preloaded(case), 2, f"sock-{case}", timeout=40)
     assert_both_ok(r, case)
     if case == "many":
@@ -264,8 +275,8 @@ def test_on_the_simulator(userlib_build, tmp_path):
     need("NPtcp", "netpipe-tcp")
     port = 20000 + os.getpid() % 20000
     so = shlex.quote(str(SOCK_SO))
-    script = (f"env LD_PRELOAD={so} {SOCK_TEST} cross || exit 1\n"
-              f"env LD_PRELOAD={so} {SOCK_TEST} udp || exit 1\n"
+    script = (f"env LD_PRELOAD={so} {SOCK_TEST['cross']} cross || exit 1\n"
+              f"env LD_PRELOAD={so} {SOCK_TEST['udp']} udp || exit 1\n"
               + two_nodes(f"NPtcp -P {port} -i -u 65536", f"NPtcp -P {port} -h {node_addr(1)} -i -u 65536"))
     r = paranic_run(script, tmp_path, timeout=300, backend="sim")
     out = r.stdout + r.stderr

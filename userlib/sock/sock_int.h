@@ -3,12 +3,25 @@
  * libparanic_sock.so internals: the socket table, connections over ports, the real
  * libc functions. docs/sockets.md describes the design.
  *
- *   sock_core.c   state, configuration, the port, connections, the protocol, service
- *   sock_api.c    the interposed socket and file calls (socket ... dup, fcntl, ioctl)
- *   sock_poll.c   poll, ppoll, select, pselect over mixed sets
- *   sock_udp.c    UDP datagrams over ports (SK_UDP)
- *   sock_epoll.c  epoll over mixed sets
- *   sock_dir.c    the per-node directory: (protocol, port number) -> context, pid
+ *   sock_state.c     the state (G), its lock, the real libc functions, warnings
+ *   sock_config.c    configuration from the environment; the constructor
+ *   sock_fork.c      the fork handlers: what the child inherits, what the parent shares
+ *   sock_port.c      the process's port: opened on first need, closed at exit
+ *   sock_table.c     the socket table (fd -> struct sock), placeholders, sk_destroy
+ *   sock_addr.c      cluster addresses, port numbers, sockets' directory entries
+ *   sock_tcp_conn.c  TCP connections: connect, listen, accept, close; sk_service (sock_tcp.h)
+ *   sock_tcp_io.c    TCP data: write, read, shutdown, readiness (sock_tcp.h)
+ *   sock_udp.c       UDP datagrams over ports (SK_UDP)
+ *   sock_api.h       what the interposed calls share (the sock_api_*.c files)
+ *   sock_api_open.c  socket, bind, listen, connect, accept, getsockname, getpeername
+ *   sock_api_io.c    read, write, recv, send ... recvmsg, sendmsg, shutdown
+ *   sock_api_opts.c  getsockopt, setsockopt
+ *   sock_api_fd.c    close, dup, dup2, dup3, fcntl, ioctl
+ *   sock_api_pn.c    the library's own exports (pn_sock_fd_kind, pn_sock_stat, pn_sock_now_ns)
+ *   sock_poll.c      poll, ppoll, select, pselect over mixed sets
+ *   sock_epoll.c     epoll over mixed sets
+ *   sock_dir.c       the per-node directory: (protocol, port number) -> context, pid
+ *   sock_names.c     host names of the job's nodes (gethostname, gethostbyname ...)
  *
  * Locking: one mutex (G.lock) around everything that touches the state or the port;
  * blocking calls release it while they back off. A thread-local flag (sk_in) is set
@@ -235,14 +248,19 @@ struct sk_global {
 extern struct sk_global G;
 extern __thread int sk_in __attribute__((tls_model("initial-exec")));
 
+/* the lock and warnings (sock_state.c) */
 void sk_enter(void);
-void sk_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));   /* "paranic_sock[pid]: ..." on stderr */
 void sk_leave(void);
 /* Release the lock and back off (spin, yield, sleep), take it again. */
 void sk_pause(struct pn_backoff *b);
+void sk_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));   /* "paranic_sock[pid]: ..." on stderr */
 
-/* fd table. sk_peek: lock-free hint (NULL inside the library); sk_get under the lock:
- * the socket with a reference the caller drops with sk_put. */
+/* fork (sock_fork.c), registered by the constructor (sock_config.c) */
+void sk_atfork_parent(void);
+void sk_atfork_child(void);
+
+/* the socket table (sock_table.c). sk_peek: lock-free hint (NULL inside the library);
+ * sk_get under the lock: the socket with a reference the caller drops with sk_put. */
 static inline struct sock *sk_peek(int fd)
 {
 	if (sk_in || fd < 0 || fd >= SK_MAX_FD)
@@ -254,7 +272,10 @@ void sk_put(struct sock *s);
 void sk_set_fd(int fd, struct sock *s);   /* s NULL: forget; else the fd refers to s (ref taken) */
 struct sock *sk_new(int type, int family);
 void sk_untrack(int fd);                  /* an SK_CAND becomes a plain OS socket */
+int sk_placeholder(int fd);
+void sk_destroy(struct sock *s);
 
+/* the port (sock_port.c) */
 pn_port_t *sk_port(void);
 /* fd is one the socket port's backend holds (the simulator's socket, the device, the
  * daemon connection): the program's close() of it is ignored (daemons close every fd). */
@@ -266,27 +287,28 @@ static inline int sk_internal_fd(int fd)
 			return 1;
 	return 0;
 }
+
+/* addresses and port numbers (sock_addr.c) */
 int sk_cluster_addr(const struct sockaddr *sa, socklen_t len, uint32_t *addr, uint16_t *port, int *any);
 int sk_fill_addr(int family, uint32_t addr, uint16_t port, struct sockaddr *sa, socklen_t *len);
-int sk_placeholder(int fd);
 uint16_t sk_ephemeral_port(void);
-struct sock *sk_listener_for(uint16_t port, uint32_t addr);
+int sk_v6only(const struct sock *s);   /* IPV6_V6ONLY set (remembered options) */
+int sk_register(struct sock *s, unsigned proto, uint16_t port);   /* port 0: an ephemeral one */
 
-/* connections */
+/* TCP (sock_tcp_conn.c, sock_tcp_io.c; what only they share: sock_tcp.h) */
 int sk_connect(struct sock *s, uint32_t addr, uint16_t port, int node);   /* 0 or -errno */
 int sk_connect_wait(struct sock *s);
 int sk_listen(struct sock *s);
+struct sock *sk_listener_for(uint16_t port, uint32_t addr);
 int sk_accept(struct sock *s, int fd, struct sockaddr *sa, socklen_t *len, int flags);
+void sk_service(int force);   /* answer REQs, move connections and the UDP queues on */
 ssize_t sk_write(struct sock *s, const void *buf, size_t len, int flags, int *sigpipe);
 ssize_t sk_writev(struct sock *s, const struct iovec *iov, int n, int flags, int *sigpipe);
 ssize_t sk_read(struct sock *s, void *buf, size_t len, int flags);
 ssize_t sk_readv(struct sock *s, const struct iovec *iov, int n, int flags);
 int sk_shutdown(struct sock *s, int how);
 size_t sk_available(struct sock *s);
-void sk_destroy(struct sock *s);
 short sk_readiness(struct sock *s, short events);
-void sk_service(int force);
-void sk_pid_check(struct conn *c, uint64_t now);
 
 /* the per-node directory (sock_dir.c) */
 int sk_dir_add(unsigned proto, uint16_t port, unsigned ctx);   /* 0, -EADDRINUSE */
@@ -294,7 +316,6 @@ void sk_dir_del(unsigned proto, uint16_t port);
 int sk_dir_lookup(unsigned node, unsigned proto, uint16_t port, unsigned *ctx, int32_t *pid);   /* 0, -ECONNREFUSED */
 void sk_dir_fini(void);
 int sk_dir_claim(unsigned proto, uint16_t port, unsigned ctx, int *slot);   /* 1 taken over, 0 ours, -errno */
-int sk_register(struct sock *s, unsigned proto, uint16_t port);   /* port 0: an ephemeral one */
 
 /* UDP (sock_udp.c) */
 int sk_udp_bind(struct sock *s, int fd, const struct sockaddr *sa, socklen_t len);
@@ -306,7 +327,7 @@ short sk_udp_readiness(struct sock *s, short events);
 void sk_udp_pull(void);
 void sk_udp_reap(void);
 void sk_udp_destroy(struct sock *s);
-int sk_udp_claim(struct sock *s, int first);
+int sk_udp_claim(struct sock *s, int use);
 void sk_udp_fork(int child);
 int sk_udp_peername(struct sock *s, int fd, struct sockaddr *sa, socklen_t *len);
 size_t sk_udp_next_len(struct sock *s);
@@ -315,11 +336,7 @@ size_t sk_udp_next_len(struct sock *s);
 void sk_ep_forget(int fd);
 void sk_ep_close(int epfd);
 
-/* options */
-int sk_getsockopt(struct sock *s, int level, int name, void *val, socklen_t *len);
-int sk_setsockopt(struct sock *s, int level, int name, const void *val, socklen_t len);
-
-/* poll */
+/* poll (sock_poll.c) */
 int sk_poll_ns(struct pollfd *fds, nfds_t n, int64_t timeout_ns);
 
 #endif /* PN_SOCK_INT_H */

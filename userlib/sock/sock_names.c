@@ -74,7 +74,7 @@ static void nm_init(void)
 	    env_uint("PARANIC_NODE", 0, N.nodes - 1, &N.node) < 0)
 		return;   /* not a process of a job */
 	if (sk_net_parse(net && *net ? net : SK_DEFAULT_NET, &N.net) < 0 || N.nodes > sk_net_capacity(&N.net))
-		return;   /* sock_core.c says so on stderr */
+		return;   /* sock_config.c says so on stderr */
 	if (!p)
 		p = NM_DEFAULT_PREFIX;
 	N.plen = strlen(p);

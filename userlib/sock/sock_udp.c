@@ -63,14 +63,6 @@ static uint16_t os_port(int fd)
 					      : ((struct sockaddr_in *)&ss)->sin_port);
 }
 
-static int v6only(const struct sock *s)
-{
-	for (int i = 0; i < s->nopts; i++)
-		if (s->opts[i].level == IPPROTO_IPV6 && s->opts[i].name == IPV6_V6ONLY)
-			return s->opts[i].val[0] != 0;
-	return 0;
-}
-
 static void udp_join(struct sock *s, int os, uint32_t laddr)
 {
 	s->type = SK_UDP;
@@ -112,7 +104,7 @@ int sk_udp_bind(struct sock *s, int fd, const struct sockaddr *sa, socklen_t len
 
 	if (s->type != SK_CAND)
 		return -EINVAL;
-	if (any && !v6only(s)) {
+	if (any && !sk_v6only(s)) {
 		if (REAL(bind)(fd, sa, len) < 0) {
 			/* On sw and sim every node's process shares one host's ports: a port the
 			 * OS has given to another node's process is still free on this node's
@@ -130,7 +122,7 @@ int sk_udp_bind(struct sock *s, int fd, const struct sockaddr *sa, socklen_t len
 			return 0;
 		}
 		if ((r = sk_register(s, SK_PROTO_UDP, os_port(fd))) < 0) {
-			sk_untrack(fd);   /* the OS's socket from now on */
+			sk_untrack(fd);   /* left to the OS */
 			return r == -EADDRINUSE ? r : 0;
 		}
 		udp_join(s, 1, 0);
@@ -206,10 +198,10 @@ int sk_udp_connect(struct sock *s, int fd, const struct sockaddr *sa, socklen_t 
 
 /* ---- sharing over fork ---------------------------------------------------------------------- */
 
-/* After fork. Parent (child 0): its UDP sockets on the cluster only are shared from now
- * on. Child: they are its too, still to be adopted (its own port, the directory entry);
+/* After fork. Parent (child 0): its UDP sockets on the cluster only are shared with the
+ * child. Child: they are its too, still to be adopted (its own port, the directory entry);
  * its copy of their queues is the parent's and forgotten; wildcard sockets (the OS's in
- * the child, sock_core.c) leave the list. */
+ * the child, sock_fork.c) leave the list. */
 void sk_udp_fork(int child)
 {
 	struct sock *s = G.udps, *next;
