@@ -5,13 +5,14 @@
  * A backend presents one hardware context of a ParaNIC exactly as the hardware's
  * host interface does (docs/protocol.md): a 4 KiB context page (doorbells, PIO
  * window), an RX ring of slots, a TX descriptor ring and a status block in host
- * memory, byte-compatible with the gateware. The common code (hal.c) writes
- * descriptors, PIO windows and doorbells and polls RX slots and the status block
- * as a process does on real hardware; backends differ only in what a doorbell does
- * and where memory lives:
+ * memory, byte-compatible with the gateware. The common code (hal.c, hal_send.c,
+ * hal_recv.c, hal_mem.c, hal_wait.c) writes descriptors, PIO windows and doorbells
+ * and polls RX slots and the status block as a process does on real hardware;
+ * backends differ only in what a doorbell does and where memory lives:
  *
- *   sw   the "NIC" runs inline in the calling processes, over POSIX shared memory;
- *   sim  (later) the Verilator cluster simulator serves doorbells and DMA;
+ *   sw   the "NIC" runs inline in the calling processes, over POSIX shared memory
+ *        (hal_sw.c, hal_sw_nic.c, hal_sw_shm.c);
+ *   sim  the Verilator cluster simulator serves doorbells and DMA (hal_sim.c);
  *   pci  the driver's mmap of a board's context page and DMA rings (hal_pci.c).
  *
  * To add a backend: define a `const struct pn_backend_ops` and list it in
@@ -154,7 +155,7 @@ int pn_hal_ctx_release(pn_hal_t *h, uint32_t ctx, uint32_t pid);
 /* For paranicd: 1 when the PIO window is free (a pn_send_pio would not wait). */
 int pn_hal_pio_free(pn_hal_t *h);
 
-/* ---- helpers shared by the common code and the backends -------------------------------- */
+/* ---- helpers shared by the common code and the backends (hal_util.c) ------------------- */
 
 /* Polite polling: spin, then yield, then sleep a little (the machine may have fewer
  * cores than polling processes). */

@@ -1,0 +1,137 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The HAL's receive side: poll the next RX slot's valid word, hand out its header,
+ * copy or skip its payload, return slots to the NIC with RX_HEAD (in batches).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <string.h>
+
+#include "hal_int.h"
+
+static inline volatile uint8_t *rx_slot(const pn_hal_t *h, uint64_t n)
+{
+	return h->map.rx_ring + (size_t)(n & h->rx_mask) * h->map.rx_slot_bytes;
+}
+
+static int rx_poll(pn_hal_t *h)
+{
+	volatile uint8_t *s = rx_slot(h, h->rx_next);
+	uint64_t v = __atomic_load_n((volatile uint64_t *)(s + h->map.rx_slot_bytes - PN_RX_VALID_BYTES),
+				     __ATOMIC_ACQUIRE);
+	uint64_t w[2];
+
+	/* The valid word holds the packet's number + 1; compare the low 32 bits so that a
+	 * NIC keeping a 32-bit count works as well as one keeping 64 bits. */
+	if ((uint32_t)v != (uint32_t)(h->rx_next + 1))
+		return 0;
+	w[0] = ((volatile uint64_t *)s)[0];
+	w[1] = ((volatile uint64_t *)s)[1];
+	h->cur.dst_node = (uint16_t)PN_GET(w, PN_HDR_DST_NODE);
+	h->cur.src_node = (uint16_t)PN_GET(w, PN_HDR_SRC_NODE);
+	h->cur.dst_ctx = (uint8_t)PN_GET(w, PN_HDR_DST_CTX);
+	h->cur.src_ctx = (uint8_t)PN_GET(w, PN_HDR_SRC_CTX);
+	h->cur.type = (uint8_t)PN_GET(w, PN_HDR_TYPE);
+	h->cur.flags = (uint8_t)PN_GET(w, PN_HDR_FLAGS);
+	h->cur.length = (uint32_t)PN_GET(w, PN_HDR_LENGTH);
+	h->cur.tag = PN_GET(w, PN_HDR_TAG);
+	/* Never trust a length beyond the slot (a broken NIC must not make us overrun). */
+	if (h->cur.length > h->map.mtu)
+		h->cur.length = h->map.mtu;
+	h->cur_slot = s;
+	h->cur_valid = 1;
+	return 1;
+}
+
+int pn_recv_header(pn_hal_t *h, pn_header_t *hdr)
+{
+	if (!h || !hdr)
+		return -EINVAL;
+	if (!h->cur_valid && !rx_poll(h)) {
+		/* Nothing there: let a software NIC work, return freed slots, look again. */
+		rx_flush(h);
+		if (h->ops->progress)
+			h->ops->progress(h);
+		if (!rx_poll(h))
+			return 0;
+	}
+	*hdr = h->cur;
+	return 1;
+}
+
+static void rx_release(pn_hal_t *h)
+{
+	h->cur_valid = 0;
+	h->rx_next++;
+	h->recv_packets++;
+	h->recv_bytes += h->cur.length;
+	if (h->rx_next - h->rx_head_sent >= h->rx_batch)
+		rx_flush(h);
+}
+
+int pn_recv_body(pn_hal_t *h, void *buf, size_t len)
+{
+	uint32_t n;
+	if (!h)
+		return -EINVAL;
+	if (!h->cur_valid)
+		return -ENOENT;
+	n = h->cur.length;
+	if (len < n)
+		return -EMSGSIZE;
+	if (!buf && n)
+		return -EINVAL;
+	if (n)
+		memcpy(buf, (const void *)(uintptr_t)(h->cur_slot + PN_RX_SLOT_PAYLOAD_OFFSET), n);
+	rx_release(h);
+	return (int)n;
+}
+
+int pn_recv_skip(pn_hal_t *h)
+{
+	uint32_t n;
+	if (!h)
+		return -EINVAL;
+	if (!h->cur_valid)
+		return -ENOENT;
+	n = h->cur.length;
+	rx_release(h);
+	return (int)n;
+}
+
+int pn_recv_payload(pn_hal_t *h, const void **payload)
+{
+	if (!h || !payload)
+		return -EINVAL;
+	if (!h->cur_valid)
+		return -ENOENT;
+	*payload = (const void *)(uintptr_t)(h->cur_slot + PN_RX_SLOT_PAYLOAD_OFFSET);
+	return (int)h->cur.length;
+}
+
+int pn_recv_wait(pn_hal_t *h, pn_header_t *hdr, int64_t timeout_ns)
+{
+	struct pn_backoff b = {0};
+	uint64_t t0 = 0;
+	int r;
+
+	if (!h || !hdr)
+		return -EINVAL;
+	for (;;) {
+		if ((r = pn_recv_header(h, hdr)) != 0)
+			return r;
+		if (timeout_ns >= 0) {
+			uint64_t now = pn_monotonic_ns();
+			if (!t0)
+				t0 = now;
+			else if (now - t0 >= (uint64_t)timeout_ns)
+				return 0;
+		}
+		if (h->hook && !h->in_hook) {
+			h->in_hook = 1;
+			h->hook(h, h->hook_arg);
+			h->in_hook = 0;
+		}
+		pn_backoff_step(&b);
+	}
+}

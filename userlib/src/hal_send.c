@@ -1,0 +1,238 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The HAL's send side: PIO (stage header and payload in the context page's window
+ * with 64-bit stores, ring PIO_DOORBELL), DMA (a 32-byte descriptor into the TX ring,
+ * ring TX_TAIL), pn_send's choice between them and its bounce buffer, and waiting for
+ * the NIC to have taken what was posted.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <string.h>
+
+#include "hal_int.h"
+
+static int check_dst(pn_hal_t *h, unsigned dst_node, unsigned dst_ctx)
+{
+	if (dst_node >= h->map.num_nodes)
+		return refuse(h, -EHOSTUNREACH);
+	if (dst_ctx >= h->map.num_ctx)
+		return refuse(h, -EINVAL);
+	return 0;
+}
+
+static uint32_t packets_of(const pn_hal_t *h, size_t len)
+{
+	return len ? (uint32_t)((len + h->map.mtu - 1) / h->map.mtu) : 1;
+}
+
+static int pio_wait_window(pn_hal_t *h)
+{
+	struct pn_backoff b = {0};
+	while ((int32_t)(sts_load(h, PN_STS_PIO_DONE_WORD) - h->pio_posted) < 0)
+		pn_hal_wait_step(h, &b);
+	return 0;
+}
+
+static void pio_stage_ring(pn_hal_t *h, const uint64_t hdr[2], const void *buf, size_t len)
+{
+	const uint8_t *p = buf;
+	size_t full = len / 8, tail = len % 8;
+	uint64_t v;
+
+	if (h->map.ctx_page) {
+		volatile uint64_t *w = (volatile uint64_t *)(h->map.ctx_page + PN_PIO_WINDOW_OFFSET);
+		w[0] = hdr[0];
+		w[1] = hdr[1];
+		for (size_t i = 0; i < full; i++) {
+			memcpy(&v, p + 8 * i, 8);
+			w[2 + i] = v;
+		}
+		if (tail) {
+			v = 0;
+			memcpy(&v, p + 8 * full, tail);
+			w[2 + full] = v;
+		}
+	} else {
+		uint32_t off = PN_PIO_WINDOW_OFFSET;
+		h->ops->mmio_write64(h, off, hdr[0]);
+		h->ops->mmio_write64(h, off + 8, hdr[1]);
+		for (size_t i = 0; i < full; i++) {
+			memcpy(&v, p + 8 * i, 8);
+			h->ops->mmio_write64(h, off + 16 + 8 * (uint32_t)i, v);
+		}
+		if (tail) {
+			v = 0;
+			memcpy(&v, p + 8 * full, tail);
+			h->ops->mmio_write64(h, off + 16 + 8 * (uint32_t)full, v);
+		}
+	}
+	pn_wmb();
+	h->pio_posted++;
+	h->ops->mmio_write32(h, PN_REG_PIO_DOORBELL, (uint32_t)(PN_HEADER_BYTES + len));
+}
+
+int pn_send_pio(pn_hal_t *h, unsigned dst_node, unsigned dst_ctx, uint64_t tag,
+		const void *buf, size_t len)
+{
+	uint64_t w[2] = {0, 0};
+	int r;
+
+	if (!h)
+		return -EINVAL;
+	if ((r = check_dst(h, dst_node, dst_ctx)) < 0)
+		return r;
+	if (len > PN_LEN_ABSURD || (!buf && len))
+		return refuse(h, -EINVAL);
+	if (len > h->pio_max)
+		return refuse(h, -EMSGSIZE);
+	PN_SET(w, PN_HDR_DST_NODE, dst_node);
+	PN_SET(w, PN_HDR_DST_CTX, dst_ctx);
+	PN_SET(w, PN_HDR_TYPE, PN_TYPE_DATA);
+	PN_SET(w, PN_HDR_LENGTH, len);
+	PN_SET(w, PN_HDR_FLAGS, PN_FLAG_SOM | PN_FLAG_EOM);
+	PN_SET(w, PN_HDR_TAG, tag);
+	pio_wait_window(h);
+	pio_stage_ring(h, w, buf, len);
+	h->sent_packets++;
+	h->sent_bytes += len;
+	return 0;
+}
+
+int pn_pio_raw(pn_hal_t *h, const uint64_t hdr[2], const void *payload, size_t len)
+{
+	if (!h || !hdr || (!payload && len) || len > PN_LEN_ABSURD)
+		return h ? refuse(h, -EINVAL) : -EINVAL;
+	if (len > PN_PIO_WINDOW_BYTES - PN_HEADER_BYTES)
+		return refuse(h, -EMSGSIZE);
+	pio_wait_window(h);
+	pio_stage_ring(h, hdr, payload, len);
+	return 0;
+}
+
+static int tx_post(pn_hal_t *h, const uint64_t d[4])
+{
+	struct pn_backoff b = {0};
+	volatile uint64_t *slot;
+
+	while (h->tx_tail - sts_load(h, PN_STS_TX_DONE_WORD) >= h->map.tx_entries)
+		pn_hal_wait_step(h, &b);
+	slot = (volatile uint64_t *)(h->map.tx_ring + (size_t)(h->tx_tail & h->tx_mask) * PN_TX_DESC_BYTES);
+	slot[0] = d[0];
+	slot[1] = d[1];
+	slot[2] = d[2];
+	slot[3] = d[3];
+	h->tx_tail++;
+	pn_wmb();
+	h->ops->mmio_write32(h, PN_REG_TX_TAIL, h->tx_tail);
+	return 0;
+}
+
+int pn_tx_post_raw(pn_hal_t *h, const uint64_t desc[4])
+{
+	if (!h || !desc)
+		return h ? refuse(h, -EINVAL) : -EINVAL;
+	return tx_post(h, desc);
+}
+
+static int dma_post(pn_hal_t *h, unsigned dst_node, unsigned dst_ctx, uint64_t tag,
+		    uint64_t dma, size_t len)
+{
+	uint64_t d[4] = {0, 0, 0, 0};
+	PN_SET(d, PN_DESC_ADDR, dma);
+	PN_SET(d, PN_DESC_LENGTH, len);
+	PN_SET(d, PN_DESC_DST_NODE, dst_node);
+	PN_SET(d, PN_DESC_DST_CTX, dst_ctx);
+	PN_SET(d, PN_DESC_TYPE, PN_TYPE_DATA);
+	PN_SET(d, PN_DESC_TAG, tag);
+	PN_SET(d, PN_DESC_COOKIE, h->tx_tail);
+	h->sent_packets += packets_of(h, len);
+	h->sent_bytes += len;
+	return tx_post(h, d);
+}
+
+int pn_send_dma(pn_hal_t *h, unsigned dst_node, unsigned dst_ctx, uint64_t tag,
+		const void *buf, size_t len)
+{
+	uint64_t dma = 0;
+	int r;
+
+	if (!h)
+		return -EINVAL;
+	if ((r = check_dst(h, dst_node, dst_ctx)) < 0)
+		return r;
+	if (len > PN_LEN_ABSURD || (!buf && len))
+		return refuse(h, -EINVAL);
+	if (len > PN_MAX_DMA_LENGTH)
+		return refuse(h, -EMSGSIZE);
+	if (len && pn_mem_dma_addr(h, buf, len, &dma) < 0)
+		return refuse(h, -EFAULT);
+	return dma_post(h, dst_node, dst_ctx, tag, dma, len);
+}
+
+int pn_send(pn_hal_t *h, unsigned dst_node, unsigned dst_ctx, uint64_t tag,
+	    const void *buf, size_t len)
+{
+	int r;
+
+	if (!h)
+		return -EINVAL;
+	if ((r = check_dst(h, dst_node, dst_ctx)) < 0)
+		return r;
+	if (len > PN_LEN_ABSURD || (!buf && len))
+		return refuse(h, -EINVAL);
+	if ((long)len <= h->pio_threshold && len <= h->pio_max)
+		return pn_send_pio(h, dst_node, dst_ctx, tag, buf, len);
+	if (len > PN_MAX_DMA_LENGTH)
+		return refuse(h, -EMSGSIZE);
+	if (pn_mem_is_registered(h, buf, len))
+		return pn_send_dma(h, dst_node, dst_ctx, tag, buf, len);
+
+	/* Bounce: wait until its previous use completed, grow it if needed, copy, post. */
+	if ((r = pn_tx_wait_until(h, h->bounce_ticket)) < 0)
+		return r;
+	if (h->bounce_len < len) {
+		size_t want = 64 * 1024;
+		void *nb;
+		while (want < len)
+			want <<= 1;
+		if (h->bounce)
+			pn_dma_free(h, h->bounce);
+		h->bounce = NULL;
+		h->bounce_len = 0;
+		if ((r = pn_dma_alloc(h, want, &nb)) < 0)
+			return refuse(h, r);
+		h->bounce = nb;
+		h->bounce_len = want;
+	}
+	memcpy(h->bounce, buf, len);
+	r = pn_send_dma(h, dst_node, dst_ctx, tag, h->bounce, len);
+	h->bounce_ticket = h->tx_tail;
+	return r;
+}
+
+uint32_t pn_tx_posted(const pn_hal_t *h)
+{
+	return h ? h->tx_tail : 0;
+}
+
+int pn_tx_wait_until(pn_hal_t *h, uint32_t count)
+{
+	struct pn_backoff b = {0};
+	if (!h)
+		return -EINVAL;
+	if ((int32_t)(count - h->tx_tail) > 0)
+		return refuse(h, -EINVAL);
+	while ((int32_t)(sts_load(h, PN_STS_TX_DONE_WORD) - count) < 0)
+		pn_hal_wait_step(h, &b);
+	return 0;
+}
+
+int pn_tx_wait(pn_hal_t *h)
+{
+	int r;
+	if (!h)
+		return -EINVAL;
+	if ((r = pn_tx_wait_until(h, h->tx_tail)) < 0)
+		return r;
+	return pio_wait_window(h);
+}

@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The HAL's waiting: the round every wait loop makes (the NIC's progress, the upper
+ * layer's wait hook, polite back-off), pn_progress, the backend's time base, and the
+ * barrier (one doorbell, then wait for the status block's barrier_done to move).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+
+#include "hal_int.h"
+
+/* ---- waiting, progress, time --------------------------------------------------------- */
+
+/* One round of a wait loop: let the NIC work, let the upper layer drain, back off. */
+void pn_hal_wait_step(pn_hal_t *h, struct pn_backoff *b)
+{
+	rx_flush(h);
+	if (h->ops->progress)
+		h->ops->progress(h);
+	if (h->hook && !h->in_hook) {
+		h->in_hook = 1;
+		h->hook(h, h->hook_arg);
+		h->in_hook = 0;
+	}
+	pn_backoff_step(b);
+}
+
+int pn_progress(pn_hal_t *h)
+{
+	if (!h)
+		return -EINVAL;
+	rx_flush(h);
+	return h->ops->progress ? h->ops->progress(h) : 0;
+}
+
+void pn_set_wait_hook(pn_hal_t *h, pn_wait_hook_t fn, void *arg)
+{
+	if (!h)
+		return;
+	h->hook = fn;
+	h->hook_arg = arg;
+}
+
+uint64_t pn_now_ns(pn_hal_t *h)
+{
+	if (h && h->ops->now_ns)
+		return h->ops->now_ns(h);
+	return pn_monotonic_ns();
+}
+
+uint64_t pn_cycles(pn_hal_t *h)
+{
+	if (h && h->ops->cycles)
+		return h->ops->cycles(h);
+	return pn_now_ns(h) * (PN_TARGET_CLK_HZ / 1000000) / 1000;
+}
+
+/* ---- barrier ------------------------------------------------------------------------------ */
+
+int pn_barrier(pn_hal_t *h)
+{
+	struct pn_backoff b = {0};
+	uint32_t b0;
+
+	if (!h)
+		return -EINVAL;
+	b0 = sts_load(h, PN_STS_BARRIER_DONE_WORD);
+	rx_flush(h);
+	pn_wmb();
+	h->ops->mmio_write32(h, PN_REG_BARRIER, 1);
+	while (sts_load(h, PN_STS_BARRIER_DONE_WORD) == b0)
+		pn_hal_wait_step(h, &b);
+	return 0;
+}
