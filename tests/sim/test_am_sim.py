@@ -1,4 +1,4 @@
-"""Active messages and RMA (userlib/src/am.c) on the simulated 4-node ring: the same C
+"""Active messages and RMA (userlib/src/am_*.c) on the simulated 4-node ring: the same C
 program as on `sw` (userlib/tests/am_test.c), so requests, replies, the window and RMA
 run over the gateware's host interface, the NIC's PIO and DMA engines and the
 simulated PCIe latencies; and the hardware-path latency of a request+reply."""

@@ -1,4 +1,4 @@
-"""The ports layer (userlib/src/ports.c) on the simulated 4-node ring: the same C
+"""The ports layer (userlib/src/ports_*.c) on the simulated 4-node ring: the same C
 program as on `sw` (userlib/tests/ports_test.c), so the protocol runs over the
 gateware's host interface, the NIC's separate PIO and DMA engines and the simulated
 PCIe latencies; and the hardware-path latency of an eager message against a

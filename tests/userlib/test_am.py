@@ -1,4 +1,4 @@
-"""Active messages and RMA (userlib/src/am.c, pn_am.h, docs/am.md) on the `sw` backend.
+"""Active messages and RMA (userlib/src/am_*.c, pn_am.h, docs/am.md) on the `sw` backend.
 
 The C program userlib/tests/am_test.c under pn_launch, one process per node: request
 and reply ping-pong with payloads 0 .. max, window flow control against a slow

@@ -1,4 +1,4 @@
-"""The ports layer (userlib/src/ports.c, pn_ports.h) on the `sw` backend.
+"""The ports layer (userlib/src/ports_*.c, pn_ports.h) on the `sw` backend.
 
 * C programs under pn_launch (userlib/tests/ports_test.c): sizes around the MTU and
   the eager limit, matching by source/channel/tag/mask (unexpected then posted, posted

@@ -132,16 +132,20 @@ def test_directory_segments_are_removed(run_nodes):
     """The per-node directories (/dev/shm/paranic-CLUSTER.sock.N) go with the last process of
     the node (checked with pn_launch --keep, which leaves the cluster's own segment), and
     pn_launch removes what a killed process left."""
-    before = {f for f in os.listdir("/dev/shm") if ".sock." in f}
+    def dirs(cluster: str) -> list[str]:   # only this test's clusters: others may run beside it
+        return [f for f in os.listdir("/dev/shm") if f.startswith(f"paranic-{cluster}.sock.")]
+
+    cluster = cluster_name(f"pytest-{os.getpid()}-sock-dirs")
+    cluster2 = cluster_name(f"pytest-{os.getpid()}-sock-dirs2")
+    assert dirs(cluster) == dirs(cluster2) == []
     r = run_nodes(preloaded("udp"), 2, "sock-dirs", timeout=30, extra=["--keep"])
     assert_both_ok(r, "udp")
-    cluster = cluster_name(f"pytest-{os.getpid()}-sock-dirs")
     assert os.path.exists(f"/dev/shm/paranic-{cluster}")   # kept: --keep works
     os.unlink(f"/dev/shm/paranic-{cluster}")
-    assert {f for f in os.listdir("/dev/shm") if ".sock." in f} == before
+    assert dirs(cluster) == []
     r = run_nodes(preloaded("reset"), 2, "sock-dirs2", timeout=30)
     assert "launch: node 1 killed by signal 9" in r.out, r.out
-    assert {f for f in os.listdir("/dev/shm") if ".sock." in f} == before
+    assert dirs(cluster2) == []
 
 
 def test_nobody_there_refuses(run_nodes):

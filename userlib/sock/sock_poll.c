@@ -64,7 +64,7 @@ int sk_poll_ns(struct pollfd *fds, nfds_t n, int64_t timeout_ns)
 			if (!kind[i])
 				continue;
 			s = G.fds[fds[i].fd];
-			if (!s || s->type == SK_CAND) {   /* closed meanwhile: the kernel's business now */
+			if (!s || s->type == SK_CAND) {   /* closed meanwhile: the kernel's business */
 				kind[i] = 0;
 				os[i].fd = fds[i].fd;
 				has_os = 1;

@@ -3,9 +3,9 @@
  * libparanic hardware abstraction layer (HAL).
  *
  * One API for every ParaNIC backend: "sw" (a software NIC in shared memory for
- * processes on one machine), later "sim" (the Verilator cluster simulator) and
- * "pci" (the driver's mapping of a real board). The ring protocol of the host
- * interface (docs/protocol.md) is implemented once, in hal.c; a backend only
+ * processes on one machine), "sim" (the Verilator cluster simulator) and "pci"
+ * (the driver's mapping of a real board). The ring protocol of the host interface
+ * (docs/protocol.md) is implemented once, in the hal*.c files; a backend only
  * supplies the context's memory and what a doorbell does (src/hal_backend.h).
  *
  * Conventions: every function returns 0 or a positive count on success and a
