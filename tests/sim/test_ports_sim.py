@@ -13,6 +13,7 @@ import pytest
 from simtest import TESTS, launch
 
 PORTS_TEST = str(TESTS / "ports_test")
+PORTS_FAULT_TEST = str(TESTS / "ports_fault_test")
 
 
 def _quiet(sim) -> None:
@@ -44,7 +45,8 @@ def test_matching_and_forged_source(sim4, case):
     limits, cancel); a forged source field stamped over by the NIC, and messages sent
     out of order matched in their connection's order."""
     _quiet(sim4)
-    r = launch(sim4, [PORTS_TEST, case, "sim"], 3, f"pt-{case}", timeout=300)
+    prog = PORTS_FAULT_TEST if case == "forge" else PORTS_TEST
+    r = launch(sim4, [prog, case, "sim"], 3, f"pt-{case}", timeout=300)
     assert r.rc == 0 and not r.fails(), r.out
     r.ok(0, case)
     if case == "forge":
@@ -53,7 +55,7 @@ def test_matching_and_forged_source(sim4, case):
 
 def test_bad_input_and_closed_ports(sim4):
     _quiet(sim4)
-    r = launch(sim4, [PORTS_TEST, "errors", "sim"], 2, "pt-errors", timeout=300,
+    r = launch(sim4, [PORTS_FAULT_TEST, "errors", "sim"], 2, "pt-errors", timeout=300,
                env={"PARANIC_PORT_TIMEOUT_MS": "500"})
     assert r.rc == 0 and not r.fails(), r.out
     assert r.ok(0, "errors sender").startswith("ok errors sender: bad arguments, registration, options, refused "
@@ -67,7 +69,7 @@ def test_killed_peer(sim4):
     node 1's context later talks to both. The timeout is wall time and must exceed
     what a busy simulator needs for a round trip (300 ms is too short here)."""
     _quiet(sim4)
-    r = launch(sim4, [PORTS_TEST, "kill", "sim"], 3, "pt-kill", timeout=300,
+    r = launch(sim4, [PORTS_FAULT_TEST, "kill", "sim"], 3, "pt-kill", timeout=300,
                extra=["-f", "-k", "1:100:phase-kill", "-r", "2500"], env={"PARANIC_PORT_TIMEOUT_MS": "1500"})
     assert r.rc == 0 and not r.fails(), r.out
     assert "launch: node 1 killed by signal 9, respawning in 2500 ms" in r.launch

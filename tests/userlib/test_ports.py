@@ -1,6 +1,6 @@
 """The ports layer (userlib/src/ports_*.c, pn_ports.h) on the `sw` backend.
 
-* C programs under pn_launch (userlib/tests/ports_test.c): sizes around the MTU and
+* C programs under pn_launch (userlib/tests/ports_test.c, ports_fault_test.c): sizes around the MTU and
   the eager limit, matching by source/channel/tag/mask (unexpected then posted, posted
   then arrived), order per channel, many channels, two ports per node, all-to-all, a
   slow receiver flooded with eager messages, bad input and closed ports, a forged
@@ -31,6 +31,9 @@ from paranic.launch import TESTS, USERLIB_BUILD, cluster_name
 from paranic.paths import TREE as ROOT
 
 PORTS_TEST = TESTS / "ports_test"
+#: The cases of bad input, forged sources and killed peers.
+PORTS_FAULT_TEST = TESTS / "ports_fault_test"
+FAULT_CASES = ("errors", "forge", "kill")
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +50,8 @@ def window(c: dict[str, int], eager_max: int) -> int:
 
 
 def ports(run_nodes, case, n, name=None, extra=None, env=None, timeout=60):
-    return run_nodes([str(PORTS_TEST), case, "sw"], n, name or f"pt-{case}-{n}", timeout=timeout, extra=extra,
+    prog = PORTS_FAULT_TEST if case in FAULT_CASES else PORTS_TEST
+    return run_nodes([str(prog), case, "sw"], n, name or f"pt-{case}-{n}", timeout=timeout, extra=extra,
                      env=env)
 
 
