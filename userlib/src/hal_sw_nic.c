@@ -17,7 +17,7 @@
  * the context is marked dead and packets to it are dropped and counted. The ring
  * lock holds the holder's pid, so a lock left by a killed process is taken over and
  * the half-written slot repaired. Work that cannot finish (a full ring) stays pending
- * and is resumed by pn_sw_engines from the HAL's progress calls.
+ * and is resumed by pn_sw_engines (hal_sw.h) from the HAL's progress calls.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -170,7 +170,7 @@ static uint32_t sw_pio_max(const struct sw_be *be)
 	return be->mtu < m ? be->mtu : m;
 }
 
-static void sw_pio_try(struct sw_be *be)
+void pn_sw_pio_try(struct sw_be *be)
 {
 	uint64_t *w = be->pio_hdr;
 	int r = sw_deliver(be, (uint32_t)PN_GET(w, PN_HDR_DST_NODE), (uint32_t)PN_GET(w, PN_HDR_DST_CTX), w,
@@ -207,7 +207,7 @@ static void sw_pio_doorbell_locked(struct sw_be *be)
 	w[0] &= ~(0x3full << 58);   /* rsvd (bits 63:58, no macro: reserved fields have none) */
 	PN_SET(w, PN_HDR_FLAGS, PN_GET(w, PN_HDR_FLAGS) & (PN_FLAG_SOM | PN_FLAG_EOM));
 	be->pio_pending = 1;
-	sw_pio_try(be);
+	pn_sw_pio_try(be);
 }
 
 /* Under the engine lock: another thread's progress call may run this engine. */
@@ -231,7 +231,7 @@ static int window_ok(const struct sw_be *be, uint64_t addr, uint64_t len)
 	return 0;
 }
 
-static void sw_tx_run(struct sw_be *be)
+void pn_sw_tx_run(struct sw_be *be)
 {
 	while (be->tx_head != be->tx_tail) {
 		uint64_t *d = be->cur_desc;
@@ -287,7 +287,7 @@ static void sw_tx_tail(struct sw_be *be, uint32_t v)
 		count_error(be);
 	} else {
 		be->tx_tail = v;
-		sw_tx_run(be);
+		pn_sw_tx_run(be);
 	}
 	pthread_mutex_unlock(&be->eng);
 }
@@ -417,14 +417,4 @@ uint32_t pn_sw_mmio_read32(pn_hal_t *h, uint32_t off)
 	default:
 		return 0;
 	}
-}
-
-/* ---- progress -------------------------------------------------------------------------------- */
-
-void pn_sw_engines(struct sw_be *be)
-{
-	if (be->pio_pending)
-		sw_pio_try(be);
-	if (be->tx_head != be->tx_tail)
-		sw_tx_run(be);
 }
