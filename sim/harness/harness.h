@@ -175,7 +175,11 @@ private:
 
 /* Log (stderr and --log file). */
 void sim_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void sim_open_log(const char *path);
 extern int sim_verbose;
+
+/* A 64-bit store into shared memory a client polls. */
+static inline void store64(uint64_t *p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
 
 /* ---- clients and the harness ------------------------------------------------------------ */
 
@@ -220,6 +224,10 @@ struct Client {
 	uint64_t ram_bytes = 0;
 	pn_sim_trace dev_trace{};   /* its (unpublished) trace record */
 };
+
+/* The welcome's fields every client gets; sending it with an fd (clients.cpp). */
+pn_sim_welcome welcome_base();
+int send_welcome(int fd, const pn_sim_welcome &w, int pass_fd);
 
 class Vcluster;
 
@@ -267,6 +275,7 @@ private:
 	void reject(Client *cl, int err);
 	void try_attach(Client *cl);
 	void configure(Client *cl);
+	void welcome(Client *cl);
 	void start_job(int nodes);
 	uint32_t barrier_mode(int nodes) const;
 	void hangup(Client *cl);
