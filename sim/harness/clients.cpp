@@ -337,15 +337,14 @@ void Harness::hangup(Client *cl)
 		if (cl->st == CState::Active)
 			g->clients--;
 		cl->st = CState::Teardown;
-		cl->td_phase = 0;
 		cl->td_start = cycle;
 		sim_log("client %llu (pid %d) detached from node %d ctx %d at cycle %llu: disabling the context%s",
 			(unsigned long long)cl->id, cl->pid, cl->node, cl->ctx, (unsigned long long)cycle,
 			cl->device ? "s (device)" : "");
 		if (cl->device)
-			device_teardown_step(cl);
+			device_teardown(cl);
 		else
-			teardown_step(cl);
+			teardown(cl);
 		break;
 	default:
 		break;

@@ -91,70 +91,32 @@ void Harness::device_welcome(Client *cl)
 }
 
 /* A guest's node when its device process left (the guest powered off or QEMU died):
- * disable every context (no new DMA into the guest's RAM), wait until none is busy
- * and writes in flight have landed, reset them all, then unmap the RAM. */
-void Harness::device_teardown_step(Client *cl)
+ * CLOSE every context (contexts.cpp; the guest's rings are not known here: zeros), so
+ * no new DMA goes into the guest's RAM, and unmap the RAM once all are reset. */
+void Harness::device_teardown(Client *cl)
 {
-	switch (cl->td_phase) {
-	case 0: {
-		Script *s = new Script;
-		for (int c = 0; c < SIM_N_CTX; c++) {
-			s->csr_write(PN_CSR_HOST_CTX_SEL, PN_CSR_HOST_CTX_SEL_SIZE, (uint64_t)c);
-			s->csr_write(PN_CSR_HOST_CTX_ENABLE, 1, 0);
-			s->csr_write(PN_CSR_HOST_CTX_STATUS_ADDR, PN_CSR_HOST_CTX_STATUS_ADDR_SIZE, 0);
-			s->csr_write(PN_CSR_HOST_CTX_WIN_SIZE, PN_CSR_HOST_CTX_WIN_SIZE_SIZE, 0);
-			s->csr_write(PN_CSR_HOST_CTX_WRITE, 1, 1);
-		}
-		s->done = [this, cl](Script &) {
-			cl->td_phase = 1;
-			device_teardown_step(cl);
-		};
-		hosts[cl->node]->push_script(s, cycle);
-		break;
-	}
-	case 1: {
-		Script *s = new Script;
-		for (int c = 0; c < SIM_N_CTX; c++) {
-			s->csr_write(PN_CSR_HOST_CTX_SEL, PN_CSR_HOST_CTX_SEL_SIZE, (uint64_t)c);
-			s->csr_read(PN_CSR_HOST_CTX_STATE);
-		}
-		s->done = [this, cl](Script &sc) {
-			bool quiet = true;
-			for (uint32_t st : sc.reads)
-				quiet &= !(st & PN_CTX_STATE_BUSY);
-			if (!quiet && cycle - cl->td_start > 4000000) {
+	cl->td_left = SIM_N_CTX;
+	cl->td_forced = false;
+	for (int c = 0; c < SIM_N_CTX; c++) {
+		pn_ctxseq_cfg z{};
+		z.ctx = (uint32_t)c;
+		CtxRun *r = ctx_new(cl->node, PN_CTXSEQ_CLOSE, z);
+		r->give_up = [this, cl, r](uint32_t) {
+			if (!ctx_overdue(r))
+				return false;
+			if (!cl->td_forced)
 				sim_log("node %d: contexts still busy %llu cycles after the guest left; resetting anyway",
 					cl->node, (unsigned long long)(cycle - cl->td_start));
-				quiet = true;
-			}
-			if (quiet) {
-				cl->td_phase = 2;
-				cl->td_wait_until = cycle + cfg.c_dma_w + cfg.c_dma_r + 64;
-			} else {
-				device_teardown_step(cl);
-			}
+			cl->td_forced = true;
+			return true;
 		};
-		hosts[cl->node]->push_script(s, cycle + 32);
-		break;
-	}
-	case 2: {
-		if (cycle < cl->td_wait_until)
-			break;
-		cl->td_phase = 3;
-		Script *s = new Script;
-		for (int c = 0; c < SIM_N_CTX; c++) {
-			s->csr_write(PN_CSR_HOST_CTX_SEL, PN_CSR_HOST_CTX_SEL_SIZE, (uint64_t)c);
-			s->csr_write(PN_CSR_HOST_CTX_RESET, 1, 1);
-		}
-		s->done = [this, cl](Script &) {
+		r->done = [this, cl](int) {
+			if (--cl->td_left)
+				return;
 			sim_log("node %d: every context reset, guest RAM released %llu cycles after the device left",
 				cl->node, (unsigned long long)(cycle - cl->td_start));
 			free_client(cl);
 		};
-		hosts[cl->node]->push_script(s, cycle);
-		break;
-	}
-	default:
-		break;
+		ctx_push(r, cycle);
 	}
 }

@@ -25,6 +25,7 @@
 #include "cluster_gen.h"
 #include "pn_csr.h"
 #include "pn_sim_shm.h"
+#include "paranic/pn_ctxseq.h"
 #include "paranic/pn_protocol.h"
 
 /* Pointers to one node's top-level ports of the Verilated model (cluster_gen.cpp). */
@@ -212,8 +213,9 @@ struct Client {
 	uint64_t window = 0;        /* DMA window size (bytes from the heap base) */
 	bool pio_started = false;
 	uint32_t last_barrier_done = 0;
-	uint64_t td_start = 0, td_wait_until = 0;
-	int td_phase = 0;
+	uint64_t td_start = 0;      /* the cycle it hung up */
+	int td_left = 0;            /* a device's contexts still being closed */
+	bool td_forced = false;     /* a device's context was reset while busy */
 	pn_sim_trace *trace = nullptr;
 	uint64_t ops = 0;
 	/* A device client (PN_SIM_HELLO_DEVICE: a QEMU guest's PCI function) holds the whole
@@ -228,6 +230,20 @@ struct Client {
 /* The welcome's fields every client gets; sending it with an fd (clients.cpp). */
 pn_sim_welcome welcome_base();
 int send_welcome(int fd, const pn_sim_welcome &w, int pass_fd);
+
+/* One run of a context sequence (paranic/pn_ctxseq.h) on a node's bus (contexts.cpp). */
+struct CtxRun {
+	pn_ctxseq seq;
+	int node = -1;
+	uint64_t start = 0;           /* the cycle it began */
+	uint64_t wait_until = 0;      /* after SETTLE: when it goes on */
+	uint32_t read = 0;            /* the value the last READ gave */
+	pn_ctxop op{};                /* what ended the script built last */
+	bool abandoned = false;
+	std::function<bool()> live;   /* optional: false leaves the context alone (its owner left) */
+	std::function<bool(uint32_t state)> give_up;   /* busy: true resets it anyway */
+	std::function<void(int status)> done;
+};
 
 class Vcluster;
 
@@ -245,6 +261,7 @@ public:
 	void client_error(Client *cl, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 	void op_done(int node, const MmioItem &it, const uint32_t *vals, uint64_t cycle);
 	bool item_live(const MmioItem &it) const;
+	bool ctx_overdue(const CtxRun *r) const;
 
 	Config cfg;
 	uint64_t cycle = 0;
@@ -271,7 +288,7 @@ private:
 	void on_hello(Client *cl, const pn_sim_hello &h, int memfd);
 	void on_device_hello(Client *cl, const pn_sim_hello &h, int ramfd);
 	void device_welcome(Client *cl);
-	void device_teardown_step(Client *cl);
+	void device_teardown(Client *cl);
 	void reject(Client *cl, int err);
 	void try_attach(Client *cl);
 	void configure(Client *cl);
@@ -279,9 +296,15 @@ private:
 	void start_job(int nodes);
 	uint32_t barrier_mode(int nodes) const;
 	void hangup(Client *cl);
-	void teardown_step(Client *cl);
+	void teardown(Client *cl);
+	void set_window(Client *cl, uint64_t bytes);
 	void free_client(Client *cl);
-	Script *ctx_script(Client *cl, bool enable, bool reset);
+	CtxRun *ctx_new(int node, pn_ctxseq_kind kind, const pn_ctxseq_cfg &c);
+	void ctx_push(CtxRun *r, uint64_t due);
+	void ctx_build(CtxRun *r, Script &sc);
+	void ctx_after(CtxRun *r, Script &sc);
+	void ctx_tick();   /* runs whose SETTLE wait is over go on */
+	pn_ctxseq_cfg ctx_cfg(const Client *cl) const;
 	bool anything_in_flight() const;
 	void write_ready();
 	void print_stats(double wall);
@@ -306,4 +329,5 @@ private:
 	int job_want = 0;
 	uint64_t last_activity = 0;
 	uint64_t ctx_gen[SIM_NODES][SIM_N_CTX] = {};
+	std::vector<CtxRun *> ctx_waiting;   /* context runs in a SETTLE wait */
 };

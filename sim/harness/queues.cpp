@@ -137,19 +137,9 @@ void Harness::pull_queues()
 				}
 				h->push_client_op(it);
 				break;
-			case PN_SIM_OP_WINDOW: {
-				/* The driver's "register memory" call: the DMA window grows or shrinks. In
-				 * order with the client's MMIO, so a doorbell after it sees the new window. */
-				cl->window = std::min<uint64_t>(op.value, cl->hello.heap_bytes);
-				Script *s = ctx_script(cl, true, false);
-				uint64_t gen = cl->gen;
-				s->build = [this, cl, gen](Script &sc) {
-					if (cl->st != CState::Active || cl->gen != gen)
-						sc.steps.clear();   /* it left meanwhile: leave the context alone */
-				};
-				h->push_script(s, cycle + cfg.c_mmio_w);
+			case PN_SIM_OP_WINDOW:
+				set_window(cl, op.value);   /* contexts.cpp */
 				break;
-			}
 			default:
 				client_error(cl, "unknown kind %u", op.kind);
 				break;

@@ -116,7 +116,7 @@ void Harness::poll_sockets(int timeout_ms)
 
 bool Harness::anything_in_flight() const
 {
-	if (!replies.empty() || job_pending)
+	if (!replies.empty() || job_pending || !ctx_waiting.empty())
 		return true;
 	for (const Host *h : hosts)
 		if (h->busy())
@@ -215,9 +215,7 @@ int Harness::run()
 		if (cfg.free_run) {
 			for (int i = 0; i < 256; i++)
 				step();
-			for (Client *cl : std::vector<Client *>(clients))
-				if (cl->st == CState::Teardown && cl->td_phase == 2)
-					cl->device ? device_teardown_step(cl) : teardown_step(cl);
+			ctx_tick();
 			poll_sockets(0);
 		} else if (links_up && !busy && !attached) {
 			poll_sockets(200);   /* nobody attached: the clock stands still */
@@ -245,9 +243,7 @@ int Harness::run()
 						break;
 					}
 			}
-			for (Client *cl : std::vector<Client *>(clients))
-				if (cl->st == CState::Teardown && cl->td_phase == 2)
-					cl->device ? device_teardown_step(cl) : teardown_step(cl);
+			ctx_tick();
 			poll_sockets(0);
 		}
 		if (cfg.max_cycles && cycle >= cfg.max_cycles)
