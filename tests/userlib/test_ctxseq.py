@@ -72,3 +72,24 @@ def test_ctxseq_mutant_fails(tmp_path: Path, what: str, old: str, new: str):
     assert cc.returncode == 0, cc.stderr
     r = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
     assert r.returncode != 0 and "FAIL" in r.stdout, f"{what}: not caught\n{r.stdout}"
+
+
+@pytest.mark.skipif(shutil.which("gcc") is None or shutil.which("nm") is None, reason="needs gcc and nm")
+def test_ctxseq_freestanding(tmp_path: Path):
+    """ctxseq.c calls nothing (the kernel and the firmware link it as it is), at any
+    optimisation level; pn_ctxseq.h compiles on its own in C11 and C++17."""
+    for opt in ("-O0", "-O2", "-Os"):
+        o = tmp_path / f"ctxseq{opt}.o"
+        cc = subprocess.run(["gcc", "-std=c11", opt, "-ffreestanding", "-Wall", "-Wextra", "-Werror",
+                             f"-I{INCLUDE}", "-c", str(USERLIB / "src" / "ctxseq.c"), "-o", str(o)],
+                            capture_output=True, text=True)
+        assert cc.returncode == 0, cc.stderr
+        undefined = subprocess.run(["nm", "-u", str(o)], capture_output=True, text=True, check=True).stdout
+        assert undefined.split() == [], f"{opt}: ctxseq.c calls {undefined.split()}"
+    src = tmp_path / "h.c"
+    src.write_text("#include <paranic/pn_ctxseq.h>\nint f(void);\n"
+                   "int f(void) { return PN_CTXREG_COUNT + PN_CTXSEQ_WINDOW_SHRINK; }\n")
+    for cc, lang, std in (("gcc", "c", "-std=c11"), ("g++", "c++", "-std=c++17")):
+        r = subprocess.run([cc, std, "-Wall", "-Wextra", "-Werror", f"-I{INCLUDE}", "-x", lang, "-c", str(src),
+                            "-o", str(tmp_path / "h.o")], capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr

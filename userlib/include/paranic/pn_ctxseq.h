@@ -3,8 +3,8 @@
  * The context sequences: how a NIC context is handed to an owner, taken back, and
  * has its DMA window changed. The one description and the one implementation, run by
  * the Linux driver (driver/paranic_ctx.c), the simulator's harness
- * (sim/harness/ctxseq_run.cpp), the cocotb host model (tests/model/ctxseq.py) and the
- * SoC firmware. What each register does is in docs/host-interface.md ("Driver:
+ * (sim/harness/contexts.cpp), the cocotb benches (tests/model/ctxseq.py, through
+ * libparanic and cffi) and the SoC firmware. What each register does is in docs/host-interface.md ("Driver:
  * configuring a context").
  *
  * Registers. The sequences use the logical per-context registers of enum pn_ctxreg:
