@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * paranic-sim: context programming. The sequences of paranic/pn_ctxseq.h (the driver's,
- * the same C code) run on a node's bus: each run's register accesses become Scripts, a
+ * paranic-sim: context programming. The sequences of paranic/pn_ctxseq.h, the C code
+ * the driver runs, run on a node's bus: each run's register accesses become Scripts, a
  * busy context is polled every POLL_CYCLES, SETTLE waits the DMA latencies in the run
  * loop. A client's context is opened at attach, closed at detach before its memory is
  * unmapped, and reprogrammed when it changes its DMA window. See docs/simulator.md.
@@ -96,17 +96,14 @@ void Harness::ctx_after(CtxRun *r, Script &sc)
 
 void Harness::ctx_tick()
 {
-	std::vector<CtxRun *> due;
-	for (CtxRun *r : ctx_waiting)
+	std::vector<CtxRun *> still;
+	for (CtxRun *r : ctx_waiting) {
 		if (r->wait_until <= cycle)
-			due.push_back(r);
-	if (due.empty())
-		return;
-	ctx_waiting.erase(std::remove_if(ctx_waiting.begin(), ctx_waiting.end(),
-					 [this](CtxRun *r) { return r->wait_until <= cycle; }),
-			  ctx_waiting.end());
-	for (CtxRun *r : due)
-		ctx_push(r, cycle);
+			ctx_push(r, cycle);
+		else
+			still.push_back(r);
+	}
+	ctx_waiting.swap(still);
 }
 
 bool Harness::ctx_overdue(const CtxRun *r) const
@@ -132,13 +129,13 @@ pn_ctxseq_cfg Harness::ctx_cfg(const Client *cl) const
 }
 
 /* A busy context logged and reset anyway once a run has waited GIVE_UP_CYCLES. */
-static std::function<bool(uint32_t)> give_up_when_overdue(Harness *H, CtxRun *r)
+std::function<bool(uint32_t)> Harness::ctx_give_up_when_overdue(CtxRun *r)
 {
-	return [H, r](uint32_t state) {
-		if (!H->ctx_overdue(r))
+	return [this, r](uint32_t state) {
+		if (!ctx_overdue(r))
 			return false;
 		sim_log("node %d ctx %u: still busy (state %#x) %llu cycles after disable; resetting anyway", r->node,
-			r->seq.cfg.ctx, state, (unsigned long long)(H->cycle - r->start));
+			r->seq.cfg.ctx, state, (unsigned long long)(cycle - r->start));
 		return true;
 	};
 }
@@ -149,7 +146,7 @@ void Harness::configure(Client *cl)
 	uint64_t gen = cl->gen;
 	CtxRun *r = ctx_new(cl->node, PN_CTXSEQ_OPEN, ctx_cfg(cl));
 	r->live = [cl, gen] { return cl->st == CState::Config && cl->gen == gen; };
-	r->give_up = give_up_when_overdue(this, r);
+	r->give_up = ctx_give_up_when_overdue(r);
 	r->done = [this, cl, gen](int) {
 		if (cl->st != CState::Config || cl->gen != gen)
 			return;   /* it hung up meanwhile: teardown is under way */
@@ -163,7 +160,7 @@ void Harness::configure(Client *cl)
 void Harness::teardown(Client *cl)
 {
 	CtxRun *r = ctx_new(cl->node, PN_CTXSEQ_CLOSE, ctx_cfg(cl));
-	r->give_up = give_up_when_overdue(this, r);
+	r->give_up = ctx_give_up_when_overdue(r);
 	r->done = [this, cl](int) {
 		sim_log("node %d ctx %d: reset and free %llu cycles after the client left", cl->node, cl->ctx,
 			(unsigned long long)(cycle - cl->td_start));

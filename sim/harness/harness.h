@@ -261,7 +261,6 @@ public:
 	void client_error(Client *cl, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 	void op_done(int node, const MmioItem &it, const uint32_t *vals, uint64_t cycle);
 	bool item_live(const MmioItem &it) const;
-	bool ctx_overdue(const CtxRun *r) const;
 
 	Config cfg;
 	uint64_t cycle = 0;
@@ -276,39 +275,48 @@ private:
 		uint64_t gen, seq, value;
 	};
 
+	/* server.cpp: socket, shared memory, clock, run loop */
 	void setup_shm();
 	void setup_socket();
+	void poll_sockets(int timeout_ms);
+	void step();
+	bool anything_in_flight() const;
+	void cleanup();
+	/* nodes.cpp: bring-up, links, jobs */
 	void bring_up();
 	void link_poll(int node, uint64_t due);
-	void step();
-	void pull_queues();
-	void poll_sockets(int timeout_ms);
+	void start_job(int nodes);
+	uint32_t barrier_mode(int nodes) const;
+	/* clients.cpp: the client protocol */
 	void accept_clients();
 	void on_readable(Client *cl);
 	void on_hello(Client *cl, const pn_sim_hello &h, int memfd);
+	void reject(Client *cl, int err);
+	void try_attach(Client *cl);
+	void welcome(Client *cl);
+	void hangup(Client *cl);
+	void free_client(Client *cl);
+	/* queues.cpp: clients' MMIO queues */
+	void pull_queues();
+	/* device.cpp: device clients */
 	void on_device_hello(Client *cl, const pn_sim_hello &h, int ramfd);
 	void device_welcome(Client *cl);
 	void device_teardown(Client *cl);
-	void reject(Client *cl, int err);
-	void try_attach(Client *cl);
-	void configure(Client *cl);
-	void welcome(Client *cl);
-	void start_job(int nodes);
-	uint32_t barrier_mode(int nodes) const;
-	void hangup(Client *cl);
-	void teardown(Client *cl);
-	void set_window(Client *cl, uint64_t bytes);
-	void free_client(Client *cl);
+	/* contexts.cpp: context sequences on a node's bus; a client's context */
 	CtxRun *ctx_new(int node, pn_ctxseq_kind kind, const pn_ctxseq_cfg &c);
 	void ctx_push(CtxRun *r, uint64_t due);
 	void ctx_build(CtxRun *r, Script &sc);
 	void ctx_after(CtxRun *r, Script &sc);
 	void ctx_tick();   /* runs whose SETTLE wait is over go on */
+	bool ctx_overdue(const CtxRun *r) const;
+	std::function<bool(uint32_t)> ctx_give_up_when_overdue(CtxRun *r);
 	pn_ctxseq_cfg ctx_cfg(const Client *cl) const;
-	bool anything_in_flight() const;
+	void configure(Client *cl);
+	void teardown(Client *cl);
+	void set_window(Client *cl, uint64_t bytes);
+	/* report.cpp */
 	void write_ready();
 	void print_stats(double wall);
-	void cleanup();
 
 	Vcluster *m = nullptr;
 	std::vector<Host *> hosts;
