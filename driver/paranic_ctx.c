@@ -20,7 +20,8 @@ static const struct {
 	u32 off;
 	u32 bits;
 } pn_ctxreg_csr[PN_CTXREG_COUNT] = {
-#define PN_CTXREG_CSR(NAME, name) [PN_CTXREG_##NAME] = { PN_CSR_HOST_CTX_##NAME, PN_CSR_HOST_CTX_##NAME##_SIZE },
+#define PN_CTXREG_CSR(NAME, name) \
+	[PN_CTXREG_##NAME] = { PN_CSR_HOST_CTX_##NAME, PN_CSR_HOST_CTX_##NAME##_SIZE },
 	PN_CTXREGS(PN_CTXREG_CSR)
 #undef PN_CTXREG_CSR
 };

@@ -26,15 +26,16 @@ const char *pn_ctxreg_name(enum pn_ctxreg reg)
 	return (unsigned int)reg < PN_CTXREG_COUNT ? pn_ctxreg_names[reg] : NULL;
 }
 
-/* The phases the sequences are made of (pn_ctxseq.h). */
+/* The phases the sequences are made of (pn_ctxseq.h). PH_DONE is 0: a kind's list
+ * below ends with it, and so does the rest of its row. */
 enum {
+	PH_DONE,
 	PH_DISABLE,
 	PH_PROGRAM,
 	PH_QUIESCE,        /* on PN_CTX_STATE_BUSY */
 	PH_QUIESCE_TX,     /* on PN_CTX_STATE_TX_INFLIGHT */
 	PH_SETTLE,
 	PH_RESET,
-	PH_DONE,
 };
 
 static const unsigned char pn_ctxseq_phases[][5] = {
@@ -76,6 +77,25 @@ static uint64_t pn_ctxseq_field(const struct pn_ctxseq_cfg *c, enum pn_ctxreg re
 	}
 }
 
+static unsigned int pn_ctxseq_cur(const struct pn_ctxseq *s)
+{
+	return pn_ctxseq_phases[s->kind][s->phase];
+}
+
+static void pn_ctxseq_advance(struct pn_ctxseq *s)
+{
+	s->phase++;
+	s->pos = 0;
+}
+
+/* Skip what is left: DONE reports status. */
+static void pn_ctxseq_finish(struct pn_ctxseq *s, int status)
+{
+	s->status = status;
+	while (pn_ctxseq_cur(s) != PH_DONE)
+		pn_ctxseq_advance(s);
+}
+
 void pn_ctxseq_init(struct pn_ctxseq *s, enum pn_ctxseq_kind kind, const struct pn_ctxseq_cfg *cfg)
 {
 	s->cfg = *cfg;
@@ -86,14 +106,8 @@ void pn_ctxseq_init(struct pn_ctxseq *s, enum pn_ctxseq_kind kind, const struct 
 	s->status = 0;
 	if ((unsigned int)kind > PN_CTXSEQ_WINDOW_SHRINK) {
 		s->kind = PN_CTXSEQ_WINDOW;
-		s->phase = 1;   /* its PH_DONE */
-		s->status = -EINVAL;
+		pn_ctxseq_finish(s, -EINVAL);
 	}
-}
-
-static unsigned int pn_ctxseq_cur(const struct pn_ctxseq *s)
-{
-	return pn_ctxseq_phases[s->kind][s->phase];
 }
 
 static enum pn_ctxop_kind pn_ctxop_set(struct pn_ctxop *op, enum pn_ctxop_kind kind, enum pn_ctxreg reg,
@@ -116,12 +130,6 @@ static enum pn_ctxop_kind pn_ctxseq_write(struct pn_ctxseq *s, struct pn_ctxop *
 	}
 	s->pos++;
 	return pn_ctxop_set(op, PN_CTXOP_WRITE, reg, value, 0);
-}
-
-static void pn_ctxseq_advance(struct pn_ctxseq *s)
-{
-	s->phase++;
-	s->pos = 0;
 }
 
 enum pn_ctxop_kind pn_ctxseq_next(struct pn_ctxseq *s, uint32_t read_value, struct pn_ctxop *op)
@@ -157,9 +165,7 @@ enum pn_ctxop_kind pn_ctxseq_next(struct pn_ctxseq *s, uint32_t read_value, stru
 				return pn_ctxop_set(op, PN_CTXOP_READ, PN_CTXREG_STATE, 0, 0);
 			}
 			if (read_value == 0xffffffffu) {
-				s->status = -ENODEV;   /* the device fell off the bus */
-				while (pn_ctxseq_cur(s) != PH_DONE)
-					pn_ctxseq_advance(s);
+				pn_ctxseq_finish(s, -ENODEV);   /* the device fell off the bus */
 				continue;
 			}
 			if (read_value & mask) {
@@ -187,13 +193,12 @@ void pn_ctxseq_give_up(struct pn_ctxseq *s, int err, enum pn_ctxseq_giveup how)
 
 	if (ph != PH_QUIESCE && ph != PH_QUIESCE_TX)
 		return;   /* only a wait can be given up */
-	s->status = err < 0 ? err : -ETIMEDOUT;
 	if (how == PN_CTXSEQ_RESET_ANYWAY) {
+		s->status = err < 0 ? err : -ETIMEDOUT;
 		pn_ctxseq_advance(s);
-		return;
+	} else {
+		pn_ctxseq_finish(s, err < 0 ? err : -ETIMEDOUT);
 	}
-	while (pn_ctxseq_cur(s) != PH_DONE)
-		pn_ctxseq_advance(s);
 }
 
 int pn_ctxseq_run(enum pn_ctxseq_kind kind, const struct pn_ctxseq_cfg *cfg,

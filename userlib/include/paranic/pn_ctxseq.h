@@ -4,8 +4,8 @@
  * has its DMA window changed. The one description and the one implementation, run by
  * the Linux driver (driver/paranic_ctx.c), the simulator's harness
  * (sim/harness/contexts.cpp), the cocotb benches (tests/model/ctxseq.py, through
- * libparanic and cffi) and the SoC firmware. What each register does is in docs/host-interface.md ("Driver:
- * configuring a context").
+ * libparanic and cffi) and the SoC firmware. What each register does is in
+ * docs/host-interface.md ("Driver: configuring a context").
  *
  * Registers. The sequences use the logical per-context registers of enum pn_ctxreg:
  * the CSRs host_ctx_<name> (pn_ctxreg_name() gives <name>; addresses and widths come
