@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Hardware contexts: the hand-over procedure of docs/host-interface.md, the rings
- * in coherent DMA memory and the context's DMA window (MEM_REGISTER).
+ * Hardware contexts: the sequences of paranic/pn_ctxseq.h (open, close, window) on
+ * this device's CSRs, the rings in coherent DMA memory and the context's DMA window
+ * (MEM_REGISTER).
  */
 #include <linux/delay.h>
 #include <linux/dma-mapping.h>
@@ -10,46 +11,85 @@
 #include <linux/sched.h>
 #include <linux/slab.h>
 
+#include <paranic/pn_ctxseq.h>
+
 #include "paranic_drv.h"
 
-/* Write every field of context c (ctx_sel must be c->id) and store them. */
-static void pn_ctx_program(struct pn_dev *d, struct pn_ctx *c, bool enable)
+/* The context registers of pn_ctxseq.h as this build's CSRs (pn_csr.h). */
+static const struct {
+	u32 off;
+	u32 bits;
+} pn_ctxreg_csr[PN_CTXREG_COUNT] = {
+#define PN_CTXREG_CSR(NAME, name) \
+	[PN_CTXREG_##NAME] = { PN_CSR_HOST_CTX_##NAME, PN_CSR_HOST_CTX_##NAME##_SIZE },
+	PN_CTXREGS(PN_CTXREG_CSR)
+#undef PN_CTXREG_CSR
+};
+
+struct pn_seq_arg {
+	struct pn_dev *d;
+	ktime_t end;            /* give up waiting for the context after quiesce_ms */
+};
+
+static void pn_seq_write(void *arg, enum pn_ctxreg reg, u64 v)
 {
-	PN_CSR_W(d, HOST_CTX_SEL, c->id);
-	PN_CSR_W(d, HOST_CTX_ENABLE, enable);
-	PN_CSR_W(d, HOST_CTX_RX_BASE, c->rx_dma);
-	PN_CSR_W(d, HOST_CTX_RX_LOG2, ilog2(c->geom.rx_slots));
-	PN_CSR_W(d, HOST_CTX_TX_BASE, c->tx_dma);
-	PN_CSR_W(d, HOST_CTX_TX_LOG2, ilog2(c->geom.tx_entries));
-	PN_CSR_W(d, HOST_CTX_STATUS_ADDR, enable ? c->status_dma : 0);
-	PN_CSR_W(d, HOST_CTX_WIN_BASE, c->win_bytes ? c->win_dma : 0);
-	PN_CSR_W(d, HOST_CTX_WIN_SIZE, enable ? c->win_bytes : 0);
-	PN_CSR_W(d, HOST_CTX_WRITE, 1);
+	struct pn_seq_arg *a = arg;
+
+	pn_csr_write(a->d, pn_ctxreg_csr[reg].off, pn_ctxreg_csr[reg].bits, v);
+}
+
+static u32 pn_seq_read(void *arg, enum pn_ctxreg reg)
+{
+	struct pn_seq_arg *a = arg;
+
+	return (u32)pn_csr_read(a->d, pn_ctxreg_csr[reg].off, pn_ctxreg_csr[reg].bits);
+}
+
+static int pn_seq_retry(void *arg, u32 state)
+{
+	struct pn_seq_arg *a = arg;
+
+	if (ktime_after(ktime_get(), a->end))
+		return -ETIMEDOUT;
+	usleep_range(20, 100);
+	return 0;
 }
 
 /*
- * Wait until context id has nothing in flight (no PIO packet, no fetched descriptor,
- * no RX packet, no status write). The final CSR read also orders the NIC's earlier
- * DMA writes before us (a completion never passes posted writes). d->lock held.
+ * No settle step: the CSR read that saw the context quiet also ordered the NIC's
+ * earlier DMA writes before us (a completion never passes posted writes). Giving up
+ * keeps the context as it is: the caller quarantines it.
  */
-static int pn_ctx_quiesce(struct pn_dev *d, int id, u32 busy_mask)
-{
-	ktime_t end = ktime_add_ms(ktime_get(), pn_quiesce_ms);
-	u32 st;
+static const struct pn_ctxseq_io pn_seq_io = {
+	.write = pn_seq_write,
+	.read = pn_seq_read,
+	.retry = pn_seq_retry,
+	.settle = NULL,
+	.give_up = PN_CTXSEQ_KEEP,
+};
 
-	for (;;) {
-		PN_CSR_W(d, HOST_CTX_SEL, id);
-		st = PN_CSR_R(d, HOST_CTX_STATE);
-		if (st == 0xffffffffu)
-			return -ENODEV;    /* the device fell off the bus */
-		if (!(st & busy_mask))
-			return 0;
-		if (ktime_after(ktime_get(), end))
-			return -ETIMEDOUT;
-		usleep_range(20, 100);
-	}
+/* Run a context sequence (paranic/pn_ctxseq.h): 0, -ETIMEDOUT or -ENODEV. d->lock held. */
+static int pn_ctx_seq(struct pn_dev *d, enum pn_ctxseq_kind kind, const struct pn_ctxseq_cfg *cfg)
+{
+	struct pn_seq_arg a = { .d = d, .end = ktime_add_ms(ktime_get(), pn_quiesce_ms) };
+
+	return pn_ctxseq_run(kind, cfg, &pn_seq_io, &a);
 }
 
+/* Context c's configuration: its rings, status block and window. */
+static struct pn_ctxseq_cfg pn_ctx_cfg(const struct pn_ctx *c)
+{
+	return (struct pn_ctxseq_cfg){
+		.ctx = c->id,
+		.rx_log2 = ilog2(c->geom.rx_slots),
+		.tx_log2 = ilog2(c->geom.tx_entries),
+		.rx_base = c->rx_dma,
+		.tx_base = c->tx_dma,
+		.status_addr = c->status_dma,
+		.win_base = c->win_bytes ? c->win_dma : 0,
+		.win_size = c->win_bytes,
+	};
+}
 
 static void pn_ctx_free_mem(struct pn_ctx *c)
 {
@@ -88,6 +128,7 @@ static void pn_win_free(struct pn_ctx *c)
 int pn_ctx_open(struct pn_dev *d, struct pn_ctx **out)
 {
 	struct device *dev = &d->pdev->dev;
+	struct pn_ctxseq_cfg cfg;
 	struct pn_ctx *c;
 	unsigned long flags;
 	int r;
@@ -119,9 +160,8 @@ int pn_ctx_open(struct pn_dev *d, struct pn_ctx **out)
 		goto fail;
 	}
 	c->id = r;
-	/* Hand-over: 1. disable, 2. wait until idle, 3. new addresses, reset, enable. */
-	pn_ctx_program(d, c, false);
-	r = pn_ctx_quiesce(d, c->id, PN_CTX_STATE_BUSY);
+	cfg = pn_ctx_cfg(c);
+	r = pn_ctx_seq(d, PN_CTXSEQ_OPEN, &cfg);
 	if (r) {
 		/* Left busy by someone we cannot see: keep it out of use. */
 		dev_warn(dev, "context %d busy at open (%d); not used\n", c->id, r);
@@ -130,8 +170,6 @@ int pn_ctx_open(struct pn_dev *d, struct pn_ctx **out)
 		r = -EBUSY;
 		goto fail;
 	}
-	PN_CSR_W(d, HOST_CTX_RESET, 1);
-	pn_ctx_program(d, c, true);
 	mutex_unlock(&d->lock);
 
 	spin_lock_irqsave(&d->irq_lock, flags);
@@ -145,10 +183,11 @@ fail:
 	return r;
 }
 
-/* release(): disable, wait until idle, reset; free memory only once the NIC is done. */
+/* release(): the CLOSE sequence; free memory only once the NIC is done. */
 void pn_ctx_close(struct pn_ctx *c)
 {
 	struct pn_dev *d = c->dev;
+	struct pn_ctxseq_cfg cfg;
 	unsigned long flags;
 	int r = 0;
 
@@ -159,10 +198,8 @@ void pn_ctx_close(struct pn_ctx *c)
 	down_read(&d->alive);
 	mutex_lock(&d->lock);
 	if (!d->dead) {
-		pn_ctx_program(d, c, false);
-		r = pn_ctx_quiesce(d, c->id, PN_CTX_STATE_BUSY);
-		if (!r)
-			PN_CSR_W(d, HOST_CTX_RESET, 1);
+		cfg = pn_ctx_cfg(c);
+		r = pn_ctx_seq(d, PN_CTXSEQ_CLOSE, &cfg);
 	}
 	if (r) {
 		/* The NIC may still write into the rings: leak them rather than corrupt
@@ -182,39 +219,38 @@ void pn_ctx_close(struct pn_ctx *c)
 	kfree(c);
 }
 
-/* remove(): stop every context before the BAR goes away. d->alive held for writing. */
+/*
+ * remove(): stop every claimed context before the BAR goes away (CLOSE; one that does
+ * not go quiet is left disabled, not reset). Its rings are of no concern here: zeros
+ * for them. d->alive held for writing.
+ */
 void pn_ctx_disable_all(struct pn_dev *d)
 {
 	u32 i;
 
 	mutex_lock(&d->lock);
 	for (i = 0; i < d->n_ctx; i++) {
-		if (!(d->ctx_map & (1ULL << i)))
-			continue;
-		PN_CSR_W(d, HOST_CTX_SEL, i);
-		PN_CSR_W(d, HOST_CTX_ENABLE, 0);
-		PN_CSR_W(d, HOST_CTX_STATUS_ADDR, 0);
-		PN_CSR_W(d, HOST_CTX_WIN_SIZE, 0);
-		PN_CSR_W(d, HOST_CTX_WRITE, 1);
-		if (pn_ctx_quiesce(d, i, PN_CTX_STATE_BUSY) == 0)
-			PN_CSR_W(d, HOST_CTX_RESET, 1);
+		struct pn_ctxseq_cfg cfg = { .ctx = i };
+
+		if (d->ctx_map & (1ULL << i))
+			pn_ctx_seq(d, PN_CTXSEQ_CLOSE, &cfg);
 	}
 	mutex_unlock(&d->lock);
 }
 
 /* ---- the DMA window ---------------------------------------------------------------- */
 
-/* Reprogram the window of an enabled context; on shrinking, wait until descriptors
- * fetched under the old window are done. c->lock held, d->alive held. */
+/* Reprogram the window of an enabled context (WINDOW); on shrinking, also wait until
+ * descriptors fetched under the old window are done (WINDOW_SHRINK). c->lock held,
+ * d->alive held. */
 static int pn_win_apply(struct pn_ctx *c, bool shrink)
 {
 	struct pn_dev *d = c->dev;
-	int r = 0;
+	struct pn_ctxseq_cfg cfg = pn_ctx_cfg(c);
+	int r;
 
 	mutex_lock(&d->lock);
-	pn_ctx_program(d, c, true);
-	if (shrink)
-		r = pn_ctx_quiesce(d, c->id, PN_CTX_STATE_TX_INFLIGHT);
+	r = pn_ctx_seq(d, shrink ? PN_CTXSEQ_WINDOW_SHRINK : PN_CTXSEQ_WINDOW, &cfg);
 	mutex_unlock(&d->lock);
 	return r;
 }

@@ -25,6 +25,7 @@
 #include "cluster_gen.h"
 #include "pn_csr.h"
 #include "pn_sim_shm.h"
+#include "paranic/pn_ctxseq.h"
 #include "paranic/pn_protocol.h"
 
 /* Pointers to one node's top-level ports of the Verilated model (cluster_gen.cpp). */
@@ -175,7 +176,11 @@ private:
 
 /* Log (stderr and --log file). */
 void sim_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void sim_open_log(const char *path);
 extern int sim_verbose;
+
+/* A 64-bit store into shared memory a client polls. */
+static inline void store64(uint64_t *p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
 
 /* ---- clients and the harness ------------------------------------------------------------ */
 
@@ -208,8 +213,9 @@ struct Client {
 	uint64_t window = 0;        /* DMA window size (bytes from the heap base) */
 	bool pio_started = false;
 	uint32_t last_barrier_done = 0;
-	uint64_t td_start = 0, td_wait_until = 0;
-	int td_phase = 0;
+	uint64_t td_start = 0;      /* the cycle it hung up */
+	int td_left = 0;            /* a device's contexts still being closed */
+	bool td_forced = false;     /* a device's context was reset while busy */
 	pn_sim_trace *trace = nullptr;
 	uint64_t ops = 0;
 	/* A device client (PN_SIM_HELLO_DEVICE: a QEMU guest's PCI function) holds the whole
@@ -219,6 +225,24 @@ struct Client {
 	uint8_t *ram = nullptr;
 	uint64_t ram_bytes = 0;
 	pn_sim_trace dev_trace{};   /* its (unpublished) trace record */
+};
+
+/* The welcome's fields every client gets; sending it with an fd (clients.cpp). */
+pn_sim_welcome welcome_base();
+int send_welcome(int fd, const pn_sim_welcome &w, int pass_fd);
+
+/* One run of a context sequence (paranic/pn_ctxseq.h) on a node's bus (contexts.cpp). */
+struct CtxRun {
+	pn_ctxseq seq;
+	int node = -1;
+	uint64_t start = 0;           /* the cycle it began */
+	uint64_t wait_until = 0;      /* after SETTLE: when it goes on */
+	uint32_t read = 0;            /* the value the last READ gave */
+	pn_ctxop op{};                /* what ended the script built last */
+	bool abandoned = false;
+	std::function<bool()> live;   /* optional: false leaves the context alone (its owner left) */
+	std::function<bool(uint32_t state)> give_up;   /* busy: true resets it anyway */
+	std::function<void(int status)> done;
 };
 
 class Vcluster;
@@ -251,32 +275,48 @@ private:
 		uint64_t gen, seq, value;
 	};
 
+	/* server.cpp: socket, shared memory, clock, run loop */
 	void setup_shm();
 	void setup_socket();
+	void poll_sockets(int timeout_ms);
+	void step();
+	bool anything_in_flight() const;
+	void cleanup();
+	/* nodes.cpp: bring-up, links, jobs */
 	void bring_up();
 	void link_poll(int node, uint64_t due);
-	void step();
-	void pull_queues();
-	void poll_sockets(int timeout_ms);
+	void start_job(int nodes);
+	uint32_t barrier_mode(int nodes) const;
+	/* clients.cpp: the client protocol */
 	void accept_clients();
 	void on_readable(Client *cl);
 	void on_hello(Client *cl, const pn_sim_hello &h, int memfd);
-	void on_device_hello(Client *cl, const pn_sim_hello &h, int ramfd);
-	void device_welcome(Client *cl);
-	void device_teardown_step(Client *cl);
 	void reject(Client *cl, int err);
 	void try_attach(Client *cl);
-	void configure(Client *cl);
-	void start_job(int nodes);
-	uint32_t barrier_mode(int nodes) const;
+	void welcome(Client *cl);
 	void hangup(Client *cl);
-	void teardown_step(Client *cl);
 	void free_client(Client *cl);
-	Script *ctx_script(Client *cl, bool enable, bool reset);
-	bool anything_in_flight() const;
+	/* queues.cpp: clients' MMIO queues */
+	void pull_queues();
+	/* device.cpp: device clients */
+	void on_device_hello(Client *cl, const pn_sim_hello &h, int ramfd);
+	void device_welcome(Client *cl);
+	void device_teardown(Client *cl);
+	/* contexts.cpp: context sequences on a node's bus; a client's context */
+	CtxRun *ctx_new(int node, pn_ctxseq_kind kind, const pn_ctxseq_cfg &c);
+	void ctx_push(CtxRun *r, uint64_t due);
+	void ctx_build(CtxRun *r, Script &sc);
+	void ctx_after(CtxRun *r, Script &sc);
+	void ctx_tick();   /* runs whose SETTLE wait is over go on */
+	bool ctx_overdue(const CtxRun *r) const;
+	std::function<bool(uint32_t)> ctx_give_up_when_overdue(CtxRun *r);
+	pn_ctxseq_cfg ctx_cfg(const Client *cl) const;
+	void configure(Client *cl);
+	void teardown(Client *cl);
+	void set_window(Client *cl, uint64_t bytes);
+	/* report.cpp */
 	void write_ready();
 	void print_stats(double wall);
-	void cleanup();
 
 	Vcluster *m = nullptr;
 	std::vector<Host *> hosts;
@@ -297,4 +337,5 @@ private:
 	int job_want = 0;
 	uint64_t last_activity = 0;
 	uint64_t ctx_gen[SIM_NODES][SIM_N_CTX] = {};
+	std::vector<CtxRun *> ctx_waiting;   /* context runs in a SETTLE wait */
 };

@@ -140,7 +140,6 @@ int main(int argc, char **argv)
 	c.c_dma_r = cyc(c.dma_read_ns);
 	c.c_dma_w = cyc(c.dma_write_ns);
 	if (!c.log_file.empty()) {
-		extern void sim_open_log(const char *path);
 		sim_open_log(c.log_file.c_str());
 	}
 	sim_verbose = c.verbose = sim_verbose;

@@ -45,10 +45,15 @@ VERILATOR_FLAGS = ("-Wno-fatal", "-Wno-WIDTH", "-Wno-CASEINCOMPLETE", "-Wno-UNOP
 #: C++ optimisation of the Verilated model (OPT_FAST: the per-cycle code).
 MODEL_MAKE_VARS = ("OPT_FAST=-O2", "OPT_SLOW=-O1", "OPT_GLOBAL=-O2")
 HARNESS_CXXFLAGS = ("-std=c++17", "-O2", "-g", "-Wall", "-Wextra", "-Wno-unused-parameter")
+#: libparanic's C sources the harness links (the context sequences, pn_ctxseq.h), compiled with gcc.
+HARNESS_C_SOURCES = (TREE / "userlib/src/ctxseq.c",)
+HARNESS_CFLAGS = ("-std=c11", "-O2", "-g", "-Wall", "-Wextra", "-Werror")
 #: Default cable delay of the simulated PHYs, in cycles (``NicCluster(phy_delay=)``).
 DEFAULT_PHY_DELAY = 8
 #: Headers from the spec the harness includes (generated into the tree), and where they are.
 SPEC_HEADERS = (TREE / "userlib/src/pn_sim_shm.h", TREE / "userlib/include/paranic/pn_protocol.h")
+#: libparanic's headers of HARNESS_C_SOURCES.
+USERLIB_HEADERS = (TREE / "userlib/include/paranic/pn_ctxseq.h",)
 HARNESS_INCLUDES = (TREE / "userlib/src", TREE / "userlib/include")
 
 
@@ -76,7 +81,8 @@ def topo_tag(topo: Topology) -> str:
 
 def harness_sources() -> list[Path]:
     """Every file the harness binary is compiled from (besides the generated glue)."""
-    return sorted(HARNESS_DIR.glob("*.cpp")) + sorted(HARNESS_DIR.glob("*.h")) + list(SPEC_HEADERS)
+    return (sorted(HARNESS_DIR.glob("*.cpp")) + sorted(HARNESS_DIR.glob("*.h")) + list(SPEC_HEADERS)
+            + list(HARNESS_C_SOURCES) + list(USERLIB_HEADERS))
 
 
 def _package_sources(*packages) -> list[Path]:
@@ -235,12 +241,12 @@ def _build_harness(bdir: Path, obj: Path, gen: list[Path], vhash: str, quiet: bo
     exe = bdir / "paranic-sim"
     srcs = sorted(HARNESS_DIR.glob("*.cpp"))
     deps = harness_sources() + gen
-    key = _sha(vhash, " ".join(HARNESS_CXXFLAGS), *[p.read_bytes() for p in deps])[:20]
+    key = _sha(vhash, " ".join(HARNESS_CXXFLAGS), " ".join(HARNESS_CFLAGS), *[p.read_bytes() for p in deps])[:20]
     stamp = bdir / ".harness"
     if exe.exists() and stamp.exists() and stamp.read_text() == key:
         return exe
     t0 = time.time()
-    _log(f"compiling the harness ({', '.join(s.name for s in srcs)})", quiet)
+    _log(f"compiling the harness ({', '.join(s.name for s in srcs + list(HARNESS_C_SOURCES))})", quiet)
     inc = [f"-I{obj}", f"-I{vroot / 'include'}", f"-I{vroot / 'include' / 'vltstd'}",
            f"-I{gen[0].parent}", f"-I{HARNESS_DIR}"] + [f"-I{d}" for d in HARNESS_INCLUDES]
     objs = []
@@ -250,6 +256,11 @@ def _build_harness(bdir: Path, obj: Path, gen: list[Path], vhash: str, quiet: bo
     for s in srcs + [gen[1]]:
         o = hobj / (s.stem + ".o")
         _run_logged(["g++", *HARNESS_CXXFLAGS, *inc, "-c", str(s), "-o", str(o)], bdir, log, quiet)
+        objs.append(str(o))
+    for s in HARNESS_C_SOURCES:
+        o = hobj / (s.stem + ".c.o")
+        _run_logged(["gcc", *HARNESS_CFLAGS, *[f"-I{d}" for d in HARNESS_INCLUDES], "-c", str(s), "-o", str(o)],
+                    bdir, log, quiet)
         objs.append(str(o))
     tmp = exe.with_suffix(".tmp")
     _run_logged(["g++", "-o", str(tmp), *objs, str(obj / f"{MODEL}__ALL.a"),

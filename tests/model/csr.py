@@ -2,9 +2,9 @@
 
 :class:`CsrBus` reads and writes CSRs by name through a :class:`HostModel`'s MMIO,
 using the register map generated with the Verilog (``<top>.csr.json``, from
-``paranic.hw.standalone``). :class:`CsrConfig` offers the context-configuration
-coroutines of ``tests.model.host.PortConfig`` through those CSRs, and
-:class:`Driver` does a node's bring-up: node id, routing table, barrier tree.
+``paranic.hw.standalone``). :class:`CsrConfig` is the per-context registers as those
+CSRs (the context sequences run on them, like on ``tests.model.host.PortConfig``'s
+ports), and :class:`Driver` does a node's bring-up: node id, routing table, barrier tree.
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ from __future__ import annotations
 from paranic.spec import protocol as P
 from paranic.hw.standalone import CsrReg
 from paranic.spec.topo import Topology
+
+from .ctxseq import CtxRegs
 
 
 class CsrBus:
@@ -42,28 +44,21 @@ class CsrBus:
         return v & ((1 << r.size) - 1)
 
 
-class CsrConfig:
-    """Context configuration through the host interface's CSRs."""
-
-    FIELDS = ("enable", "rx_base", "rx_log2", "tx_base", "tx_log2", "status_addr",
-              "win_base", "win_size")
+class CsrConfig(CtxRegs):
+    """The per-context registers as the host interface's CSRs ``host_ctx_<name>``; the
+    context sequences run on them (:class:`tests.model.ctxseq.CtxRegs`)."""
 
     def __init__(self, csr: CsrBus) -> None:
         self.csr = csr
 
-    async def write_ctx(self, ctx: int, **fields: int) -> None:
-        await self.csr.write("host_ctx_sel", ctx)
-        for k in self.FIELDS:
-            await self.csr.write(f"host_ctx_{k}", int(fields.get(k, 0)))
-        await self.csr.write("host_ctx_write", 1)
+    async def reg_write(self, name: str, value: int) -> None:
+        await self.csr.write(f"host_ctx_{name}", value)
 
-    async def reset_ctx(self, ctx: int) -> None:
-        await self.csr.write("host_ctx_sel", ctx)
-        await self.csr.write("host_ctx_reset", 1)
+    async def reg_read(self, name: str) -> int:
+        return await self.csr.read(f"host_ctx_{name}")
 
-    async def state(self, ctx: int) -> int:
-        await self.csr.write("host_ctx_sel", ctx)
-        return await self.csr.read("host_ctx_state")
+    async def cycles(self, n: int) -> None:
+        await self.csr.host.cycles(n)
 
 
 class Driver:

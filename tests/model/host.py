@@ -12,9 +12,9 @@ Layers, bottom up:
   ``rcb``-byte boundaries, one beat per cycle) and a DMA write server (applies posted
   writes), both checking ``max_request_bytes``/``max_payload_bytes``, the 4 KiB rule
   and request framing; it also records MSI pulses.
-* :class:`PortConfig`: the privileged configuration through the HostInterface's plain
-  ``cfg_*`` ports (a NicCore bench supplies an object with the same two coroutines
-  that goes through its CSR bus instead).
+* :class:`PortConfig`: the privileged per-context registers as the HostInterface's
+  plain ``cfg_*`` ports (a NicCore bench uses ``tests.model.csr.CsrConfig``, the same
+  registers as CSRs); the context sequences run on either (``tests.model.ctxseq``).
 * :class:`NicContext`: the "driver + user library": set a context up (rings, status
   block, DMA window), PIO send, DMA send, poll/consume the RX ring, wait for the
   status block.
@@ -36,6 +36,8 @@ import cocotb
 from cocotb.triggers import Event, RisingEdge
 
 from paranic.spec import protocol as P
+
+from .ctxseq import CtxRegs
 
 PAGE = 4096
 MASK64 = (1 << 64) - 1
@@ -402,44 +404,42 @@ class HostModel:
 # ---------------------------------------------------------------------------------------
 
 
-class PortConfig:
-    """Context configuration through the HostInterface's plain ``cfg_*`` ports."""
+class PortConfig(CtxRegs):
+    """The per-context registers as the HostInterface's plain ports: ``sel`` is
+    ``cfg_ctx``, a field ``<name>`` is ``cfg_<name>``, ``write``/``reset`` strobe
+    ``cfg_write``/``cfg_reset`` for one cycle, ``state`` reads ``cfg_state`` (two cycles
+    after ``cfg_ctx`` was set). The context sequences run on them
+    (:class:`tests.model.ctxseq.CtxRegs`)."""
 
-    FIELDS = ("enable", "rx_base", "rx_log2", "tx_base", "tx_log2", "status_addr",
-              "win_base", "win_size")
+    STROBES = ("write", "reset")
 
     def __init__(self, dut, prefix: str = "", clk=None) -> None:
         self.dut = dut
         self.prefix = prefix
         self.clk = clk if clk is not None else dut.sys_clk
-        for s in ("cfg_write", "cfg_reset"):
-            self._sig(s).value = 0
+        for s in self.STROBES:
+            self._sig("cfg_" + s).value = 0
 
     def _sig(self, n):
         return getattr(self.dut, self.prefix + n)
 
-    async def _strobe(self, ctx: int, strobe: str, **fields: int) -> None:
-        self._sig("cfg_ctx").value = ctx
-        for k, v in fields.items():
-            self._sig("cfg_" + k).value = v
-        self._sig(strobe).value = 1
-        await RisingEdge(self.clk)
-        self._sig(strobe).value = 0
-        await RisingEdge(self.clk)
+    async def reg_write(self, name: str, value: int) -> None:
+        if name in self.STROBES:
+            self._sig("cfg_" + name).value = 1
+            await RisingEdge(self.clk)
+            self._sig("cfg_" + name).value = 0
+            await RisingEdge(self.clk)
+        else:
+            self._sig("cfg_ctx" if name == "sel" else "cfg_" + name).value = value
 
-    async def write_ctx(self, ctx: int, **fields: int) -> None:
-        vals = {k: 0 for k in self.FIELDS}
-        vals.update(fields)
-        await self._strobe(ctx, "cfg_write", **vals)
-
-    async def reset_ctx(self, ctx: int) -> None:
-        await self._strobe(ctx, "cfg_reset")
-
-    async def state(self, ctx: int) -> int:
-        self._sig("cfg_ctx").value = ctx
+    async def reg_read(self, name: str) -> int:
         await RisingEdge(self.clk)
         await RisingEdge(self.clk)
-        return int(self._sig("cfg_state").value)
+        return int(self._sig("cfg_" + name).value)
+
+    async def cycles(self, n: int) -> None:
+        for _ in range(n):
+            await RisingEdge(self.clk)
 
 
 # ---------------------------------------------------------------------------------------
@@ -459,8 +459,10 @@ class NicContext:
     """One hardware context as a process sees it (after the driver set it up).
 
     ``setup()`` allocates the RX ring (``2**rx_log2`` slots), the TX descriptor ring
-    (``2**tx_log2``), the status block and a DMA window of ``window_bytes``, and
-    configures, resets and enables the context.
+    (``2**tx_log2``), the status block and a DMA window of ``window_bytes``, and hands
+    the context over to them (``configure()``: the OPEN sequence of
+    ``paranic/pn_ctxseq.h``, run on ``cfg``, a :class:`tests.model.ctxseq.CtxRegs`);
+    ``teardown()`` takes it back (CLOSE).
     """
 
     def __init__(self, host: HostModel, cfg, ctx: int, mtu: int = P.DEFAULT_MTU,
@@ -488,7 +490,7 @@ class NicContext:
     def tx_slots(self) -> int:
         return 1 << self.tx_log2
 
-    async def setup(self, enable: bool = True) -> None:
+    async def setup(self) -> None:
         m = self.host.mem
         c = self.ctx
         self.rx_ring = m.alloc(self.rx_slots * self.slot_bytes, f"ctx{c} rx ring", align=4096,
@@ -497,15 +499,22 @@ class NicContext:
                                dma_read=True)
         self.status_blk = m.alloc(P.STATUS_BLOCK_BYTES, f"ctx{c} status", align=64, dma_write=True)
         self.window = m.alloc(self.window_bytes, f"ctx{c} window", align=4096, dma_read=True)
-        await self.configure(enable)
+        await self.configure()
 
-    async def configure(self, enable: bool = True) -> None:
-        await self.cfg.write_ctx(self.ctx, enable=int(enable), rx_base=self.rx_ring.base,
-                                 rx_log2=self.rx_log2, tx_base=self.tx_ring.base,
-                                 tx_log2=self.tx_log2, status_addr=self.status_blk.base,
-                                 win_base=self.window.base, win_size=self.window.size)
-        await self.cfg.reset_ctx(self.ctx)
+    def _config(self) -> dict[str, int]:
+        return dict(rx_base=self.rx_ring.base, rx_log2=self.rx_log2, tx_base=self.tx_ring.base,
+                    tx_log2=self.tx_log2, status_addr=self.status_blk.base,
+                    win_base=self.window.base, win_size=self.window.size)
+
+    async def configure(self) -> None:
+        """Hand the context over to this owner (OPEN: disable, wait until idle, reset,
+        program and enable); the rings count from 0 again."""
+        await self.cfg.run("open", self.ctx, **self._config())
         self.rx_next = self.rx_freed = self.tx_tail = self.pio_rung = 0
+
+    async def teardown(self) -> None:
+        """Take the context back (CLOSE: disable, wait until idle, settle, reset)."""
+        await self.cfg.run("close", self.ctx, **self._config())
 
     # -- transmit --------------------------------------------------------------------------
     async def pio_write_window(self, data: bytes, wait: bool = False) -> None:

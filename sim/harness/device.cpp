@@ -1,0 +1,122 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * paranic-sim: device clients: a QEMU guest's PCI function (sim/qemu/pn_proxydev) that
+ * holds a whole node; its hello, its welcome, and its node's contexts when it leaves.
+ * See docs/driver.md ("Phase 2: QEMU").
+ */
+#include <cerrno>
+#include <cstring>
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+/* A device client (PN_SIM_HELLO_DEVICE, sim/qemu/pn_proxydev): a QEMU guest's PCI
+ * function for a whole node. Its memfd holds only the control block and the MMIO
+ * queue; ramfd is the guest's RAM (offset = guest-physical address = bus address). */
+void Harness::on_device_hello(Client *cl, const pn_sim_hello &h, int ramfd)
+{
+	cl->hello = h;
+	cl->ramfd = ramfd;
+	cl->device = true;
+	if (h.magic != PN_SIM_MAGIC_HELLO || h.version != PN_SIM_VERSION) {
+		reject(cl, -EPROTO);
+		return;
+	}
+	if (h.pid > 0)
+		cl->pid = h.pid;
+	struct stat sb, rb;
+	int s1 = fcntl(cl->memfd, F_GET_SEALS), s2 = fcntl(ramfd, F_GET_SEALS);
+	if (h.flags != PN_SIM_HELLO_DEVICE || h.node < 0 || h.node >= SIM_NODES || h.nodes < 0 ||
+	    h.nodes > SIM_NODES || (h.nodes && h.node >= h.nodes) || s1 < 0 || !(s1 & F_SEAL_SHRINK) || s2 < 0 ||
+	    !(s2 & F_SEAL_SHRINK) || fstat(cl->memfd, &sb) < 0 || fstat(ramfd, &rb) < 0 || h.mem_bytes < 4096 ||
+	    h.mem_bytes > (uint64_t)sb.st_size || !h.heap_bytes || h.heap_bytes > (uint64_t)rb.st_size ||
+	    h.heap_bytes > PN_SIM_MAX_MEM) {
+		reject(cl, -EINVAL);
+		return;
+	}
+	void *p = mmap(nullptr, h.mem_bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, cl->memfd, 0);
+	void *r = mmap(nullptr, h.heap_bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, ramfd, 0);
+	if (p == MAP_FAILED || r == MAP_FAILED) {
+		if (p != MAP_FAILED)
+			munmap(p, h.mem_bytes);
+		if (r != MAP_FAILED)
+			munmap(r, h.heap_bytes);
+		reject(cl, -ENOMEM);
+		return;
+	}
+	cl->mem = (uint8_t *)p;
+	cl->mem_bytes = h.mem_bytes;
+	cl->ram = (uint8_t *)r;
+	cl->ram_bytes = h.heap_bytes;
+	cl->ctl = (pn_sim_ctl *)p;
+	uint32_t qs = cl->ctl->qsize;
+	if (cl->ctl->magic != PN_SIM_MAGIC_CTL || !qs || (qs & (qs - 1)) || cl->ctl->queue_off % 64 ||
+	    cl->ctl->queue_off < sizeof(pn_sim_ctl) || cl->ctl->queue_off > h.mem_bytes ||
+	    (uint64_t)qs * sizeof(pn_sim_op) > h.mem_bytes - cl->ctl->queue_off) {
+		reject(cl, -EINVAL);
+		return;
+	}
+	cl->queue = (pn_sim_op *)(cl->mem + cl->ctl->queue_off);
+	cl->qmask = qs - 1;
+	cl->q_tail = __atomic_load_n(&cl->ctl->q_head, __ATOMIC_ACQUIRE);
+	__atomic_store_n(&cl->ctl->q_tail, cl->q_tail, __ATOMIC_RELEASE);
+	cl->node = h.node;
+	cl->want_ctx = -1;
+	cl->st = CState::Waiting;
+	try_attach(cl);
+}
+
+void Harness::device_welcome(Client *cl)
+{
+	pn_sim_welcome w = welcome_base();
+	w.status = 0;
+	w.node = (uint32_t)cl->node;
+	w.nodes = (uint32_t)job_nodes;
+	w.dma_base = 0;
+	w.global_bytes = shm_bytes;
+	int rofd = open(cfg.shm_path.c_str(), O_RDONLY | O_CLOEXEC);
+	cl->st = CState::Active;
+	g->clients++;
+	if (rofd < 0 || send_welcome(cl->fd, w, rofd) < 0)
+		sim_log("client %llu: welcome not delivered", (unsigned long long)cl->id);
+	if (rofd >= 0)
+		close(rofd);
+	sim_log("device client %llu (pid %d) attached: node %d (all contexts; the guest's driver programs them), "
+		"guest RAM %llu MiB at bus address 0, cycle %llu", (unsigned long long)cl->id, cl->pid, cl->node,
+		(unsigned long long)(cl->ram_bytes >> 20), (unsigned long long)cycle);
+}
+
+/* A guest's node when its device process left (the guest powered off or QEMU died):
+ * CLOSE every context (contexts.cpp; the guest's rings are not known here: zeros), so
+ * no new DMA goes into the guest's RAM, and unmap the RAM once all are reset. */
+void Harness::device_teardown(Client *cl)
+{
+	cl->td_left = SIM_N_CTX;
+	cl->td_forced = false;
+	for (int c = 0; c < SIM_N_CTX; c++) {
+		pn_ctxseq_cfg z{};
+		z.ctx = (uint32_t)c;
+		CtxRun *r = ctx_new(cl->node, PN_CTXSEQ_CLOSE, z);
+		r->give_up = [this, cl, r](uint32_t) {
+			if (!ctx_overdue(r))
+				return false;
+			if (!cl->td_forced)
+				sim_log("node %d: contexts still busy %llu cycles after the guest left; resetting anyway",
+					cl->node, (unsigned long long)(cycle - cl->td_start));
+			cl->td_forced = true;
+			return true;
+		};
+		r->done = [this, cl](int) {
+			if (--cl->td_left)
+				return;
+			sim_log("node %d: every context reset, guest RAM released %llu cycles after the device left",
+				cl->node, (unsigned long long)(cycle - cl->td_start));
+			free_client(cl);
+		};
+		ctx_push(r, cycle);
+	}
+}

@@ -1,0 +1,123 @@
+"""The context sequences (open, close, window) in cocotb benches, run by libparanic's C
+code: the step machine of ``paranic/pn_ctxseq.h`` (the driver's and the simulator's,
+which describes the sequences), called through cffi.
+
+:class:`CtxRegs` is what a bench's privileged side offers: the per-context registers
+by their ``pn_ctxreg_name()`` (``sel``, ``enable`` ... ``write``, ``reset``, ``state``),
+written and read asynchronously, and a wait of some cycles. Its subclasses map them to
+the CSRs ``host_ctx_<name>`` (:class:`tests.model.csr.CsrConfig`) or to the
+HostInterface's ``cfg_*`` ports (:class:`tests.model.host.PortConfig`). :meth:`CtxRegs.run`
+carries a sequence's accesses out on them; ``write_ctx``/``reset_ctx``/``state`` are the
+single accesses tests use to poke a context directly.
+
+libparanic is loaded on first use only, so importing this module (and the host model)
+costs nothing where no sequence runs.
+"""
+
+from __future__ import annotations
+
+import errno
+from functools import lru_cache
+
+#: Cycles between two reads of a busy context (the simulator's rule), and waited after
+#: it went quiet before the reset (the model applies DMA writes when their last beat
+#: arrives; this covers the NIC's own write pipeline).
+POLL_CYCLES = 32
+SETTLE_CYCLES = 64
+
+
+@lru_cache(maxsize=None)
+def _c():
+    from paranic.clib import ffi, lib
+    regs = tuple(ffi.string(lib.pn_ctxreg_name(i)).decode() for i in range(lib.PN_CTXREG_COUNT))
+    kinds = {"open": lib.PN_CTXSEQ_OPEN, "close": lib.PN_CTXSEQ_CLOSE, "window": lib.PN_CTXSEQ_WINDOW,
+             "window_shrink": lib.PN_CTXSEQ_WINDOW_SHRINK}
+    giveup = {"keep": lib.PN_CTXSEQ_KEEP, "reset_anyway": lib.PN_CTXSEQ_RESET_ANYWAY}
+    return ffi, lib, regs, kinds, giveup
+
+
+def registers() -> tuple[str, ...]:
+    """The per-context registers in the C enum's order: ``sel``, ``enable`` ... ``state``."""
+    return _c()[2]
+
+
+def fields() -> tuple[str, ...]:
+    """The configuration fields a ``write`` strobe stores: ``enable`` .. ``win_size``."""
+    r = registers()
+    return r[r.index("enable"):r.index("write")]
+
+
+class CtxRegs:
+    """The per-context registers of one node; subclasses implement the three accesses."""
+
+    async def reg_write(self, name: str, value: int) -> None:
+        raise NotImplementedError
+
+    async def reg_read(self, name: str) -> int:
+        raise NotImplementedError
+
+    async def cycles(self, n: int) -> None:
+        raise NotImplementedError
+
+    # -- single accesses ------------------------------------------------------------------
+    async def write_ctx(self, ctx: int, **values: int) -> None:
+        """Select ``ctx``, write every field (those not given: 0) and strobe ``write``."""
+        unknown = set(values) - set(fields())
+        if unknown:
+            raise ValueError(f"no context field {sorted(unknown)}; have {fields()}")
+        await self.reg_write("sel", ctx)
+        for k in fields():
+            await self.reg_write(k, int(values.get(k, 0)))
+        await self.reg_write("write", 1)
+
+    async def reset_ctx(self, ctx: int) -> None:
+        await self.reg_write("sel", ctx)
+        await self.reg_write("reset", 1)
+
+    async def state(self, ctx: int) -> int:
+        """``ctx``'s ``PN_CTX_STATE_*`` bits."""
+        await self.reg_write("sel", ctx)
+        return await self.reg_read("state")
+
+    # -- sequences ------------------------------------------------------------------------
+    async def run(self, kind: str, ctx: int, timeout: int = 200_000, give_up: str | None = None,
+                  **config: int) -> int:
+        """Run sequence ``kind`` (``open``, ``close``, ``window``, ``window_shrink``) on
+        context ``ctx`` with its configuration (``rx_base``, ``rx_log2``, ``tx_base``,
+        ``tx_log2``, ``status_addr``, ``win_base``, ``win_size``; missing ones 0).
+
+        Returns DONE's status: 0, ``-ENODEV`` (a read of all ones) or, when the context
+        stayed busy for ``timeout`` cycles of polling and ``give_up`` is ``"keep"`` or
+        ``"reset_anyway"``, ``-ETIMEDOUT``. Without ``give_up`` that raises TimeoutError.
+        """
+        ffi, lib, regs, kinds, giveup = _c()
+        if kind not in kinds:
+            raise ValueError(f"no sequence {kind!r}; have {sorted(kinds)}")
+        if give_up is not None and give_up not in giveup:
+            raise ValueError(f"give_up: {give_up!r}, not one of {sorted(giveup)}")
+        seq = ffi.new("struct pn_ctxseq *")
+        op = ffi.new("struct pn_ctxop *")
+        lib.pn_ctxseq_init(seq, kinds[kind], ffi.new("struct pn_ctxseq_cfg *", {"ctx": ctx, **config}))
+        value = waited = 0
+        while True:
+            k = lib.pn_ctxseq_next(seq, value, op)
+            if k == lib.PN_CTXOP_WRITE:
+                await self.reg_write(regs[op.reg], op.value)
+            elif k == lib.PN_CTXOP_READ:
+                value = await self.reg_read(regs[op.reg]) & 0xFFFFFFFF
+            elif k == lib.PN_CTXOP_RETRY:
+                if waited >= timeout:
+                    if give_up is None:
+                        raise TimeoutError(f"{kind} of context {ctx}: still busy (state {op.value:#x}) "
+                                           f"after {waited} cycles")
+                    lib.pn_ctxseq_give_up(seq, -errno.ETIMEDOUT, giveup[give_up])
+                else:
+                    await self.cycles(POLL_CYCLES)
+                    waited += POLL_CYCLES
+            elif k == lib.PN_CTXOP_SETTLE:
+                await self.cycles(SETTLE_CYCLES)
+            else:
+                return op.status
+
+
+__all__ = ["CtxRegs", "registers", "fields", "POLL_CYCLES", "SETTLE_CYCLES"]
