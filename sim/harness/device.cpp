@@ -2,7 +2,7 @@
 /*
  * paranic-sim: device clients: a QEMU guest's PCI function (sim/qemu/pn_proxydev) that
  * holds a whole node; its hello, its welcome, and its node's contexts when it leaves.
- * See docs/driver.md ("Phase 2: QEMU").
+ * See docs/driver.md ("The driver in a QEMU guest").
  */
 #include <cerrno>
 #include <cstring>

@@ -1,7 +1,7 @@
 """libparanic's `pci` backend without a board: it is built into the library and
 registered, and pn_open fails cleanly (-ENODEV and a message saying what to do) when
 there is no /dev/paranic<N>, or with the ioctl's errno when the node is not a ParaNIC.
-Running it against a device is phase 2 (QEMU; docs/driver.md)."""
+Against a device it runs in the QEMU guest (docs/driver.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The real driver and library in a QEMU guest (docs/driver.md, "Phase 2: QEMU").
+"""The real driver and library in a QEMU guest (docs/driver.md, "The driver in a QEMU guest").
 
 Debian's 6.1 kernel boots under qemu-system-x86_64 7.2 (q35, TCG) with an initramfs
 the project builds (paranic.qemu). The ParaNIC is QEMU's ``x-pci-proxy-dev`` talking

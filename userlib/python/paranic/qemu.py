@@ -1,4 +1,4 @@
-"""The driver's QEMU proof route (docs/driver.md, "Phase 2: QEMU").
+"""The driver's QEMU proof route (docs/driver.md, "The driver in a QEMU guest").
 
 * :func:`build_initramfs` builds the guest image: busybox-static, ``paranic.ko``
   (built against Debian's 6.1 headers and the CSR map of the gateware it will drive),
