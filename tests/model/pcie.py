@@ -132,7 +132,7 @@ class DmaWrite(NamedTuple):
     cycle: int        #: cycle of the last beat
     adr: int
     nbytes: int       #: from the length field
-    data: bytes       #: every beat sent (nbytes of them when the request is well framed)
+    data: bytes       #: the data of every beat (nbytes bytes when the request is well framed)
     first_cycle: int  #: cycle of the first beat
 
     @property
