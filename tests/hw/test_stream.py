@@ -13,8 +13,9 @@ import random
 
 import pytest
 from migen import Module
-from migen.sim import passive, run_simulation
+from migen.sim import run_simulation
 
+from model.pcie_migen import MigenHost
 from paranic.spec import protocol as P
 from paranic.hw.dma import DmaWriter
 from paranic.hw.host import HostInterface
@@ -22,22 +23,19 @@ from paranic.spec.link import frame_words
 from paranic.hw.niccore import NicCore
 
 
-@passive
-def _collect_requests(src, cycle: list[int], got: list, beats: list[int], ready=lambda k: True):
-    """Passive sink of write requests: (adr, dwords, data words); beat cycles in ``beats``."""
-    cur = None
-    k = 0
-    while True:
-        yield src.ready.eq(int(ready(k)))
-        k += 1
-        yield
-        if (yield src.valid) and (yield src.ready):
-            beats.append(cycle[0])
-            if (yield src.first):
-                cur = [(yield src.adr), (yield src.len), []]
-            cur[2].append((yield src.dat))
-            if (yield src.last):
-                got.append(cur)
+def _writer_host(dut: DmaWriter, max_payload: int, base: int, size: int, **kw) -> MigenHost:
+    """The host model taking a DMA writer's requests into ``size`` bytes at ``base``."""
+    host = MigenHost(wr_source=dut.source, max_payload_bytes=max_payload, **kw)
+    host.mem.add(base, size, "commands", dma_write=True)
+    return host
+
+
+def _run(dut, host: MigenHost, *generators) -> list:
+    """Simulate; the host saw no PCIe violation and no stray write. Returns its write
+    requests (:class:`model.pcie.DmaWrite`)."""
+    run_simulation(dut, [*generators, host.generator()])
+    assert host.errors == [], "\n".join(host.errors[:20])
+    return host.write_requests
 
 
 @pytest.mark.parametrize("max_payload", [64, 256])
@@ -49,8 +47,7 @@ def test_dma_writer_commands_back_to_back(max_payload):
     cmds = [(rng.randrange(0, 1 << 20) * 8 + (1 << 40), rng.choice([1, 2, 3, 17, 40, 130]))
             for _ in range(20)]
     beats_in = [((adr << 8) + i) for adr, n in cmds for i in range(n)]
-    cycle = [0]
-    got, beats = [], []
+    host = _writer_host(dut, max_payload, 1 << 40, 1 << 24)
 
     def cmd_feed():
         for adr, n in cmds:
@@ -73,23 +70,16 @@ def test_dma_writer_commands_back_to_back(max_payload):
         for _ in range(5):
             yield
 
-    @passive
-    def clock():
-        while True:
-            yield
-            cycle[0] += 1
-
-    run_simulation(dut, [cmd_feed(), data_feed(), clock(),
-                         _collect_requests(dut.source, cycle, got, beats)])
-    assert len(beats) == len(beats_in)
-    assert beats[-1] - beats[0] == len(beats_in) - 1, "idle cycles between beats"
+    got = _run(dut, host, cmd_feed(), data_feed())
+    assert sum(len(w.words) for w in got) == len(beats_in)
+    assert got[-1].cycle - got[0].first_cycle == len(beats_in) - 1, "idle cycles between beats"
     pos = 0
     for adr, n in cmds:
         a, left = adr, n
         while left:
-            radr, dw, data = got[pos]
+            radr, nbytes, data = got[pos].adr, got[pos].nbytes, got[pos].words
             pos += 1
-            assert radr == a and dw * 4 == len(data) * 8 <= max_payload
+            assert radr == a and nbytes == len(data) * 8 <= max_payload
             assert radr // max_payload == (radr + len(data) * 8 - 1) // max_payload
             assert data == [(adr << 8) + (a - adr) // 8 + i for i in range(len(data))]
             a += len(data) * 8
@@ -100,8 +90,7 @@ def test_dma_writer_commands_back_to_back(max_payload):
 def test_dma_writer_command_alone_then_data():
     """A command taken without data (the status writer's way) still works, back-pressure too."""
     dut = DmaWriter(64, 256)
-    cycle = [0]
-    got, beats = [], []
+    host = _writer_host(dut, 256, 0, 0x4000, wr_ready=lambda k: k % 3 != 1)
 
     def feed():
         for adr, n in ((0x1000, 3), (0x2008, 1), (0x30F8, 2)):
@@ -129,16 +118,10 @@ def test_dma_writer_command_alone_then_data():
             yield
         assert not (yield dut.busy)
 
-    @passive
-    def clock():
-        while True:
-            yield
-            cycle[0] += 1
-
-    run_simulation(dut, [feed(), clock(),
-                         _collect_requests(dut.source, cycle, got, beats, ready=lambda k: k % 3 != 1)])
-    assert got == [[0x1000, 6, [0x1000, 0x1001, 0x1002]], [0x2008, 2, [0x2008]],
-                   [0x30F8, 2, [0x30F8]], [0x3100, 2, [0x30F9]]]  # split at 256 bytes
+    got = _run(dut, host, feed())
+    assert [(w.adr, w.nbytes // 4, w.words) for w in got] == [
+        (0x1000, 6, [0x1000, 0x1001, 0x1002]), (0x2008, 2, [0x2008]),
+        (0x30F8, 2, [0x30F8]), (0x3100, 2, [0x30F9])]  # split at 256 bytes
 
 
 @pytest.mark.parametrize("mtu,npk", [(64, 24), (P.DEFAULT_MTU, 6)])
@@ -150,9 +133,9 @@ def test_rx_engine_packet_train(mtu, npk):
     base = 0x1_0000_0000
     sb, vo = P.rx_slot_bytes(mtu), P.rx_valid_offset(mtu)
     pw = P.packet_words(mtu)
-    cycle = [0]
-    mem: dict[int, int] = {}
-    got, beats = [], []
+    # only the write port: the receive engine alone, DMA writes always accepted
+    host = MigenHost(wr_source=dut.dma_wr.source)
+    host.mem.add(base, 64 * sb, "ctx1 rx ring", dma_write=True)
     taken: list[int] = []   # cycle of each packet's header word leaving rx_sink
     packets = []
     for i in range(npk):
@@ -182,24 +165,13 @@ def test_rx_engine_packet_train(mtu, npk):
                 while not (yield ep.ready):
                     yield
                 if i == 0:
-                    taken.append(cycle[0] - 1)
+                    taken.append(host.cycle - 1)
         yield ep.valid.eq(0)
         for _ in range(40):
             yield
 
-    @passive
-    def clock():
-        while True:
-            yield
-            cycle[0] += 1
-
-    def apply():
-        for adr, _, words in got:
-            for k, w in enumerate(words):
-                mem[adr + 8 * k] = w
-
-    run_simulation(dut, [main(), clock(), _collect_requests(dut.dma_wr.source, cycle, got, beats)])
-    apply()
+    got = _run(dut, host, main())
+    mem = {w.adr + 8 * k: word for w in got for k, word in enumerate(w.words)}
     gaps = [b - a for a, b in zip(taken, taken[1:])]
     assert gaps == [pw + 2] * (npk - 1), gaps
     for i, words in enumerate(packets):
@@ -207,10 +179,11 @@ def test_rx_engine_packet_train(mtu, npk):
         assert [mem.get(slot + 8 * k) for k in range(pw)] == words
         assert mem[slot + vo] == i + 1
     # the valid word of each packet is written after its slot, the next slot after it
-    order = [adr for adr, _, _ in got]
+    order = [w.adr for w in got]
     for i in range(npk - 1):
         assert order.index(base + i * sb + vo) < order.index(base + (i + 1) * sb)
-    assert beats[-1] - beats[0] == npk * (pw + 2) - 2  # npk*(pw+1) beats, one check cycle each
+    # npk*(pw+1) beats, one check cycle each
+    assert got[-1].cycle - got[0].first_cycle == npk * (pw + 2) - 2
     assert frame_words(P.DEFAULT_MTU) == P.packet_words(P.DEFAULT_MTU) + 2
 
 

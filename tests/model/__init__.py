@@ -1,1 +1,3 @@
-"""Python models of ParaNIC's surroundings for cocotb benches (host, ...)."""
+"""Python models of ParaNIC's surroundings for the Migen and cocotb benches: the PC's
+PCIe side (``pcie``, ``hostmem`` and a driver per simulator), its software (``host``),
+CSR access (``csr``)."""

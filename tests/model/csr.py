@@ -13,7 +13,7 @@ from paranic.spec import protocol as P
 from paranic.hw.standalone import CsrReg
 from paranic.spec.topo import Topology
 
-from .ctxseq import CtxRegs
+from model.ctxseq import CtxRegs
 
 
 class CsrBus:

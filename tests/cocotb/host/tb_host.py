@@ -15,7 +15,8 @@ from cocotb.clock import Clock
 from cocotb.triggers import RisingEdge
 
 from paranic.spec import protocol as P
-from model.host import HostModel, NicContext, PortConfig, reassemble
+from model.host import NicContext, PortConfig, reassemble
+from model.pcie_cocotb import HostModel
 
 N_CTX = int(os.environ.get("BENCH_N_CTX", "4"))
 MTU = int(os.environ.get("BENCH_MTU", "256"))
@@ -389,7 +390,7 @@ async def msi_only_when_armed(dut):
     assert ctx == 1
     # the valid word was written (request on the port) before the MSI
     vaddr = c1.slot_addr(1) + P.rx_valid_offset(MTU)
-    assert any(a == vaddr and c <= cyc for c, a, _ in host.write_requests)
+    assert any(w.adr == vaddr and w.cycle <= cyc for w in host.write_requests)
     (p,) = await c1.recv(1)
     assert p.payload == b"y" * 16
     assert not (await c1.reg(R.STATUS) & int(P.StatusBit.IRQ_ARMED))
@@ -535,9 +536,9 @@ async def pio_latency(dut):
         t_db = host.cycle  # the doorbell write was presented one cycle before its ack
         t_tx = await host.wait_for(lambda: int(dut.tx_words.value) > w0, 200, every=1)
         vaddr = c1.slot_addr(c1.rx_next) + P.rx_valid_offset(MTU)
-        await host.wait_for(lambda: any(a == vaddr for _, a, _ in host.write_requests[nreq:]),
+        await host.wait_for(lambda: any(w.adr == vaddr for w in host.write_requests[nreq:]),
                             500, every=1)
-        t_valid = [c for c, a, _ in host.write_requests[nreq:] if a == vaddr][0]
+        t_valid = [w.cycle for w in host.write_requests[nreq:] if w.adr == vaddr][0]
         (p,) = await c1.recv(1)
         assert p.payload == payload
         res.append((n, t_tx - t_db, t_valid - t_db))

@@ -27,7 +27,8 @@ from cocotb.clock import Clock
 from cocotb.triggers import RisingEdge
 
 from model.csr import CsrBus, Driver
-from model.host import HostModel, NicContext
+from model.host import NicContext
+from model.pcie_cocotb import HostModel
 from paranic.spec import protocol as P
 from paranic.spec.link import LinkState, frame_words
 from paranic.hw.standalone import read_csr_json

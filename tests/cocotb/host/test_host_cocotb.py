@@ -3,7 +3,8 @@
 The Verilog top (:class:`HostLoopTop`) is a HostInterface whose ``tx_source`` feeds its
 own ``rx_sink`` through a store-and-forward packet FIFO (``tx_hold`` stalls the
 transmit side, to keep a PIO window busy). The cocotb tests live in ``tb_host.py``
-and drive it with ``tests/model/host.py``.
+and drive it with the host model (``tests/model/pcie.py`` through
+``model.pcie_cocotb``) and the host software of ``tests/model/host.py``.
 """
 
 from __future__ import annotations

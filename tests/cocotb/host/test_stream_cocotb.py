@@ -2,7 +2,7 @@
 
 Node 0 streams DMA messages to node 1 of a 2-node ring (``NicCluster``, MTU 1 KiB,
 link layers, 8-cycle ``sim`` cables), each node driven by the Python host model
-(``tests/model/host.py``, DMA read latency 63 cycles as in the cluster simulator).
+(``tests/model/pcie.py``, DMA read latency 63 cycles as in the cluster simulator).
 The Verilog top (:class:`StreamTop`) adds free-running event counters ("probes") on
 the stream endpoints along the path, so the bench sees where cycles go without
 reading signals every cycle. ``tb_stream.py`` asserts that the stream runs at the

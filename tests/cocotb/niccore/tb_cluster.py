@@ -14,7 +14,8 @@ from cocotb.clock import Clock
 from cocotb.triggers import RisingEdge
 
 from model.csr import CsrBus, Driver
-from model.host import HostModel, NicContext, reassemble
+from model.host import NicContext, reassemble
+from model.pcie_cocotb import HostModel
 from paranic.spec import protocol as P
 from paranic.spec.link import LinkState
 from paranic.spec.sim import ber_to_threshold
@@ -214,7 +215,7 @@ async def test_bad_input(dut):
     await a.dma_send(1, 1, b"", addr=a.window.base + a.window.size - 8, length=64)
     await a.wait_status(timeout=50000, tx_done=1, pio_done=a.pio_rung)
     stray = [r for r in a.host.read_requests[reads_before:]
-             if not (a.tx_ring.base <= r[1] < a.tx_ring.base + a.tx_ring.size)]
+             if not (a.tx_ring.base <= r.adr < a.tx_ring.base + a.tx_ring.size)]
     assert not stray, f"DMA reads outside the TX ring for a refused descriptor: {stray}"
     # 5. good traffic still flows.
     await a.pio_send(1, 1, b"still alive", tag=42)
