@@ -16,6 +16,7 @@ import random
 import pytest
 from migen.sim import passive, run_simulation
 
+from model.ctxseq import MigenPorts
 from model.pcie_migen import MigenHost
 from paranic.spec import protocol as P
 from paranic.hw.dma import DmaWriter, ReadRealigner
@@ -63,26 +64,20 @@ class NetSink:
                     cur, cyc = [], []
 
 
-def configure(dut, host, ctx, enable=1, rx_base=0x10000, rx_log2=2, tx_base=0x20000, tx_log2=2,
+def configure(dut, host, ctx, rx_base=0x10000, rx_log2=2, tx_base=0x20000, tx_log2=2,
               status_addr=0x30000, win_base=0x40000, win_size=0x1000):
-    """Configure and reset a context through the ``cfg_*`` ports, and declare its rings,
-    status block and window as host memory the NIC may reach."""
+    """Hand a context over through the ``cfg_*`` ports (the driver's OPEN sequence, run
+    by libparanic's C code) and declare its rings, status block and window as host
+    memory the NIC may reach."""
     m = host.mem
     m.add(rx_base, (1 << rx_log2) * P.rx_slot_bytes(dut.mtu), f"ctx{ctx} rx ring", dma_write=True)
     m.add(tx_base, (1 << tx_log2) * P.TX_DESC_BYTES, f"ctx{ctx} tx ring", dma_read=True)
     m.add(status_addr, P.STATUS_BLOCK_BYTES, f"ctx{ctx} status", dma_write=True)
     m.add(win_base, win_size, f"ctx{ctx} window", dma_read=True)
-    yield dut.cfg_ctx.eq(ctx)
-    for k, v in dict(enable=enable, rx_base=rx_base, rx_log2=rx_log2, tx_base=tx_base,
-                     tx_log2=tx_log2, status_addr=status_addr, win_base=win_base,
-                     win_size=win_size).items():
-        yield getattr(dut, "cfg_" + k).eq(v)
-    yield dut.cfg_write.eq(1)
-    yield
-    yield dut.cfg_write.eq(0)
-    yield dut.cfg_reset.eq(1)
-    yield
-    yield dut.cfg_reset.eq(0)
+    status = yield from MigenPorts(dut).run("open", ctx, rx_base=rx_base, rx_log2=rx_log2, tx_base=tx_base,
+                                            tx_log2=tx_log2, status_addr=status_addr, win_base=win_base,
+                                            win_size=win_size)
+    assert status == 0, status
     yield
 
 

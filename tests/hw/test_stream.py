@@ -15,6 +15,7 @@ import pytest
 from migen import Module
 from migen.sim import run_simulation
 
+from model.ctxseq import MigenPorts
 from model.pcie_migen import MigenHost
 from paranic.spec import protocol as P
 from paranic.hw.dma import DmaWriter
@@ -143,16 +144,7 @@ def test_rx_engine_packet_train(mtu, npk):
         packets.append([w0, w1] + [(i << 16) | k for k in range(P.payload_words(mtu))])
 
     def main():
-        yield dut.cfg_ctx.eq(1)
-        yield dut.cfg_enable.eq(1)
-        yield dut.cfg_rx_base.eq(base)
-        yield dut.cfg_rx_log2.eq(6)
-        yield dut.cfg_write.eq(1)
-        yield
-        yield dut.cfg_write.eq(0)
-        yield dut.cfg_reset.eq(1)
-        yield
-        yield dut.cfg_reset.eq(0)
+        assert (yield from MigenPorts(dut).run("open", 1, rx_base=base, rx_log2=6)) == 0
         yield
         ep = dut.rx_sink
         for words in packets:
