@@ -29,10 +29,10 @@ def table(res: dict) -> str:
     seed = seed_figures()["parastation"]["hardware"]
     link_mbps = P.WORD_BYTES * P.TARGET_CLK_HZ / 1e6
     rows = [
-        ("hop, packet complete to header out", f"{res['hop_latency_cycles']} cycles = "
-         f"{res['hop_latency_ns']:.0f} ns", f"{seed['router_delay_ns_per_hop']} ns"),
         (f"hop, {P.DEFAULT_MTU} B packet, header in to out", f"{res['hop_header_mtu_cycles']} cycles = "
-         f"{res['hop_header_mtu_ns']:.0f} ns", "(cut-through)"),
+         f"{res['hop_header_mtu_ns']:.0f} ns", f"{seed['router_delay_ns_per_hop']} ns (cut-through)"),
+        ("hop, complete packet to header out", f"{res['hop_latency_cycles']} cycles = "
+         f"{res['hop_latency_ns']:.0f} ns", ""),
     ]
     if "link_hop_latency_cycles" in res:
         c = res["link_hop_latency_cycles"]
