@@ -1,9 +1,10 @@
 """The ParaNIC router: one local port plus 2 (ring) or 4 (torus) link ports.
 
-Table-based self-routing with a routing table in block RAM, virtual cut-through
-with whole-packet credits, round-robin arbitration with in-transit traffic first,
-and bubble flow control for deadlock freedom (see docs/architecture.md, "Router"
-and "Deadlock freedom").
+Table-based self-routing with a routing table in block RAM, store-and-forward per
+hop (a packet is routed once all of it is in its input FIFO) with whole-packet
+credits, round-robin arbitration with in-transit traffic first, and bubble flow
+control for deadlock freedom (see docs/architecture.md, "Router" and "Deadlock
+freedom").
 
 Pipeline of one packet (cycles relative to the cycle ``T`` in which it is complete
 at the head of its input FIFO, ``packets > 0``)::
@@ -15,7 +16,8 @@ at the head of its input FIFO, ``packets > 0``)::
     T+2  the input streams into the output's pipeline register
     T+3  header word valid on the output ``source`` (link port or ejection FIFO)
 
-so the unloaded hop latency is 3 cycles (target: <= 4).
+so a complete packet's header leaves 3 cycles after it is complete (target: <= 4);
+a packet of n words therefore takes n + 3 cycles from its header in to its header out.
 """
 
 from __future__ import annotations
