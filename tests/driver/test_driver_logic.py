@@ -9,6 +9,7 @@ arguments and every answer is compared with a Python model written from the spec
 from __future__ import annotations
 
 import errno
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -21,7 +22,17 @@ import paranic.spec.protocol as P
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = 4096
-REGION_SHIFT = 28
+
+
+def _uapi_define(name: str) -> int:
+    """An integer macro of the driver's ABI header (driver/include/uapi/paranic.h)."""
+    m = re.search(rf"^#define {name} (\d+)\b", (ROOT / "driver/include/uapi/paranic.h").read_text(), re.M)
+    assert m, f"{name} not in the ABI header"
+    return int(m.group(1))
+
+
+#: The mmap offset's region field (the ABI's PARANIC_MMAP_REGION_SHIFT).
+REGION_SHIFT = _uapi_define("PARANIC_MMAP_REGION_SHIFT")
 U64 = (1 << 64) - 1
 SETTINGS = settings(max_examples=300, deadline=None,
                     suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -172,8 +183,9 @@ def test_mmap_examples(prog):
     assert prog("mmap", 1024, 8, 6, 0, PAGE, 0, 1)[0] == 0
     assert prog("mmap", 1024, 8, 6, 0, 2 * PAGE, 0, 1)[0] == -E.EINVAL
     assert prog("mmap", 1024, 8, 6, PAGE, PAGE, 0, 1)[0] == -E.EINVAL   # another context's page
-    assert prog("mmap", 1024, 8, 6, 1 << REGION_SHIFT, 256 * 1088, 0, 1)[0] == -E.EACCES
-    assert prog("mmap", 1024, 8, 6, 1 << REGION_SHIFT, 256 * 1088, 0, 0)[0] == 1
+    rx_ring = 256 * P.rx_slot_bytes(1024)
+    assert prog("mmap", 1024, 8, 6, 1 << REGION_SHIFT, rx_ring, 0, 1)[0] == -E.EACCES
+    assert prog("mmap", 1024, 8, 6, 1 << REGION_SHIFT, rx_ring, 0, 0)[0] == 1
     assert prog("mmap", 1024, 8, 6, 4 << REGION_SHIFT, PAGE, 0, 1)[0] == -E.ENXIO
 
 
