@@ -19,8 +19,9 @@ import random
 
 import cocotb
 from cocotb.clock import Clock
-from cocotb.triggers import FallingEdge, RisingEdge
+from cocotb.triggers import FallingEdge
 
+from paranic.bench.router_tb import reset_until_ready
 from paranic.spec import protocol as P
 from paranic.spec.topo import Topology
 
@@ -78,14 +79,7 @@ async def test_scoreboard(dut):
     for i in range(n):
         getattr(dut, f"n{i}_sink_valid").value = 0
         getattr(dut, f"n{i}_source_ready").value = 0
-    dut.sys_rst.value = 1
-    for _ in range(3):
-        await RisingEdge(dut.sys_clk)
-    dut.sys_rst.value = 0
-    while True:
-        await FallingEdge(dut.sys_clk)
-        if int(dut.ready.value):
-            break
+    await reset_until_ready(dut)
 
     queues: dict[tuple[int, int], list[list[int]]] = {(s, d): [] for s in range(n) for d in range(n)}
     nodes = []

@@ -45,6 +45,19 @@ def nports(dut) -> int:
     return 5 if hasattr(dut, "yp_sink_valid") else 3
 
 
+async def reset_until_ready(dut) -> None:
+    """Hold reset for 3 cycles, then wait (at falling edges) until the routing tables
+    are loaded (``ready``)."""
+    dut.sys_rst.value = 1
+    for _ in range(3):
+        await RisingEdge(dut.sys_clk)
+    dut.sys_rst.value = 0
+    while True:
+        await FallingEdge(dut.sys_clk)
+        if int(dut.ready.value):
+            break
+
+
 async def setup(dut):
     cocotb.start_soon(Clock(dut.sys_clk, PERIOD_NS, unit="ns").start())
     n = nports(dut)
@@ -59,14 +72,7 @@ async def setup(dut):
         getattr(dut, f"{nm}_credit_valid").value = 0
         getattr(dut, f"{nm}_credit_words").value = 0
         getattr(dut, f"{nm}_up").value = 1
-    dut.sys_rst.value = 1
-    for _ in range(3):
-        await RisingEdge(dut.sys_clk)
-    dut.sys_rst.value = 0
-    while True:
-        await FallingEdge(dut.sys_clk)
-        if int(dut.ready.value):
-            break
+    await reset_until_ready(dut)
 
 
 async def load_table(dut, table: dict[int, int]):
