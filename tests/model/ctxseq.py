@@ -18,6 +18,7 @@ runs.
 
 from __future__ import annotations
 
+import abc
 import errno
 from functools import lru_cache
 
@@ -51,17 +52,20 @@ def fields() -> tuple[str, ...]:
     return r[r.index("enable"):r.index("write")]
 
 
-class CtxRegs:
+class CtxRegs(abc.ABC):
     """The per-context registers of one node; subclasses implement the three accesses."""
 
+    @abc.abstractmethod
     async def reg_write(self, name: str, value: int) -> None:
-        raise NotImplementedError
+        """Write register ``name`` (``write``/``reset``: the strobe)."""
 
+    @abc.abstractmethod
     async def reg_read(self, name: str) -> int:
-        raise NotImplementedError
+        """Read register ``name`` (only ``state`` is readable)."""
 
+    @abc.abstractmethod
     async def cycles(self, n: int) -> None:
-        raise NotImplementedError
+        """Let ``n`` clock cycles pass."""
 
     # -- single accesses ------------------------------------------------------------------
     async def write_ctx(self, ctx: int, **values: int) -> None:
