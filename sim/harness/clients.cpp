@@ -194,17 +194,10 @@ void Harness::on_hello(Client *cl, const pn_sim_hello &h, int memfd)
 	cl->mem = (uint8_t *)p;
 	cl->mem_bytes = h.mem_bytes;
 	cl->ctl = (pn_sim_ctl *)p;
-	uint32_t qs = cl->ctl->qsize;
-	if (cl->ctl->magic != PN_SIM_MAGIC_CTL || !qs || (qs & (qs - 1)) || cl->ctl->queue_off % 64 ||
-	    cl->ctl->queue_off < sizeof(pn_sim_ctl) || !fits(cl->ctl->queue_off, (uint64_t)qs * sizeof(pn_sim_op)) ||
-	    cl->ctl->queue_off + (uint64_t)qs * sizeof(pn_sim_op) > h.status_off) {
+	if (!take_queue(cl, h.status_off)) {   /* the queue lies below the status block */
 		reject(cl, -EINVAL);
 		return;
 	}
-	cl->queue = (pn_sim_op *)(cl->mem + cl->ctl->queue_off);
-	cl->qmask = qs - 1;
-	cl->q_tail = __atomic_load_n(&cl->ctl->q_head, __ATOMIC_ACQUIRE);   /* nothing before attach counts */
-	__atomic_store_n(&cl->ctl->q_tail, cl->q_tail, __ATOMIC_RELEASE);
 	cl->rx_bytes = rx_bytes;
 	cl->tx_bytes = tx_bytes;
 	cl->rx_slots = 1u << h.rx_log2;
@@ -299,15 +292,30 @@ void Harness::try_attach(Client *cl)
 	configure(cl);
 }
 
-/* The context is programmed: the client is attached. */
-void Harness::welcome(Client *cl)
+/* The client's MMIO queue in its control block (at queue_off, below end): checked, then
+ * taken from its current head (nothing queued before the attach counts). */
+bool Harness::take_queue(Client *cl, uint64_t end)
 {
-	pn_sim_welcome w = welcome_base();
+	pn_sim_ctl *c = cl->ctl;
+	uint32_t qs = c->qsize;
+	if (c->magic != PN_SIM_MAGIC_CTL || !qs || (qs & (qs - 1)) || c->queue_off % 64 ||
+	    c->queue_off < sizeof(pn_sim_ctl) || c->queue_off > end ||
+	    (uint64_t)qs * sizeof(pn_sim_op) > end - c->queue_off)
+		return false;
+	cl->queue = (pn_sim_op *)(cl->mem + c->queue_off);
+	cl->qmask = qs - 1;
+	cl->q_tail = __atomic_load_n(&c->q_head, __ATOMIC_ACQUIRE);
+	__atomic_store_n(&c->q_tail, cl->q_tail, __ATOMIC_RELEASE);
+	return true;
+}
+
+/* A client is attached: it becomes active and gets w (status 0, its node, the job, the
+ * global shm's size) with the global shared memory's fd. */
+void Harness::send_attached(Client *cl, pn_sim_welcome &w)
+{
 	w.status = 0;
 	w.node = (uint32_t)cl->node;
 	w.nodes = (uint32_t)job_nodes;
-	w.ctx = (uint32_t)cl->ctx;
-	w.dma_base = PN_SIM_DMA_BASE(cl->ctx);
 	w.global_bytes = shm_bytes;
 	int rofd = open(cfg.shm_path.c_str(), O_RDONLY | O_CLOEXEC);
 	cl->st = CState::Active;
@@ -316,6 +324,15 @@ void Harness::welcome(Client *cl)
 		sim_log("client %llu: welcome not delivered", (unsigned long long)cl->id);
 	if (rofd >= 0)
 		close(rofd);
+}
+
+/* The context is programmed: the client is attached. */
+void Harness::welcome(Client *cl)
+{
+	pn_sim_welcome w = welcome_base();
+	w.ctx = (uint32_t)cl->ctx;
+	w.dma_base = PN_SIM_DMA_BASE(cl->ctx);
+	send_attached(cl, w);
 	sim_log("client %llu (pid %d) attached: node %d ctx %d, %u RX slots, %u TX entries, %llu MiB, cycle %llu",
 		(unsigned long long)cl->id, cl->pid, cl->node, cl->ctx, cl->rx_slots, 1u << cl->hello.tx_log2,
 		(unsigned long long)(cl->mem_bytes >> 20), (unsigned long long)cycle);

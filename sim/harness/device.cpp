@@ -53,17 +53,10 @@ void Harness::on_device_hello(Client *cl, const pn_sim_hello &h, int ramfd)
 	cl->ram = (uint8_t *)r;
 	cl->ram_bytes = h.heap_bytes;
 	cl->ctl = (pn_sim_ctl *)p;
-	uint32_t qs = cl->ctl->qsize;
-	if (cl->ctl->magic != PN_SIM_MAGIC_CTL || !qs || (qs & (qs - 1)) || cl->ctl->queue_off % 64 ||
-	    cl->ctl->queue_off < sizeof(pn_sim_ctl) || cl->ctl->queue_off > h.mem_bytes ||
-	    (uint64_t)qs * sizeof(pn_sim_op) > h.mem_bytes - cl->ctl->queue_off) {
+	if (!take_queue(cl, h.mem_bytes)) {
 		reject(cl, -EINVAL);
 		return;
 	}
-	cl->queue = (pn_sim_op *)(cl->mem + cl->ctl->queue_off);
-	cl->qmask = qs - 1;
-	cl->q_tail = __atomic_load_n(&cl->ctl->q_head, __ATOMIC_ACQUIRE);
-	__atomic_store_n(&cl->ctl->q_tail, cl->q_tail, __ATOMIC_RELEASE);
 	cl->node = h.node;
 	cl->want_ctx = -1;
 	cl->st = CState::Waiting;
@@ -73,18 +66,8 @@ void Harness::on_device_hello(Client *cl, const pn_sim_hello &h, int ramfd)
 void Harness::device_welcome(Client *cl)
 {
 	pn_sim_welcome w = welcome_base();
-	w.status = 0;
-	w.node = (uint32_t)cl->node;
-	w.nodes = (uint32_t)job_nodes;
-	w.dma_base = 0;
-	w.global_bytes = shm_bytes;
-	int rofd = open(cfg.shm_path.c_str(), O_RDONLY | O_CLOEXEC);
-	cl->st = CState::Active;
-	g->clients++;
-	if (rofd < 0 || send_welcome(cl->fd, w, rofd) < 0)
-		sim_log("client %llu: welcome not delivered", (unsigned long long)cl->id);
-	if (rofd >= 0)
-		close(rofd);
+	w.dma_base = 0;   /* bus address = guest-physical address */
+	send_attached(cl, w);
 	sim_log("device client %llu (pid %d) attached: node %d (all contexts; the guest's driver programs them), "
 		"guest RAM %llu MiB at bus address 0, cycle %llu", (unsigned long long)cl->id, cl->pid, cl->node,
 		(unsigned long long)(cl->ram_bytes >> 20), (unsigned long long)cycle);

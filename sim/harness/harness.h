@@ -291,7 +291,9 @@ private:
 	void accept_clients();
 	void on_readable(Client *cl);
 	void on_hello(Client *cl, const pn_sim_hello &h, int memfd);
+	bool take_queue(Client *cl, uint64_t end);
 	void reject(Client *cl, int err);
+	void send_attached(Client *cl, pn_sim_welcome &w);
 	void try_attach(Client *cl);
 	void welcome(Client *cl);
 	void hangup(Client *cl);
