@@ -15,7 +15,6 @@ to a build and is written there (``python -m paranic.hw.gen``).
 from __future__ import annotations
 
 import hashlib
-import inspect
 import json
 import re
 import textwrap
@@ -146,35 +145,13 @@ def sim_shm_header() -> str:
          "#define PN_SIM_MAX_MEM (1ull << PN_SIM_DMA_SHIFT)",
          f"#define PN_SIM_TRACE_OFF {S.TRACE_OFF}u", "", "/* Queue entry kinds. */",
          "enum pn_sim_op_kind {"]
-    docs = member_docs(S.OpKind)
-    L += [f"\t{f'PN_SIM_OP_{k.name} = {int(k)},':<28}/* {docs[k.name]} */" for k in S.OpKind]
-    L += ["};", "", *_c_comment(textwrap.fill(" ".join(_doc_of(S, "HELLO_DEVICE").split()), 86)),
+    L += [f"\t{f'PN_SIM_OP_{k.name} = {int(k)},':<28}/* {S.OP_KIND_DOC[k]} */" for k in S.OpKind]
+    L += ["};", "", *_c_comment(textwrap.fill(S.HELLO_DEVICE_DOC, 86)),
           f"#define PN_SIM_HELLO_DEVICE 0x{S.HELLO_DEVICE:x}u", ""]
     for s in S.STRUCTS:
         L += c_struct(s)
     L += ["#endif /* PN_SIM_SHM_H */"]
     return "\n".join(L) + "\n"
-
-
-def member_docs(cls) -> dict[str, str]:
-    """The ``#:`` comments after the members of an enum class, by member name."""
-    out = {}
-    for ln in inspect.getsource(cls).splitlines():
-        m = re.match(r"\s+(\w+)\s*=.*#:\s*(.*)$", ln)
-        if m:
-            out[m.group(1)] = m.group(2).strip()
-    return out
-
-
-def _doc_of(module, name: str) -> str:
-    """The ``#:`` comment block above ``name`` in ``module``'s source."""
-    src = inspect.getsource(module).splitlines()
-    i = next(k for k, ln in enumerate(src) if ln.startswith(f"{name} ="))
-    lines = []
-    while i > 0 and src[i - 1].startswith("#:"):
-        i -= 1
-        lines.insert(0, src[i][2:].strip())
-    return "\n".join(lines)
 
 
 # ---- a build's CSR map ---------------------------------------------------------------------

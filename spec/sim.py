@@ -56,23 +56,33 @@ def dma_base(ctx: int) -> int:
 
 
 class OpKind(IntEnum):
-    """``pn_sim_op.kind``: what a queue entry asks of the harness."""
+    """``pn_sim_op.kind``: what a queue entry asks of the harness (:data:`OP_KIND_DOC`)."""
 
-    W32 = 1     #: 32-bit store at context-page offset `off`
-    W64 = 2     #: 64-bit store (two bus writes, low word first)
-    R32 = 3     #: 32-bit load from the context page; value = sequence number
-    RCSR = 4    #: 32-bit load of a read-only CSR word at byte address `off`
-    WINDOW = 5  #: driver call: DMA window = heap base .. + value bytes
+    W32 = 1
+    W64 = 2
+    R32 = 3
+    RCSR = 4
+    WINDOW = 5
 
 
-#: pn_sim_hello.flags: a device client (sim/qemu/pn_proxydev: a QEMU guest's PCI
-#: function). It takes a whole node (no context of it may be attached) and sends two
-#: fds: its memfd (control block and MMIO queue only; rings and offsets unused) and the
-#: guest's RAM (a memfd whose offset is the guest-physical address, heap_bytes long).
-#: Its queue entries address BAR0 (off < PN_BAR0_BYTES: context pages and CSRs); the
-#: node's DMA goes to guest RAM (bus address = offset). The harness configures nothing:
-#: the guest's driver does, through the CSRs. On detach every context is disabled and reset.
+OP_KIND_DOC = {
+    OpKind.W32: "32-bit store at context-page offset `off`",
+    OpKind.W64: "64-bit store (two bus writes, low word first)",
+    OpKind.R32: "32-bit load from the context page; value = sequence number",
+    OpKind.RCSR: "32-bit load of a read-only CSR word at byte address `off`",
+    OpKind.WINDOW: "driver call: DMA window = heap base .. + value bytes",
+}
+
+#: ``pn_sim_hello.flags``: a device client (:data:`HELLO_DEVICE_DOC`).
 HELLO_DEVICE = 0x1
+HELLO_DEVICE_DOC = (
+    "pn_sim_hello.flags: a device client (sim/qemu/pn_proxydev: a QEMU guest's PCI "
+    "function). It takes a whole node (no context of it may be attached) and sends two "
+    "fds: its memfd (control block and MMIO queue only; rings and offsets unused) and the "
+    "guest's RAM (a memfd whose offset is the guest-physical address, heap_bytes long). "
+    "Its queue entries address BAR0 (off < PN_BAR0_BYTES: context pages and CSRs); the "
+    "node's DMA goes to guest RAM (bus address = offset). The harness configures nothing: "
+    "the guest's driver does, through the CSRs. On detach every context is disabled and reset.")
 
 OP = CStruct("pn_sim_op", (
     M("kind", "u32", doc="enum pn_sim_op_kind"),

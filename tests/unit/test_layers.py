@@ -94,8 +94,15 @@ def test_nothing_reads_outside_the_tree():
 
 
 def test_seed_figures_are_package_data():
-    """The seed papers' figures come with the package (a wheel or an editable install)."""
+    """The seed papers' figures come with the package: read through importlib.resources,
+    and selected by pyproject.toml's package-data of paranic.bench in that package's
+    folder, so a wheel carries them too."""
+    import tomllib
+
     from paranic.bench.seed import seed_figures
     d = seed_figures()
     assert d["parastation"]["hardware"]["router_delay_ns_per_hop"] > 0
-    assert "seed_figures.json" in (ROOT / "pyproject.toml").read_text()
+    cfg = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    folder = ROOT / cfg["package-dir"]["paranic.bench"]
+    selected = {p.name for pattern in cfg["package-data"]["paranic.bench"] for p in folder.glob(pattern)}
+    assert "seed_figures.json" in selected, (folder, cfg["package-data"])
