@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 from paranic.sim import run as simrun
-from paranic.paths import TREE as ROOT
+from paranic.paths import TREE as ROOT  # noqa: F401  (re-exported for the tests)
 from paranic.launch import TESTS, USERLIB_BUILD as BUILD, Run, clean_env, cluster_name  # noqa: F401
 from paranic.launch import launch as _launch
 

@@ -40,12 +40,10 @@ The benchmarks (``pn_bench``'s, see userlib/tools/pn_bench.c):
 from __future__ import annotations
 
 import json
-import math
 import os
 import sys
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
 from paranic import launch as L
