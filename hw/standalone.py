@@ -22,9 +22,8 @@ from paranic.spec import protocol as P
 
 from .niccore import NicCore
 
-#: The CSR bank sits at BAR0's CSR region (after up to 64 context pages); its
-#: address width (in 32-bit words) covers exactly that region.
-CSR_BASE = P.BAR0_CSR_OFFSET
+#: The CSR bank sits at BAR0's CSR region (P.BAR0_CSR_OFFSET, after up to 64 context
+#: pages); its address width (in 32-bit words) covers exactly that region.
 CSR_PAGING = 0x800
 CSR_ADDRESS_WIDTH = (P.BAR0_CSR_BYTES // 4).bit_length() - 1
 assert 4 << CSR_ADDRESS_WIDTH == P.BAR0_CSR_BYTES
@@ -59,7 +58,7 @@ class NicCoreStandalone(LiteXModule):
             bus_csr=csr_bus.Interface(data_width=32, address_width=CSR_ADDRESS_WIDTH))
         self.csr_con = csr_bus.Interconnect(self.wb2csr.csr, self.csr_banks.get_buses())
 
-        ctx_words = CSR_BASE // 4
+        ctx_words = P.BAR0_CSR_OFFSET // 4
         self.decoder = wishbone.Decoder(self.bus, [
             (lambda a: a < ctx_words, self.nic.bus),
             (lambda a: a >= ctx_words, self.wb2csr.wishbone),
@@ -71,7 +70,7 @@ class NicCoreStandalone(LiteXModule):
 
         regs: dict[str, CsrReg] = {}
         for name, csrs, mapaddr, _rmap in self.csr_banks.banks:
-            addr = CSR_BASE + mapaddr * CSR_PAGING
+            addr = P.BAR0_CSR_OFFSET + mapaddr * CSR_PAGING
             for c in csrs:
                 short = c.name[len(name) + 1:] if c.name.startswith(name + "_") else c.name
                 kind = "ro" if isinstance(c, CSRStatus) else "rw"
@@ -94,4 +93,4 @@ def csr_dict(regs: dict[str, CsrReg]) -> dict[str, dict]:
     return {n: {"addr": r.addr, "size": r.size, "kind": r.kind} for n, r in regs.items()}
 
 
-__all__ = ["NicCoreStandalone", "CsrReg", "CSR_BASE", "csr_dict", "write_csr_json", "read_csr_json"]
+__all__ = ["NicCoreStandalone", "CsrReg", "csr_dict", "write_csr_json", "read_csr_json"]
