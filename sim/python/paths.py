@@ -15,5 +15,6 @@ TREE = SIM_DIR.parent
 HARNESS_DIR = SIM_DIR / "harness"
 #: Every build product (Verilog, Verilated models, run directories).
 BUILD_ROOT = Path(os.environ.get("PARANIC_BUILD", TREE / "build"))
-#: Sockets, ready files and logs of running simulators.
-RUN_DIR = BUILD_ROOT / "run"
+#: Sockets, ready files and logs of running simulators: where libparanic's sim backend
+#: looks for them (hal_sim.c: ``$PARANIC_RUN_DIR``, else the tree's build/run).
+RUN_DIR = Path(os.environ.get("PARANIC_RUN_DIR") or TREE / "build" / "run")
