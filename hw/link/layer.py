@@ -86,6 +86,7 @@ class LinkLayer(LiteXModule):
         self.rx_source = rx.source
         self.phy_tx = tx.source
         self.phy_rx = rx.sink
+        self.phy_hold = tx.hold    # from the PHY adapter: start no frame (LinkTX.hold)
         self.credit_valid = Signal()
         self.credit_words = Signal(CREDIT_BITS)
         self.drained = Signal()

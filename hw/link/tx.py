@@ -35,6 +35,11 @@ class LinkTX(LiteXModule):
 
     From the receive side: ``ack_out``/``nak_req``/``credit_out`` (what to tell the
     far end) and ``far_valid``/``far_ack``/``far_nak`` (what the far end told us).
+
+    From the PHY: ``hold``. While it is high no frame starts: at a frame boundary the
+    transmitter sends STATUS fillers instead, which a PHY may drop (:func:`is_filler`).
+    A PHY whose line is slower than one word per cycle, or that must drop words for
+    clock compensation, uses it; a frame already started is never held.
     """
 
     def __init__(self, mtu: int = P.DEFAULT_MTU, replay_words: int = 1024, max_frames: int = 64,
@@ -52,6 +57,7 @@ class LinkTX(LiteXModule):
         self.sink = sink = stream.Endpoint(packet_layout())
         self.source = source = stream.Endpoint(phy_layout())
         self.up = Signal()          # link trained: send frames/STATUS instead of TRAIN
+        self.hold = Signal()        # from the PHY: start no frame, send fillers
         self.rdy = Signal()         # TRAIN.rdy: partner's training received
         self.ack_out = Signal(SEQ_BITS)
         self.nak_req = Signal()     # pulse: the receiver wants a NAK sent
@@ -218,7 +224,7 @@ class LinkTX(LiteXModule):
         self.comb += [
             rp_in_window.eq((rp - acked - 1)[:SEQ_BITS] < self.outstanding),
             rp_sel.eq(Mux(replay_pending | ~rp_in_window, acked + 1, rp)),
-            do_replay.eq((replay_pending | replaying) & (rp_sel != next_seq)),
+            do_replay.eq((replay_pending | replaying) & (rp_sel != next_seq) & ~self.hold),
             trep.adr.eq(rp_sel[:fw]),
         ]
         rep_start = Signal(aw + 1)
@@ -228,7 +234,7 @@ class LinkTX(LiteXModule):
             rep_len.eq(trep.dat_r[aw + 1:]),
         ]
         fresh_ok = Signal()
-        self.comb += fresh_ok.eq(sink.valid & sink.first &
+        self.comb += fresh_ok.eq(sink.valid & sink.first & ~self.hold &
                                  (self.outstanding < max_frames) &
                                  ((used + len_w) <= replay_words))
 
@@ -245,8 +251,8 @@ class LinkTX(LiteXModule):
         fsm.act("BOUNDARY",
             emit_ctl.eq(1),
             w_ctl.eq(1),
-            replay_take.eq(replay_pending),
-            NextValue(replaying, do_replay),
+            replay_take.eq(replay_pending & ~self.hold),
+            If(~self.hold, NextValue(replaying, do_replay)),
             If(do_replay,
                 # Replay frame rp_sel.
                 c_kind.eq(CtlKind.SOF), c_seq.eq(rp_sel), c_len.eq(rep_len),
