@@ -87,6 +87,9 @@ class LinkLayer(LiteXModule):
         self.phy_tx = tx.source
         self.phy_rx = rx.sink
         self.phy_hold = tx.hold    # from the PHY adapter: start no frame (LinkTX.hold)
+        # From the PHY adapter: the lane is up (aligned, decoding cleanly). Training
+        # counts the partner's TRAIN words only while it is high.
+        self.phy_up = Signal(reset=1)
         self.credit_valid = Signal()
         self.credit_words = Signal(CREDIT_BITS)
         self.drained = Signal()
@@ -121,7 +124,9 @@ class LinkLayer(LiteXModule):
         train_cnt = Signal(max=train_words + 1)
         self.sync += [
             If(~seen,
-                If(rx.train_valid,
+                If(~self.phy_up,
+                    train_cnt.eq(0),
+                ).Elif(rx.train_valid,
                     train_cnt.eq(train_cnt + 1),
                     If(train_cnt == train_words - 1, seen.eq(1)),
                 ).Elif(rx.any_valid,
