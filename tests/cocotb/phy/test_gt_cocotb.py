@@ -126,7 +126,7 @@ def test_gt_sys_limited_ppm():
 def test_gt_compensation_stress():
     """Sides 800 ppm apart (4x the spec) on a fast line: the far elastic buffer drops
     fillers and never overflows."""
-    _run("gt_traffic", GT_PACKETS=4000, GT_TX_PS=3000, GT_PPM_A=400, GT_PPM_B=-400, GT_SEED=3,
+    _run("gt_traffic", GT_PACKETS=3000, GT_TX_PS=3000, GT_PPM_A=400, GT_PPM_B=-400, GT_SEED=3,
          GT_EXPECT="compensation")
 
 
@@ -134,6 +134,12 @@ def test_gt_bit_errors_and_slips():
     """Bit errors (BER 2e-5) and bit slips: the CRC catches them, replays deliver all."""
     _run("gt_traffic", GT_PACKETS=2000, GT_TX_PS=4000, GT_PPM_A=100, GT_PPM_B=-100, GT_SEED=4,
          GT_BER=2e-5, GT_SLIPS=4, GT_EXPECT="errors")
+
+
+def test_gt_two_bytes_per_clock():
+    """W = 2 (LiteICLink data_width 20) on a line as fast as sys, +100 / -100 ppm."""
+    _run("gt_traffic", nbytes=2, GT_PACKETS=1000, GT_TX_PS=2000, GT_PPM_A=100, GT_PPM_B=-100,
+         GT_SEED=7, GT_EXPECT="any")
 
 
 def test_gt_cable_pull():
