@@ -65,7 +65,8 @@ class GTAdapter(LiteXModule):
     ----------
     nbytes : transceiver bytes per clock (2 or 4: LiteICLink data_width 20 / 40).
     mtu : the link's MTU (sizes the transmit FIFO: one whole frame above the threshold).
-    comma_interval : the transmitter sends an idle clock (comma) at least this often.
+    comma_interval : after this many clocks without an idle clock (comma) the
+        transmitter sends one as soon as the word on the line ends.
     filler_period : at most this many words go out between two fillers (clock
         compensation at the far end; 1024 covers 976 ppm, the need is 200 ppm).
     elastic_depth, elastic_high : the receive elastic buffer (:class:`ElasticBuffer`).

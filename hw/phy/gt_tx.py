@@ -10,8 +10,8 @@ the far elastic buffer drops those to absorb up to ±100 ppm oscillator offsets.
 
 :class:`GTTxPacker` (``tx``) packs the variable-length byte stream of the words
 (:mod:`.gt_framing`) into ``nbytes`` transceiver bytes per clock, sends idles
-when it has no whole word, and forces an idle clock (comma in byte lane 0) at
-least every ``comma_interval`` clocks.
+when it has no whole word, and forces an idle clock (comma in byte lane 0) as soon
+as the word on the line ends once ``comma_interval`` clocks went by without one.
 """
 
 from __future__ import annotations
