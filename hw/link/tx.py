@@ -223,7 +223,9 @@ class LinkTX(LiteXModule):
         do_replay = Signal()
         self.comb += [
             rp_in_window.eq((rp - acked - 1)[:SEQ_BITS] < self.outstanding),
-            rp_sel.eq(Mux(replay_pending | ~rp_in_window, acked + 1, rp)),
+            # (rp_in_window == 0), not ~rp_in_window: Migen's simulator evaluates ~1 to
+            # -2, which is true inside the OR, so it restarted every replay at acked+1.
+            rp_sel.eq(Mux(replay_pending | (rp_in_window == 0), acked + 1, rp)),
             do_replay.eq((replay_pending | replaying) & (rp_sel != next_seq) & ~self.hold),
             trep.adr.eq(rp_sel[:fw]),
         ]
