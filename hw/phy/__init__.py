@@ -16,8 +16,7 @@ def phy_layout() -> list[tuple[str, int]]:
 
 
 def connect_phy(link_layer, adapter) -> list:
-    """The statements joining a LinkLayer to a PHY adapter (the PHY adapter contract:
-    ``sink``/``source`` phy_layout streams, ``hold``, ``up``); add them to ``comb``."""
+    """Statements joining a LinkLayer to a PHY adapter (the adapter contract, docs/phy.md)."""
     return [
         link_layer.phy_tx.connect(adapter.sink),
         adapter.source.connect(link_layer.phy_rx),
