@@ -169,7 +169,6 @@ def gt_link(soc, i: int, *, tx, rx, refclk, refclk_freq: float):
         raise BoardError(f"the transceiver link PHY (paranic.hw.phy.gt_glue) is missing: {e}") from e
     phy = GTLinkPHY(soc.platform, tx_pads=tx, rx_pads=rx, refclk_pads=refclk,
                     refclk_freq=refclk_freq, sys_clk_freq=soc.sys_clk_freq)
-    setattr(soc, f"link{i}_gt", phy)
     return phy
 
 
@@ -181,7 +180,6 @@ def ribbon_link(soc, i: int, *, connector: str, lanes: int | None = None):
         raise BoardError(f"the ribbon link PHY (paranic.hw.phy.ribbon) is missing: {e}") from e
     pads = fmc_pads(soc.platform, connector, i)
     phy = RibbonPHY(pads, sys_clk_freq=soc.sys_clk_freq)
-    setattr(soc, f"link{i}_ribbon", phy)
     return phy
 
 
@@ -305,7 +303,7 @@ def generate(board: Board, soc, output_dir: Path, *, compile_software: bool = Fa
             "board": board.name, "title": board.title, "part": board.part.name,
             "device": soc.platform.device, "top": build_name, "verilog": str(gen.verilog),
             "sources": [[s[0], s[1]] for s in soc.platform.sources],
-            "instances": _instances(soc.get_fragment()),
+            "instances": _instances(soc.platform.toolchain.fragment),
             "links": [[lp.kind, lp.connector] for lp in getattr(soc, "link_ports", [])],
         }
         gen.manifest.write_text(json.dumps(manifest, indent=1))

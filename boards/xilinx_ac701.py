@@ -65,8 +65,9 @@ class Target(ParaNicSoC):
         BOARD.resolve_links(links)
         self.crg = _CRG(platform, sys_clk_freq)
         ParaNicSoC.__init__(self, platform, sys_clk_freq, n_links=2, ident="ParaNIC on AC701", **kwargs)
-        self.pcie_phy = S7PCIEPHY(platform, platform.request("pcie_x4"), data_width=128,
-                                  bar0_size=P.BAR0_BYTES)
+        self.pcie_phy = S7PCIEPHY(platform, platform.request("pcie_x4"), data_width=64,
+                                  pcie_data_width=128, bar0_size=P.BAR0_BYTES,
+                                  msi_type="msi-multi-vector")
         set_pci_ids(self.pcie_phy)
         self.add_paranic_pcie(self.pcie_phy)
         add_links(self, BOARD, links, leds=led_pads(platform, 2))

@@ -20,8 +20,8 @@ from litepcie.phy.s7pciephy import S7PCIEPHY
 from paranic.hw.soc import ParaNicSoC
 from paranic.spec import protocol as P
 
-from .common import Board, LinkPort, PARTS, add_links, gt_link, gt_pads, led_pads,
-                     ribbon_link, run, set_pci_ids
+from .common import (Board, LinkPort, PARTS, add_links, gt_link, gt_pads, led_pads,
+                     ribbon_link, run, set_pci_ids)
 
 
 def _sfp(soc, i):
@@ -65,9 +65,10 @@ class Target(ParaNicSoC):
         BOARD.resolve_links(links)
         self.crg = _CRG(platform, sys_clk_freq)
         ParaNicSoC.__init__(self, platform, sys_clk_freq, n_links=2, ident="ParaNIC on KC705", **kwargs)
-        # PCIe Gen2 x8: the 7-series hard block needs a 128-bit datapath at x8.
-        self.pcie_phy = S7PCIEPHY(platform, platform.request("pcie_x8"), data_width=128,
-                                  bar0_size=P.BAR0_BYTES)
+        # PCIe Gen2 x8: the hard block's 128-bit stream at 250 MHz; ParaNicSoC takes 64 bits.
+        self.pcie_phy = S7PCIEPHY(platform, platform.request("pcie_x8"), data_width=64,
+                                  pcie_data_width=128, bar0_size=P.BAR0_BYTES,
+                                  msi_type="msi-multi-vector")
         set_pci_ids(self.pcie_phy)
         self.add_paranic_pcie(self.pcie_phy)
         add_links(self, BOARD, links, leds=led_pads(platform, 2))

@@ -60,9 +60,9 @@ class Target(ParaNicSoC):
         BOARD.resolve_links(links)
         self.crg = _CRG(platform, sys_clk_freq)
         ParaNicSoC.__init__(self, platform, sys_clk_freq, n_links=2, ident="ParaNIC on KCU105", **kwargs)
-        # Gen3 x8 runs a 256-bit AXI stream at 250 MHz in the hard block.
+        # Gen3 x8: the hard block's 256-bit AXI stream at 250 MHz; ParaNicSoC takes 64 bits.
         self.pcie_phy = USPCIEPHY(platform, platform.request("pcie_x8"), speed="gen3",
-                                  data_width=256, bar0_size=P.BAR0_BYTES)
+                                  data_width=64, pcie_data_width=256, bar0_size=P.BAR0_BYTES)
         set_pci_ids(self.pcie_phy)
         self.add_paranic_pcie(self.pcie_phy)
         add_links(self, BOARD, links, leds=led_pads(platform, 2))
