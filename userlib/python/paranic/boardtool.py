@@ -292,9 +292,15 @@ def generate_board(name: str, links: str | None = None, out: Path | None = None)
     from paranic.boards import board_module
     from paranic.boards.common import generate
 
+    import logging
+
     mod = board_module(name)
     board = mod.BOARD
-    soc = mod.Target(links=links)
+    logging.disable(logging.INFO)     # LiteX's elaboration chatter (SoC map, PLL settings)
+    try:
+        soc = mod.Target(links=links)
+    finally:
+        logging.disable(logging.NOTSET)
     gen = generate(board, soc, out or (BUILD / name), run_vivado=False)
     return board, gen
 
