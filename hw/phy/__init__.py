@@ -13,3 +13,13 @@ from paranic.spec import protocol as P
 def phy_layout() -> list[tuple[str, int]]:
     """Layout of the PHY streams: one 64-bit word and its control flag per beat."""
     return [("data", P.WORD_BITS), ("ctrl", 1)]
+
+
+def connect_phy(link_layer, adapter) -> list:
+    """Statements joining a LinkLayer to a PHY adapter (the PHY adapter contract)."""
+    return [
+        link_layer.phy_tx.connect(adapter.sink),
+        adapter.source.connect(link_layer.phy_rx),
+        link_layer.phy_hold.eq(adapter.hold),
+        link_layer.phy_up.eq(adapter.up),
+    ]
