@@ -13,7 +13,7 @@ from __future__ import annotations
 from migen import ClockDomain, Signal
 
 from litex.gen import LiteXModule
-from litex.soc.cores.clock import S7PLL
+from litex.soc.cores.clock import S7PLL, S7IDELAYCTRL
 from litex_boards.platforms import xilinx_ac701
 from litepcie.phy.s7pciephy import S7PCIEPHY
 
@@ -52,10 +52,15 @@ class _CRG(LiteXModule):
     def __init__(self, platform, sys_clk_freq: float) -> None:
         self.rst = Signal()
         self.cd_sys = ClockDomain()
+        self.cd_sys4x = ClockDomain()     # the ribbon PHY's serial DDR clock
+        self.cd_idelay = ClockDomain()    # its IDELAYCTRL reference
         self.pll = pll = S7PLL(speedgrade=-2)
         self.comb += pll.reset.eq(platform.request("cpu_reset") | self.rst)
         pll.register_clkin(platform.request("clk200"), 200e6)
         pll.create_clkout(self.cd_sys, sys_clk_freq)
+        pll.create_clkout(self.cd_sys4x, 4 * sys_clk_freq)
+        pll.create_clkout(self.cd_idelay, 200e6)
+        self.idelayctrl = S7IDELAYCTRL(self.cd_idelay)
         platform.add_false_path_constraints(self.cd_sys.clk, pll.clkin)
 
 

@@ -22,7 +22,7 @@ ALL = list(BOARDS)
 def _phys_present() -> str | None:
     """The link PHY glue the targets build on (branches wt-gt, wt-ribbon), if merged."""
     missing = []
-    for mod in ("paranic.hw.phy.gt_glue", "paranic.hw.phy.ribbon"):
+    for mod in ("paranic.hw.phy.gt_glue", "paranic.hw.phy.ribbon_pads"):
         try:
             __import__(mod)
         except ImportError:
