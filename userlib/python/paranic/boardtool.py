@@ -211,13 +211,14 @@ def count_resources(cells: dict[str, int]) -> dict[str, float]:
 
 def run_yosys(files: list[Path], top: str, family: str, extra: str, log: Path,
               lib: Path | None = None, cwd: Path | None = None, label: str = "") -> dict[str, int]:
-    """synth_xilinx on ``files``; prints the passes as they start; returns cell counts."""
+    """synth_xilinx -flatten on ``files`` (one module: yosys 0.23 writes broken `stat -json`
+    for a hierarchy); prints the passes as they start; returns cell counts."""
     if shutil.which("yosys") is None:
         raise ToolError("yosys is not on PATH: install Debian's yosys (apt-get install yosys)")
     stat = log.with_suffix(".stat.json")
     reads = (f'read_verilog -lib "{lib}"; ' if lib else "") + \
         " ".join(f'read_verilog -sv "{f}";' for f in files)
-    script = f"{reads} synth_xilinx -family {family} {extra} -top {top}; tee -q -o {stat} stat -json"
+    script = f"{reads} synth_xilinx -flatten -family {family} {extra} -top {top}; tee -q -o {stat} stat -json"
     t0 = time.monotonic()
     proc = subprocess.Popen(["yosys", "-p", script], cwd=cwd, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
