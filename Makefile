@@ -3,7 +3,8 @@ PY      := .venv/bin/python
 PYTEST  := .venv/bin/pytest
 PARANIC := .venv/bin/paranic
 
-.PHONY: all deps test test-all demo bench headers clean help driver driver-sparse
+.PHONY: all deps test test-all demo bench headers clean help driver driver-sparse \
+        bitstream flash load resources lint-boards
 
 help:
 	@echo "make demo      the main job: ParaStation's benchmarks through libparanic on the simulated cluster"
@@ -13,6 +14,10 @@ help:
 	@echo "make headers   regenerate the C headers and doc tables generated from the spec (spec/)"
 	@echo "make driver    build driver/paranic.ko (W=1, warnings fail; docs/driver.md)"
 	@echo "make driver-sparse  the same under sparse"
+	@echo "make bitstream BOARD=kc705 [LINKS=sfp,ribbon]  generate the board's gateware; runs Vivado if installed (docs/boards.md)"
+	@echo "make load|flash BOARD=kc705  program the board with openFPGALoader (SRAM / SPI flash)"
+	@echo "make resources  yosys resource report of every board and NicCore alone (slow: minutes per board)"
+	@echo "make lint-boards  Verilator lint of every board's generated Verilog"
 	@echo "make deps      install Debian packages (needs root) and the Python venv"
 
 deps:
@@ -44,6 +49,35 @@ bench: deps
 	$(PARANIC) bench barrier --nodes 2,4,8,16 --plot docs/img/barrier.png
 	$(PARANIC) bench layers --plot docs/img/layers.png
 	$(PARANIC) demo --img docs/img
+
+# Boards (docs/boards.md). BOARD: kc705 kcu105 ac701 u250 stlv7325.
+BOARDS := kc705 kcu105 ac701 u250 stlv7325
+BOARD_MOD = $(shell $(PY) -c "from paranic.boards import BOARDS; print(BOARDS['$(BOARD)'])" 2>/dev/null)
+LINKS ?=
+LINKS_ARG = $(if $(LINKS),--links $(LINKS))
+
+define need_board
+	@test -n "$(BOARD)" || { echo "give BOARD=<one of: $(BOARDS)>" >&2; exit 2; }
+	@test -n "$(BOARD_MOD)" || { echo "unknown BOARD=$(BOARD): one of $(BOARDS)" >&2; exit 2; }
+endef
+
+bitstream: deps
+	$(need_board)
+	$(PY) -m paranic.boards.$(BOARD_MOD) --build $(LINKS_ARG) --log-level warning
+
+load: deps
+	$(need_board)
+	$(PY) -m paranic.boards.$(BOARD_MOD) --load --log-level warning
+
+flash: deps
+	$(need_board)
+	$(PY) -m paranic.boards.$(BOARD_MOD) --flash --log-level warning
+
+resources: deps
+	$(PARANIC) boards report
+
+lint-boards: deps
+	@for b in $(BOARDS); do $(PARANIC) boards lint $$b || exit 1; done
 
 clean:
 	rm -rf build .pytest_cache

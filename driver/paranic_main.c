@@ -282,6 +282,13 @@ static int pn_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	d->bar = pcim_iomap_table(pdev)[0];
 	d->bar_start = pci_resource_start(pdev, 0);
 	d->table_nodes = 1u << PN_CSR_ROUTER_ROUTE_ADR_SIZE;
+	/* The gateware says what it is before anything else in pn_csr.h is trusted. */
+	if (PN_CSR_R(d, IDENT) != PN_NIC_IDENT) {
+		dev_err(&pdev->dev, "BAR0 ident %08x is not a ParaNIC (%08x)\n",
+			(u32)PN_CSR_R(d, IDENT), PN_NIC_IDENT);
+		r = -ENODEV;
+		goto put;
+	}
 	d->n_ctx = PN_CSR_R(d, HOST_INFO_N_CTX);
 	d->mtu = PN_CSR_R(d, HOST_INFO_MTU);
 	d->num_nodes = 0;
@@ -313,8 +320,8 @@ static int pn_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	if (r)
 		goto irq;
 	pci_set_drvdata(pdev, d);
-	dev_info(&pdev->dev, "%s: %u contexts, MTU %u, %d MSI vectors, CSR map %llx\n", d->name,
-		 d->n_ctx, d->mtu, d->nvec, PN_CSR_MAP_ID);
+	dev_info(&pdev->dev, "%s: gateware version %u, %u contexts, MTU %u, %d MSI vectors, CSR map %llx\n",
+		 d->name, (u32)PN_CSR_R(d, VERSION), d->n_ctx, d->mtu, d->nvec, PN_CSR_MAP_ID);
 	return 0;
 irq:
 	pn_irq_teardown(d);

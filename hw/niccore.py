@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from litex.gen import LiteXModule
 from litex.soc.interconnect import packet
-from litex.soc.interconnect.csr import CSRStorage
+from litex.soc.interconnect.csr import CSRStatus, CSRStorage
 
 from paranic.spec import protocol as P
 
@@ -54,6 +54,9 @@ class NicCore(LiteXModule):
         self.n_ctx = n_ctx
         self.mtu = mtu
 
+        # Gateware identity (read-only), checked by the driver before it trusts pn_csr.h.
+        self.ident = CSRStatus(32, reset=P.NIC_IDENT, description="NIC_IDENT (\"PNIC\"): a ParaNIC's BAR0")
+        self.version = CSRStatus(32, reset=P.NIC_VERSION, description="NIC_VERSION of the gateware")
         # Node identity, written by the driver/firmware at bring-up.
         self.node = CSRStorage(P.NODE_BITS, description="This node's id (stamped into headers)")
         node_id = self.node.storage

@@ -63,7 +63,9 @@ def protocol_header() -> str:
         MAX_DMA_LENGTH=P.MAX_DMA_LENGTH, STATUS_BLOCK_BYTES=P.STATUS_BLOCK_BYTES,
         BAR0_BYTES=f"0x{P.BAR0_BYTES:x}", BAR0_CTX_OFFSET=f"0x{P.BAR0_CTX_OFFSET:x}",
         BAR0_CTX_BYTES=f"0x{P.BAR0_CTX_BYTES:x}", BAR0_CSR_OFFSET=f"0x{P.BAR0_CSR_OFFSET:x}",
-        BAR0_CSR_BYTES=f"0x{P.BAR0_CSR_BYTES:x}",
+        BAR0_CSR_BYTES=f"0x{P.BAR0_CSR_BYTES:x}", BAR0_SOC_CSR_OFFSET=f"0x{P.BAR0_SOC_CSR_OFFSET:x}",
+        BAR0_SOC_CSR_BYTES=f"0x{P.BAR0_SOC_CSR_BYTES:x}",
+        NIC_IDENT=f"0x{P.NIC_IDENT:08x}u", NIC_VERSION=P.NIC_VERSION,
     )
     L += [f"#define PN_{k} {v}" for k, v in consts.items()]
     L += ["", "/* Packet types a user context may send, as a mask of 1 << type */",

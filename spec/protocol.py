@@ -305,3 +305,20 @@ BAR0_CTX_BYTES = MAX_CONTEXTS * CTX_PAGE_BYTES
 #: inside it come from the gateware's CSR map (LiteX assigns them), never from here.
 BAR0_CSR_OFFSET = 0x40000
 BAR0_CSR_BYTES = 0x10000
+#: The SoC's own LiteX CSR region (hw/soc.py: MSI/MSI-X enable and table, PCIe PHY link
+#: status, SoC control, identifier), mirrored into BAR0 here so the driver reaches what
+#: the soft CPU reaches; every BAR0 address from here to the end of BAR0 lands in it
+#: (modulo its size). Not part of NicCore's map: a standalone NicCore has no such region.
+BAR0_SOC_CSR_OFFSET = 0x80000
+BAR0_SOC_CSR_BYTES = 0x10000
+#: MSI-X (the SoC's msi_type="msi-x"): LitePCIe's MSI-X table and pending-bit array live
+#: in that region (hw/soc.py pins their CSR locations there); the hard IP's MSI-X
+#: capability must announce them in BAR0 at these offsets.
+BAR0_MSIX_TABLE_OFFSET = BAR0_SOC_CSR_OFFSET + 0xF800
+BAR0_MSIX_PBA_OFFSET = BAR0_SOC_CSR_OFFSET + 0xF008
+
+#: Identity of the NicCore's gateware, read-only CSRs ``ident`` and ``version`` (in
+#: pn_csr.h): the driver refuses a BAR0 whose ``ident`` is not NIC_IDENT ("PNIC") and
+#: reports ``version``, bumped whenever the CSR map or a register's meaning changes.
+NIC_IDENT = 0x504E4943
+NIC_VERSION = 1

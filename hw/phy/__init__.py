@@ -16,7 +16,7 @@ def phy_layout() -> list[tuple[str, int]]:
 
 
 def connect_phy(link_layer, adapter) -> list:
-    """Statements joining a LinkLayer to a PHY adapter (the adapter contract, docs/phy.md)."""
+    """Statements joining a LinkLayer to a PHY adapter (the PHY adapter contract)."""
     return [
         link_layer.phy_tx.connect(adapter.sink),
         adapter.source.connect(link_layer.phy_rx),

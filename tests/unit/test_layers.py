@@ -4,6 +4,7 @@ their files, and that nothing of the project reads outside its own tree.
   paranic.spec   (spec/)          imports nothing of ours
   paranic.hw     (hw/)            the spec
   paranic.sim    (sim/python/)    the spec and the gateware
+  paranic.boards (boards/)        the spec and the gateware (board targets, a tool layer)
   paranic        (userlib/python) anything above; never the test tree
 """
 
@@ -23,6 +24,7 @@ ALLOWED = {
     "spec": ("paranic.spec",),
     "hw": ("paranic.spec", "paranic.hw"),
     "sim/python": ("paranic.spec", "paranic.hw", "paranic.sim"),
+    "boards": ("paranic.spec", "paranic.hw", "paranic.boards"),
 }
 
 
@@ -58,7 +60,7 @@ def test_no_package_needs_the_test_tree():
     """No installed module imports a module of tests/ or builds a path into it."""
     test_mods = _test_tree_modules() - {"conftest", "__init__"}
     bad = []
-    for pkg in ("spec", "hw", "sim/python", "userlib/python/paranic"):
+    for pkg in ("spec", "hw", "sim/python", "boards", "userlib/python/paranic"):
         for f in sorted((ROOT / pkg).rglob("*.py")):
             for mod in _imports(f):
                 if mod.split(".")[0] in test_mods:

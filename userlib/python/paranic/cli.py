@@ -91,6 +91,12 @@ def _cmd_daemon(a: argparse.Namespace) -> int:
     return daemon.run(a)
 
 
+def _cmd_boards(a: argparse.Namespace) -> int:
+    from . import boardtool
+
+    return boardtool.run(a)
+
+
 def _cmd_demo(a: argparse.Namespace) -> int:
     from . import demo
 
@@ -141,6 +147,12 @@ def main(argv: list[str] | None = None) -> int:
     from . import daemon
     daemon.add_arguments(p)
     p.set_defaults(func=_cmd_daemon)
+
+    p = sub.add_parser("boards", help="board targets: list, gen, lint (Verilator), report (yosys resources)",
+                       description="The LiteX board targets of boards/ without Vivado (docs/boards.md).")
+    from . import boardtool
+    boardtool.add_arguments(p)
+    p.set_defaults(func=_cmd_boards)
 
     p = sub.add_parser("demo", help="ParaStation's benchmarks on the simulated cluster (make demo)")
     from . import demo

@@ -1,0 +1,82 @@
+"""ParaNIC on the Sitlinv STLV7325 v2 (xc7k325t, a low-cost Kintex-7 PCIe card): PCIe Gen2
+x4, two links on the SFP cages A and B (GTX quad 116, clocked by the SI5338's CLK2 on
+MGTREFCLK0; 125 MHz assumed, the seller's default).
+
+    python -m paranic.boards.sitlinv_stlv7325 --build [--load | --flash]
+
+Chosen as the low-cost board: litex-boards 2023.12 has its platform with both SFP cages
+and PCIe x4, and Debian's openFPGALoader 0.10 knows it (stlv7325, on-board FT4232) and
+ships its SPI bridge (xc7k325t-ffg676), so --load and --flash both work. (The Acorn
+CLE-215+ has no SFP in litex-boards 2023.12; the Numato Tagus is not an openFPGALoader
+0.10 board.)
+"""
+
+from __future__ import annotations
+
+from migen import ClockDomain, Signal
+
+from litex.gen import LiteXModule
+from litex.soc.cores.clock import S7PLL
+from litex_boards.platforms import sitlinv_stlv7325_v2
+from litepcie.phy.s7pciephy import S7PCIEPHY
+
+from paranic.hw.soc import ParaNicSoC
+from paranic.spec import protocol as P
+
+from .common import Board, LinkPort, PARTS, add_links, gt_link, gt_pads, led_pads, run, set_pci_ids
+
+
+def _sfp(cage):
+    def build(soc, i):
+        tx, rx = gt_pads(soc.platform, f"sfp_{cage}")
+        if not hasattr(soc, "_quad116_refclk"):     # both cages share the quad's refclk
+            soc._quad116_refclk = soc.platform.request("si5338_clkin")
+        return gt_link(soc, i, tx=tx, rx=rx, refclk=soc._quad116_refclk, refclk_freq=125e6)
+    return build
+
+
+BOARD = Board(
+    name="stlv7325", title="Sitlinv STLV7325 v2", platform=sitlinv_stlv7325_v2.Platform,
+    part=PARTS["xc7k325t"], pcie="x4 Gen2",
+    ports={"sfp": (LinkPort("sfp", "SFP cage A (GTX)", _sfp("a")),
+                   LinkPort("sfp", "SFP cage B (GTX)", _sfp("b")))},
+    default_links=("sfp", "sfp"),
+    ofl_args=("-b", "stlv7325"),
+    ofl_note="openFPGALoader 0.10 knows the board (stlv7325, FT4232) and ships its SPI bridge "
+             "(spiOverJtag_xc7k325tffg676) for --flash",
+    cable="two SFP DACs (or SFP modules and fibre), one per ring neighbour",
+)
+
+
+class _CRG(LiteXModule):
+    def __init__(self, platform, sys_clk_freq: float) -> None:
+        self.rst = Signal()
+        self.cd_sys = ClockDomain()
+        self.pll = pll = S7PLL(speedgrade=-2)
+        self.comb += pll.reset.eq(~platform.request("cpu_reset_n") | self.rst)
+        pll.register_clkin(platform.request("clk200"), 200e6)
+        pll.create_clkout(self.cd_sys, sys_clk_freq)
+        platform.add_false_path_constraints(self.cd_sys.clk, pll.clkin)
+
+
+class Target(ParaNicSoC):
+    def __init__(self, sys_clk_freq: float = P.TARGET_CLK_HZ, links=None, **kwargs) -> None:
+        platform = sitlinv_stlv7325_v2.Platform()
+        BOARD.resolve_links(links)
+        self.crg = _CRG(platform, sys_clk_freq)
+        ParaNicSoC.__init__(self, platform, sys_clk_freq, n_links=2, ident="ParaNIC on STLV7325", **kwargs)
+        self.pcie_phy = S7PCIEPHY(platform, platform.request("pcie_x4"), data_width=64,
+                                  pcie_data_width=128, bar0_size=P.BAR0_BYTES,
+                                  msi_type="msi-multi-vector")
+        set_pci_ids(self.pcie_phy)
+        self.add_paranic_pcie(self.pcie_phy)
+        # The LEDs are active low (user_led_n).
+        add_links(self, BOARD, links, leds=led_pads(platform, 2, "user_led_n"), leds_active_low=True)
+
+
+def main(argv=None) -> int:
+    return run(BOARD, Target, argv)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,87 @@
+"""ParaNIC on the Xilinx KC705 (xc7k325t): PCIe Gen2 x8, links on the SFP cage (GTX) and
+on the FMC HPC header (ribbon).
+
+    python -m paranic.boards.xilinx_kc705 --links sfp,ribbon --build [--load | --flash]
+
+The KC705 has one SFP cage, so a ring (two links) takes the SFP plus one FMC ribbon
+link (default), or two ribbon links on the FMC HPC header (``--links ribbon``).
+The SFP's GTX quad 117 is clocked by the 125 MHz SGMII reference clock (MGTREFCLK0).
+"""
+
+from __future__ import annotations
+
+from migen import ClockDomain, Signal
+
+from litex.gen import LiteXModule
+from litex.soc.cores.clock import S7MMCM, S7IDELAYCTRL
+from litex_boards.platforms import xilinx_kc705
+from litepcie.phy.s7pciephy import S7PCIEPHY
+
+from paranic.hw.soc import ParaNicSoC
+from paranic.spec import protocol as P
+
+from .common import (Board, LinkPort, PARTS, add_links, gt_link, gt_pads, led_pads,
+                     ribbon_link, run, set_pci_ids)
+
+
+def _sfp(soc, i):
+    soc.comb += soc.platform.request("sfp_tx_disable_n").eq(1)
+    tx, rx = gt_pads(soc.platform, "sfp")
+    return gt_link(soc, i, tx=tx, rx=rx, refclk=soc.platform.request("sgmii_clock"), refclk_freq=125e6)
+
+
+BOARD = Board(
+    name="kc705", title="Xilinx KC705", platform=xilinx_kc705.Platform, part=PARTS["xc7k325t"],
+    pcie="x8 Gen2",
+    ports={
+        "sfp": (LinkPort("sfp", "SFP cage (GTX quad 117)", _sfp),),
+        "ribbon": (LinkPort("ribbon", "FMC HPC (ribbon link A)", lambda s, i: ribbon_link(s, i, connector="HPC")),
+                   LinkPort("ribbon", "FMC HPC (ribbon link B)", lambda s, i: ribbon_link(s, i, connector="HPC"))),
+    },
+    default_links=("sfp", "ribbon"),
+    ofl_args=("-b", "kc705"),
+    ofl_note="openFPGALoader 0.10 knows the board (kc705, Digilent JTAG) and ships its SPI bridge "
+             "(spiOverJtag_xc7k325tffg900) for --flash",
+    cable="SFP: 1000BASE-X/10G SFP+ DAC or two SFP modules and fibre; FMC: FMC-to-ribbon breakout pair",
+)
+
+
+class _CRG(LiteXModule):
+    """sys from the 200 MHz oscillator through an MMCM, reset by the CPU_RESET button."""
+
+    def __init__(self, platform, sys_clk_freq: float) -> None:
+        self.rst = Signal()
+        self.cd_sys = ClockDomain()
+        self.cd_sys4x = ClockDomain()     # the ribbon PHY's serial DDR clock
+        self.cd_idelay = ClockDomain()    # its IDELAYCTRL reference
+        self.pll = pll = S7MMCM(speedgrade=-2)
+        self.comb += pll.reset.eq(platform.request("cpu_reset") | self.rst)
+        pll.register_clkin(platform.request("clk200"), 200e6)
+        pll.create_clkout(self.cd_sys, sys_clk_freq)
+        pll.create_clkout(self.cd_sys4x, 4 * sys_clk_freq)
+        pll.create_clkout(self.cd_idelay, 200e6)
+        self.idelayctrl = S7IDELAYCTRL(self.cd_idelay)
+        platform.add_false_path_constraints(self.cd_sys.clk, pll.clkin)
+
+
+class Target(ParaNicSoC):
+    def __init__(self, sys_clk_freq: float = P.TARGET_CLK_HZ, links=None, **kwargs) -> None:
+        platform = xilinx_kc705.Platform()
+        BOARD.resolve_links(links)
+        self.crg = _CRG(platform, sys_clk_freq)
+        ParaNicSoC.__init__(self, platform, sys_clk_freq, n_links=2, ident="ParaNIC on KC705", **kwargs)
+        # PCIe Gen2 x8: the hard block's 128-bit stream at 250 MHz; ParaNicSoC takes 64 bits.
+        self.pcie_phy = S7PCIEPHY(platform, platform.request("pcie_x8"), data_width=64,
+                                  pcie_data_width=128, bar0_size=P.BAR0_BYTES,
+                                  msi_type="msi-multi-vector")
+        set_pci_ids(self.pcie_phy)
+        self.add_paranic_pcie(self.pcie_phy)
+        add_links(self, BOARD, links, leds=led_pads(platform, 2))
+
+
+def main(argv=None) -> int:
+    return run(BOARD, Target, argv)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
