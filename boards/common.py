@@ -44,6 +44,7 @@ class Part:
     bram36: int          # 36 Kb block RAMs
     dsps: int
     yosys_family: str    # synth_xilinx -family
+    gt_family: str       # its transceivers (paranic.hw.phy.gt_glue.FAMILIES)
     yosys_extra: str = ""   # further synth_xilinx options
     approximate: str = ""   # why yosys' figure is only an estimate for this part, "" if not
 
@@ -52,11 +53,11 @@ class Part:
 #: yosys 0.23 maps 7 series natively; for UltraScale(+) ``-family xcu`` maps LUT/FF/BRAM/DSP
 #: to the UltraScale cells, LUT RAM is left out (-nolutram: its xcu mapping is incomplete in 0.23).
 PARTS = {
-    "xc7a200t": Part("xc7a200t", 134_600, 269_200, 365, 740, "xc7"),
-    "xc7k325t": Part("xc7k325t", 203_800, 407_600, 445, 840, "xc7"),
-    "xcku040": Part("xcku040", 242_400, 484_800, 600, 1_920, "xcu", "-nolutram",
+    "xc7a200t": Part("xc7a200t", 134_600, 269_200, 365, 740, "xc7", "gtp"),
+    "xc7k325t": Part("xc7k325t", 203_800, 407_600, 445, 840, "xc7", "gtx"),
+    "xcku040": Part("xcku040", 242_400, 484_800, 600, 1_920, "xcu", "gth", "-nolutram",
                     "yosys xcu mapping without LUT RAM (memories go to FFs/BRAM)"),
-    "xcu250": Part("xcu250", 1_728_000, 3_456_000, 2_688, 12_288, "xcu", "-nolutram",
+    "xcu250": Part("xcu250", 1_728_000, 3_456_000, 2_688, 12_288, "xcu", "gty", "-nolutram",
                    "UltraScale+ part synthesized as UltraScale (xcu) without LUT RAM"),
 }
 
@@ -161,14 +162,19 @@ def gt_pads(platform, name: str, number: int = 0, lane: int | None = None):
 
 
 def gt_link(soc, i: int, *, tx, rx, refclk, refclk_freq: float):
-    """A transceiver link PHY (paranic.hw.phy.gt_glue) on ``tx``/``rx`` with the quad's
-    reference clock ``refclk`` (pads, shared by links of one quad: request it once)."""
-    try:
-        from paranic.hw.phy.gt_glue import GTLinkPHY
-    except ImportError as e:
-        raise BoardError(f"the transceiver link PHY (paranic.hw.phy.gt_glue) is missing: {e}") from e
-    phy = GTLinkPHY(soc.platform, tx_pads=tx, rx_pads=rx, refclk_pads=refclk,
-                    refclk_freq=refclk_freq, sys_clk_freq=soc.sys_clk_freq)
+    """A transceiver link PHY (:class:`paranic.hw.phy.gt_glue.GTLinkPHY`) on ``tx``/``rx``.
+
+    ``refclk`` is the quad's reference clock pads, requested once per quad: the first
+    lane on it buffers it and builds the quad PLL, later lanes on the same pads share
+    that PLL (two buffers on one pad pair would not place)."""
+    from paranic.hw.phy.gt_glue import GTLinkPHY
+
+    quads = soc.__dict__.setdefault("_gt_quads", {})
+    first = quads.get(id(refclk))
+    phy = GTLinkPHY(soc.platform, soc.board_part.gt_family, refclk, refclk_freq, tx, rx,
+                    soc.sys_clk_freq, name=f"gt{i}", pll=first.pll if first else None,
+                    sys_clk=soc.crg.cd_sys.clk)
+    quads.setdefault(id(refclk), phy)
     return phy
 
 
@@ -196,6 +202,7 @@ def add_links(soc, board: "Board", links, leds=None, leds_active_low: bool = Fal
     """The link PHYs of ``--links`` on NicCore's link ports, one LED per link (up)."""
     from migen import Signal
 
+    soc.board_part = board.part
     soc.link_ports = ports = board.resolve_links(links, soc.nic.nic.n_links)
     for i, lp in enumerate(ports):
         soc.add_link_phy(i, lp.build(soc, i))

@@ -62,10 +62,11 @@ class ElasticBuffer(LiteXModule):
         self.overflow = Signal()
         self.dropped_w = Signal(32)  # fillers dropped (write domain; for tests and status)
 
-        self.mem = mem = Memory(len(sink.data) + 1, depth)
+        # Not an attribute: LiteX's SoC would map an AutoCSR module's Memory into CSR space.
+        mem = Memory(len(sink.data) + 1, depth)
         wr = mem.get_port(write_capable=True, clock_domain=cd_write)
         rd = mem.get_port(async_read=True)
-        self.specials += wr, rd
+        self.specials += mem, wr, rd
 
         # Write side (cd_write) -------------------------------------------------------
         wp = Signal(aw + 1)

@@ -58,10 +58,11 @@ class WordAsyncFIFO(LiteXModule):
         self.source = source = stream.Endpoint(phy_layout())
         self.level_w = Signal(aw + 1)
 
-        self.mem = mem = Memory(len(sink.data) + 1, depth)
+        # Not an attribute: LiteX's SoC would map an AutoCSR module's Memory into CSR space.
+        mem = Memory(len(sink.data) + 1, depth)
         wr = mem.get_port(write_capable=True)
         rd = mem.get_port(async_read=True, clock_domain=cd_read)
-        self.specials += wr, rd
+        self.specials += mem, wr, rd
 
         wp, wp_g, rp_g_w = Signal(aw + 1), Signal(aw + 1), Signal(aw + 1)
         rp, rp_g, wp_g_r = Signal(aw + 1), Signal(aw + 1), Signal(aw + 1)
