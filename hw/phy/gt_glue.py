@@ -22,7 +22,7 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass
 
-from migen import Cat, ClockDomainsRenamer, Instance, Signal
+from migen import Cat, ClockDomainsRenamer, Constant, Instance, Signal
 
 from litex.gen import LiteXModule
 
@@ -85,6 +85,21 @@ def pll_config(fam: str, refclk_freq: float, linerate: float) -> tuple[str, dict
 def word_rate(linerate: float) -> float:
     """Line words per second of a lane full of data words (8 bytes, 10 bits each)."""
     return linerate / 10 / 8
+
+
+def _unshort_outputs(serdes) -> None:
+    """Give transceiver outputs that LiteICLink ties to a constant a signal of their own.
+
+    LiteICLink's GTY connects ``o_TXPHINITDONE = 0``: an output driving a constant, which
+    Verilator (and Vivado's DRC) reject as a short. The output is unused; an unconnected
+    signal is what was meant.
+    """
+    # LiteICLink builds the channel Instance at finalization from this dict.
+    for attr in ("gtp_params", "gtx_params", "gth_params", "gty_params"):
+        params = getattr(serdes, attr, None) or {}
+        for key, value in params.items():
+            if key.startswith("o_") and isinstance(value, (int, Constant)):
+                params[key] = Signal(name=f"{attr[:3]}_{key[2:].lower()}")
 
 
 class GTLinkPHY(LiteXModule):
@@ -160,6 +175,7 @@ class GTLinkPHY(LiteXModule):
             kwargs["pll_master"] = pll_master
         serdes = getattr(mod, fam.serdes)(pll, tx_pads, rx_pads, sys_clk_freq, **kwargs)
         serdes.add_stream_endpoints()
+        _unshort_outputs(serdes)
         cd_tx, cd_rx = f"{name}_tx", f"{name}_rx"
         self.serdes = serdes = ClockDomainsRenamer({"tx": cd_tx, "rx": cd_rx})(serdes)
 

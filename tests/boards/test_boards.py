@@ -266,6 +266,7 @@ def test_count_resources():
     assert r == {"lut": 15 + 8 + 3, "lut_logic": 15, "lut_ram": 11, "ff": 8, "bram36": 3.5, "dsp": 4}
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("yosys") is None, reason="Debian's yosys not installed")
 def test_niccore_fits_smallest_part(tmp_path, monkeypatch):
     """NicCore with 16 contexts and 4 links on the smallest board's part (xc7a200t), with
