@@ -198,3 +198,68 @@ def test_sync_line_barrier_contexts():
 
     run_simulation(top, gen())
     assert dones == [1, 3]
+
+
+def test_barrier_unit_completes_on_the_sync_line():
+    """BarrierUnit(with_sync_line=True) with use_line=1 on three boards (own clocks):
+    every episode completes on every board only after all entered, with no packets."""
+    from paranic.hw.barrier import BarrierUnit
+
+    n, episodes = 3, 5
+
+    class Top(Module):
+        def __init__(self):
+            self.units, self.lines = [], []
+            for i in range(n):
+                u = ClockDomainsRenamer(f"n{i}")(BarrierUnit(n_ctx=2, with_sync_line=True))
+                s = ClockDomainsRenamer(f"n{i}")(SyncLine())
+                self.submodules += u, s
+                self.comb += [u.use_line.eq(1), u.source.ready.eq(1),
+                              s.arrive.eq(u.line_arrive), u.line_done.eq(s.done)]
+                self.units.append(u)
+                self.lines.append(s)
+            line = Signal()
+            self.comb += line.eq(~_any([s.drive_low for s in self.lines]))
+            for s in self.lines:
+                self.comb += s.line_in.eq(line)
+
+    top = Top()
+    rng = random.Random(3)
+    log = {i: {"enter": [], "done": []} for i in range(n)}
+
+    def board(i):
+        u, per, t = top.units[i], PERIODS[i], 0
+        for k in range(episodes):
+            for _ in range(rng.randrange(0, 80)):
+                yield
+                t += per
+            yield u.enter.eq(1)
+            yield u.enter_ctx.eq(k & 1)
+            log[i]["enter"].append(t)
+            yield
+            t += per
+            yield u.enter.eq(0)
+            while not (yield u.done):
+                assert not (yield u.source.valid), "the line path sends no packets"
+                yield
+                t += per
+                assert t < 100_000
+            assert (yield u.done_ctx) == k & 1
+            log[i]["done"].append(t)
+            yield
+            t += per
+        log[i]["episodes"] = yield u.episodes
+        log[i]["tx"] = yield u.tx_packets
+
+    run_simulation(top, {f"n{i}": board(i) for i in range(n)},
+                   clocks={f"n{i}": PERIODS[i] for i in range(n)})
+    for k in range(episodes):
+        last = max(log[i]["enter"][k] for i in range(n))
+        assert all(log[i]["done"][k] > last for i in range(n)), k
+    for i in range(n):
+        assert log[i]["episodes"] == episodes and log[i]["tx"] == 0
+
+
+def test_barrier_unit_default_has_no_line():
+    from paranic.hw.barrier import BarrierUnit
+    assert not hasattr(BarrierUnit(n_ctx=2), "use_line")
