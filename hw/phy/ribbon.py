@@ -23,7 +23,7 @@ from __future__ import annotations
 from functools import reduce
 from operator import and_, or_
 
-from migen import Cat, ClockDomain, Constant, ClockDomainsRenamer, ClockSignal, If, Mux, Replicate, \
+from migen import Cat, ClockDomain, Constant, ClockDomainsRenamer, If, Mux, Replicate, \
     ResetSignal, Signal
 from migen.genlib.cdc import BusSynchronizer, MultiReg
 from migen.genlib.fsm import FSM, NextState, NextValue
