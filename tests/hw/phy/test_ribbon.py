@@ -27,12 +27,17 @@ def _kc705():
     return xilinx_kc705.Platform()
 
 
+def _ac701():
+    from litex_boards.platforms import xilinx_ac701
+    return xilinx_ac701.Platform()
+
+
 class _Board(Module):
-    def __init__(self, platform):
+    def __init__(self, platform, connector: str = "LPC"):
         for cd in ("sys", "sys4x", "idelay"):
             setattr(self.clock_domains, f"cd_{cd}", ClockDomain(cd))
-        platform.add_extension(ribbon_io("LPC", platform=platform) +
-                               sync_io("LPC", platform=platform))
+        platform.add_extension(ribbon_io(connector, platform=platform) +
+                               sync_io(connector, platform=platform))
         self.submodules.phy = phy = RibbonPHY(platform.request("ribbon", 0), 125e6,
                                               with_idelayctrl=True)
         phy.add_csrs()
@@ -41,9 +46,11 @@ class _Board(Module):
         self.submodules.sync_line = SyncLine(platform.request("ribbon_sync", 0))
 
 
-def test_elaborates_on_kc705_fmc(tmp_path):
-    platform = _kc705()
-    v = str(platform.get_verilog(_Board(platform)))
+@pytest.mark.parametrize("board,connector", [("kc705", "LPC"), ("kc705", "HPC"),
+                                             ("ac701", "HPC")])
+def test_elaborates_on_fmc(tmp_path, board, connector):
+    platform = {"kc705": _kc705, "ac701": _ac701}[board]()
+    v = str(platform.get_verilog(_Board(platform, connector)))
     def cells(name):
         return len(re.findall(rf"^// Instance \w+ of {name} Module", v, re.M))
 
