@@ -554,6 +554,12 @@ class BarrierUnit(LiteXModule):
     Input stream ``sink``: BARRIER packets ejected by the router for this node.
     Counters (32 bit, wrap): ``episodes``, ``tx_packets``, ``rx_packets``,
     ``err_format``, ``err_protocol``, ``enter_merged``, ``enter_dropped``.
+
+    ``with_sync_line`` (default off; without it the unit is exactly the packet barrier)
+    adds a third completion path, a wired-AND sync line (:class:`paranic.hw.phy.syncline.
+    SyncLine`): while ``use_line`` (config, reset 0) is set, a node whose host entered
+    pulses ``line_arrive`` instead of sending packets and completes on ``line_done``.
+    Every board on the line takes part, so ``nodes``/``radix_log2``/``mode`` do not apply.
     """
 
     COUNTERS = ("episodes", "tx_packets", "rx_packets", "err_format", "err_protocol",
@@ -561,7 +567,7 @@ class BarrierUnit(LiteXModule):
 
     def __init__(self, n_ctx: int = P.DEFAULT_CONTEXTS, radix_log2: int = DEFAULT_RADIX_LOG2,
                  max_radix_log2: int = DEFAULT_MAX_RADIX_LOG2, mode: int = MODE_TREE,
-                 max_a2a_nodes: int = DEFAULT_MAX_A2A_NODES) -> None:
+                 max_a2a_nodes: int = DEFAULT_MAX_A2A_NODES, with_sync_line: bool = False) -> None:
         if not 1 <= n_ctx <= P.MAX_CONTEXTS:
             raise ValueError(f"n_ctx {n_ctx} not in 1..{P.MAX_CONTEXTS}")
         if not 0 <= radix_log2 <= max_radix_log2:
@@ -573,6 +579,7 @@ class BarrierUnit(LiteXModule):
         self.n_ctx = n_ctx
         self.max_radix_log2 = max_radix_log2
         self.max_a2a_nodes = max_a2a_nodes
+        self.with_sync_line = with_sync_line
         fanout = 1 << max_radix_log2
 
         self.node_id = Signal(P.NODE_BITS)
@@ -635,6 +642,14 @@ class BarrierUnit(LiteXModule):
             enter_new.eq(enter_oh & ~outstanding),
         ]
 
+        # Packet paths run unless the sync line is in use (only with with_sync_line).
+        pkt_ok = self.enable
+        if with_sync_line:
+            self.use_line = Signal()
+            self.line_arrive = Signal()
+            self.line_done = Signal()
+            pkt_ok = self.enable & ~self.use_line
+
         # Received packets.
         tag_ok = Signal()
         kid_off = Signal(len(tree.first_child) + 1)
@@ -650,13 +665,13 @@ class BarrierUnit(LiteXModule):
                       (tree.kids_valid >> kid_off)[0]),
             kid_oh.eq(Mux(is_kid, 1 << kid_off[:max(1, max_radix_log2)], 0)),
             from_parent.eq(~tree.is_root & (rx.ev_src == tree.parent)),
-            arrive_ok.eq(rx.ev_valid & self.enable & ~a2a & ~rx.ev_release & is_kid & tag_ok &
+            arrive_ok.eq(rx.ev_valid & pkt_ok & ~a2a & ~rx.ev_release & is_kid & tag_ok &
                          ((self.kids & kid_oh) == 0)),
-            release_ok.eq(rx.ev_valid & self.enable & ~a2a & rx.ev_release & from_parent &
+            release_ok.eq(rx.ev_valid & pkt_ok & ~a2a & rx.ev_release & from_parent &
                           self.sent & tag_ok),
             # All-to-all: arrives from peers, this episode or the next (BarrierArrivals).
             arr.peers.eq(peers.peers), arr.episode.eq(self.episode),
-            arr.ev.eq(rx.ev_valid & self.enable & a2a & ~rx.ev_release),
+            arr.ev.eq(rx.ev_valid & pkt_ok & a2a & ~rx.ev_release),
             arr.ev_src.eq(rx.ev_src), arr.ev_tag.eq(rx.ev_tag),
             arr.clear.eq(~self.enable),
         ]
@@ -673,17 +688,16 @@ class BarrierUnit(LiteXModule):
             local_ok.eq(Mux(self.participants == 0, self.cur_mask != 0,
                             (self.cur_mask & self.participants) == self.participants)),
             # Tree: arrive to the parent once gathered; complete on the release (root: at once).
-            gathered.eq(self.enable & ~a2a & ~self.sent & local_ok & sw.idle &
+            gathered.eq(pkt_ok & ~a2a & ~self.sent & local_ok & sw.idle &
                         ((self.kids & tree.kids_valid) == tree.kids_valid)),
             complete_tree.eq((gathered & tree.is_root) | release_ok),
             send_arrive.eq(gathered & ~tree.is_root),
             # All-to-all: the sweep starts once the host entered; complete once every
             # peer was heard (possibly in the cycle the sweep starts: the last to enter).
-            start_sweep.eq(self.enable & a2a & ~self.sent & local_ok & (peers.count != 0) &
+            start_sweep.eq(pkt_ok & a2a & ~self.sent & local_ok & (peers.count != 0) &
                            sw.idle & tx.idle),
-            complete_a2a.eq(self.enable & a2a & local_ok & arr.all_heard &
+            complete_a2a.eq(pkt_ok & a2a & local_ok & arr.all_heard &
                             (self.sent | start_sweep | (peers.count == 0))),
-            complete.eq(complete_tree | complete_a2a),
             tx.arr_req.eq(send_arrive), tx.arr_tag.eq(self.episode),
             tx.rel_req.eq(complete_tree), tx.rel_mask.eq(tree.kids_valid),
             tx.rel_tag.eq(self.episode),
@@ -692,6 +706,20 @@ class BarrierUnit(LiteXModule):
             arr.advance.eq(complete_a2a),
             dn.add.eq(Mux(complete, self.cur_mask, 0)),
         ]
+        # Sync line: arrive once the host entered, complete when every board has.
+        started = send_arrive | start_sweep
+        if with_sync_line:
+            send_line = Signal()
+            complete_line = Signal()
+            self.comb += [
+                send_line.eq(self.enable & self.use_line & ~self.sent & local_ok),
+                complete_line.eq(self.enable & self.use_line & self.sent & self.line_done),
+                self.line_arrive.eq(send_line),
+                complete.eq(complete_tree | complete_a2a | complete_line),
+            ]
+            started = started | send_line
+        else:
+            self.comb += complete.eq(complete_tree | complete_a2a)
         self.sync += [
             If(~self.enable,
                 self.episode.eq(0), self.cur_mask.eq(0), self.next_mask.eq(0),
@@ -709,7 +737,7 @@ class BarrierUnit(LiteXModule):
                     self.cur_mask.eq(self.cur_mask | enter_new),
                 ),
                 self.kids.eq(self.kids | Mux(arrive_ok, kid_oh, 0)),
-                If(send_arrive | start_sweep, self.sent.eq(1)),
+                If(started, self.sent.eq(1)),
             ),
         ]
 
@@ -744,6 +772,12 @@ class BarrierUnit(LiteXModule):
         self._participants = CSRStorage(self.n_ctx, reset=0,
             description="Contexts that must all enter before this node counts as entered; "
                         "0: any one context.")
+        if self.with_sync_line:
+            self._use_line = CSRStorage(1, reset=0,
+                description="1: complete episodes on the wired-AND sync line instead of "
+                            "barrier packets. Same value on every node; change only while "
+                            "enable=0.")
+            self.comb += self.use_line.eq(self._use_line.storage)
         self.comb += [
             self.nodes.eq(self._nodes.storage),
             self.radix_log2.eq(self._radix_log2.storage),

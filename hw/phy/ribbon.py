@@ -23,7 +23,7 @@ from __future__ import annotations
 from functools import reduce
 from operator import and_, or_
 
-from migen import Cat, ClockDomain, ClockDomainsRenamer, ClockSignal, If, Mux, Replicate, \
+from migen import Cat, ClockDomain, Constant, ClockDomainsRenamer, If, Mux, Replicate, \
     ResetSignal, Signal
 from migen.genlib.cdc import BusSynchronizer, MultiReg
 from migen.genlib.fsm import FSM, NextState, NextValue
@@ -106,11 +106,11 @@ class RibbonTX(LiteXModule):
                 last.eq(self.rx_aligned & self.far_ready),
                 self.lanes.eq(Replicate(marker, LANES)),
             ).Else(
-                self.lanes.eq(Replicate(TRAIN, LANES)),
+                self.lanes.eq(Replicate(Constant(TRAIN, SERDES_RATIO), LANES)),
             ),
             If((pos == block - 1) & last, self.data_mode.eq(1)),
         ).Else(
-            self.lanes.eq(Cat(sink.data ^ scr.key, sink.ctrl, self.rx_up, FRAMING)),
+            self.lanes.eq(Cat(sink.data ^ scr.key, sink.ctrl, self.rx_up, Constant(FRAMING, 6))),
             If(~self.rx_aligned, self.data_mode.eq(0), pos.eq(0), last.eq(0)),
         )
 
