@@ -178,17 +178,14 @@ def gt_link(soc, i: int, *, tx, rx, refclk, refclk_freq: float):
     return phy
 
 
-def ribbon_link(soc, i: int, *, connector: str, lanes: int | None = None):
-    """A ribbon link PHY (paranic.hw.phy.ribbon) on FMC connector ``connector``."""
-    try:
-        from paranic.hw.phy.ribbon import RibbonPHY
-        from paranic.hw.phy.ribbon_pads import ribbon_io
-    except ImportError as e:
-        raise BoardError(f"the ribbon link PHY (paranic.hw.phy.ribbon, ribbon_pads) is missing: {e}") from e
-    # The CRG provides sys4x and the IDELAYCTRL (kc705/ac701 _CRG).
-    pads = ribbon_io(soc.platform, connector, i)
-    phy = RibbonPHY(pads, sys_clk_freq=soc.sys_clk_freq, cd_rx=f"ribbon{i}_rx")
-    return phy
+def ribbon_link(soc, i: int, *, connector: str):
+    """A ribbon link PHY (:class:`paranic.hw.phy.ribbon.RibbonPHY`) on the LA pairs of FMC
+    connector ``connector``; the CRG provides ``sys4x`` and the IDELAYCTRL it needs."""
+    from paranic.hw.phy.ribbon import RibbonPHY
+    from paranic.hw.phy.ribbon_pads import ribbon_io
+
+    soc.platform.add_extension(ribbon_io(connector, i, platform=soc.platform))
+    return RibbonPHY(soc.platform.request("ribbon", i), soc.sys_clk_freq, cd_rx=f"ribbon{i}_rx")
 
 
 def led_pads(platform, n: int, name: str = "user_led"):

@@ -37,8 +37,8 @@ BOARD = Board(
     pcie="x4 Gen2",
     ports={
         "sfp": (LinkPort("sfp", "SFP cage (GTP quad 213)", _sfp),),
-        "ribbon": (LinkPort("ribbon", "FMC HPC (ribbon link A)", lambda s, i: ribbon_link(s, i, connector="HPC")),
-                   LinkPort("ribbon", "FMC HPC (ribbon link B)", lambda s, i: ribbon_link(s, i, connector="HPC"))),
+        # One ribbon: it takes 20 of the HPC's LA pairs (paranic.hw.phy.ribbon_pads).
+        "ribbon": (LinkPort("ribbon", "FMC HPC (LA pairs)", lambda s, i: ribbon_link(s, i, connector="HPC")),),
     },
     default_links=("sfp", "ribbon"),
     ofl_args=("-b", "ac701"),

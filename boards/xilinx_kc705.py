@@ -35,8 +35,8 @@ BOARD = Board(
     pcie="x8 Gen2",
     ports={
         "sfp": (LinkPort("sfp", "SFP cage (GTX quad 117)", _sfp),),
-        "ribbon": (LinkPort("ribbon", "FMC HPC (ribbon link A)", lambda s, i: ribbon_link(s, i, connector="HPC")),
-                   LinkPort("ribbon", "FMC HPC (ribbon link B)", lambda s, i: ribbon_link(s, i, connector="HPC"))),
+        "ribbon": (LinkPort("ribbon", "FMC HPC (LA pairs)", lambda s, i: ribbon_link(s, i, connector="HPC")),
+                   LinkPort("ribbon", "FMC LPC (LA pairs)", lambda s, i: ribbon_link(s, i, connector="LPC"))),
     },
     default_links=("sfp", "ribbon"),
     ofl_args=("-b", "kc705"),

@@ -19,21 +19,6 @@ from paranic.boards.common import LINK_KINDS, BoardError, generate, program, sum
 ALL = list(BOARDS)
 
 
-def _phys_present() -> str | None:
-    """The link PHY glue the targets build on (branches wt-gt, wt-ribbon), if merged."""
-    missing = []
-    for mod in ("paranic.hw.phy.gt_glue", "paranic.hw.phy.ribbon_pads"):
-        try:
-            __import__(mod)
-        except ImportError:
-            missing.append(mod)
-    return ", ".join(missing) or None
-
-
-needs_phys = pytest.mark.skipif(_phys_present() is not None,
-                                reason=f"link PHY glue not in this tree: {_phys_present()}")
-
-
 # Facts and --links ---------------------------------------------------------------------------
 
 @pytest.mark.parametrize("name", ALL)
@@ -109,7 +94,6 @@ def generated(tmp_path_factory):
     return get
 
 
-@needs_phys
 @pytest.mark.parametrize("name,links", _cases())
 def test_generates_and_lints(generated, name, links):
     board, gen = generated(name, links)
@@ -126,7 +110,6 @@ def test_generates_and_lints(generated, name, links):
     assert any(ip in r.stubbed for ip in pcie_ip.values())   # the hard IP is a black box
 
 
-@needs_phys
 def test_build_without_vivado_prints_one_line(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("PATH", os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep)
                                                if not (Path(p) / "vivado").exists()))
@@ -282,7 +265,6 @@ def test_niccore_fits_smallest_part(tmp_path, monkeypatch):
 
 
 @pytest.mark.slow
-@needs_phys
 @pytest.mark.parametrize("name", ALL)
 def test_board_resources(name, tmp_path, monkeypatch):
     monkeypatch.setattr(boardtool, "BUILD", tmp_path)
