@@ -188,6 +188,35 @@ def ribbon_link(soc, i: int, *, connector: str):
     return RibbonPHY(soc.platform.request("ribbon", i), soc.sys_clk_freq, cd_rx=f"ribbon{i}_rx")
 
 
+def s7_crg(platform, sys_clk_freq: float, *, reset: str, reset_active_low: bool = False,
+           ribbon: bool = False, mmcm: bool = False):
+    """The CRG of a 7-series board with a 200 MHz oscillator (``clk200``): ``sys`` and,
+    for boards with ribbon links, ``sys4x`` (the ribbon's serial DDR clock) and the
+    200 MHz reference of the IDELAYCTRL the ribbon receivers need."""
+    from litex.gen import LiteXModule
+    from litex.soc.cores.clock import S7IDELAYCTRL, S7MMCM, S7PLL
+    from migen import ClockDomain, Signal
+
+    class S7CRG(LiteXModule):
+        def __init__(self) -> None:
+            self.rst = Signal()
+            self.cd_sys = ClockDomain()
+            self.pll = pll = (S7MMCM if mmcm else S7PLL)(speedgrade=-2)
+            rst = platform.request(reset)
+            self.comb += pll.reset.eq((~rst if reset_active_low else rst) | self.rst)
+            pll.register_clkin(platform.request("clk200"), 200e6)
+            pll.create_clkout(self.cd_sys, sys_clk_freq)
+            if ribbon:
+                self.cd_sys4x = ClockDomain()
+                self.cd_idelay = ClockDomain()
+                pll.create_clkout(self.cd_sys4x, 4 * sys_clk_freq)
+                pll.create_clkout(self.cd_idelay, 200e6)
+                self.idelayctrl = S7IDELAYCTRL(self.cd_idelay)
+            platform.add_false_path_constraints(self.cd_sys.clk, pll.clkin)
+
+    return S7CRG()
+
+
 def led_pads(platform, n: int, name: str = "user_led"):
     """The board's first ``n`` LEDs as one signal (bit i: link i)."""
     from migen import Cat

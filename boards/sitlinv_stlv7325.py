@@ -13,17 +13,13 @@ CLE-215+ has no SFP in litex-boards 2023.12; the Numato Tagus is not an openFPGA
 
 from __future__ import annotations
 
-from migen import ClockDomain, Signal
-
-from litex.gen import LiteXModule
-from litex.soc.cores.clock import S7PLL
 from litex_boards.platforms import sitlinv_stlv7325_v2
 from litepcie.phy.s7pciephy import S7PCIEPHY
 
 from paranic.hw.soc import ParaNicSoC
 from paranic.spec import protocol as P
 
-from .common import Board, LinkPort, PARTS, add_links, gt_link, gt_pads, led_pads, run, set_pci_ids
+from .common import Board, LinkPort, PARTS, add_links, s7_crg, gt_link, gt_pads, led_pads, run, set_pci_ids
 
 
 def _sfp(cage):
@@ -48,22 +44,11 @@ BOARD = Board(
 )
 
 
-class _CRG(LiteXModule):
-    def __init__(self, platform, sys_clk_freq: float) -> None:
-        self.rst = Signal()
-        self.cd_sys = ClockDomain()
-        self.pll = pll = S7PLL(speedgrade=-2)
-        self.comb += pll.reset.eq(~platform.request("cpu_reset_n") | self.rst)
-        pll.register_clkin(platform.request("clk200"), 200e6)
-        pll.create_clkout(self.cd_sys, sys_clk_freq)
-        platform.add_false_path_constraints(self.cd_sys.clk, pll.clkin)
-
-
 class Target(ParaNicSoC):
     def __init__(self, sys_clk_freq: float = P.TARGET_CLK_HZ, links=None, **kwargs) -> None:
         platform = sitlinv_stlv7325_v2.Platform()
         BOARD.resolve_links(links)
-        self.crg = _CRG(platform, sys_clk_freq)
+        self.crg = s7_crg(platform, sys_clk_freq, reset="cpu_reset_n", reset_active_low=True)
         ParaNicSoC.__init__(self, platform, sys_clk_freq, n_links=2, ident="ParaNIC on STLV7325", **kwargs)
         self.pcie_phy = S7PCIEPHY(platform, platform.request("pcie_x4"), data_width=64,
                                   pcie_data_width=128, bar0_size=P.BAR0_BYTES,

@@ -10,17 +10,13 @@ The SFP's GTX quad 117 is clocked by the 125 MHz SGMII reference clock (MGTREFCL
 
 from __future__ import annotations
 
-from migen import ClockDomain, Signal
-
-from litex.gen import LiteXModule
-from litex.soc.cores.clock import S7MMCM, S7IDELAYCTRL
 from litex_boards.platforms import xilinx_kc705
 from litepcie.phy.s7pciephy import S7PCIEPHY
 
 from paranic.hw.soc import ParaNicSoC
 from paranic.spec import protocol as P
 
-from .common import (Board, LinkPort, PARTS, add_links, gt_link, gt_pads, led_pads,
+from .common import (Board, LinkPort, PARTS, add_links, s7_crg, gt_link, gt_pads, led_pads,
                      ribbon_link, run, set_pci_ids)
 
 
@@ -46,29 +42,11 @@ BOARD = Board(
 )
 
 
-class _CRG(LiteXModule):
-    """sys from the 200 MHz oscillator through an MMCM, reset by the CPU_RESET button."""
-
-    def __init__(self, platform, sys_clk_freq: float) -> None:
-        self.rst = Signal()
-        self.cd_sys = ClockDomain()
-        self.cd_sys4x = ClockDomain()     # the ribbon PHY's serial DDR clock
-        self.cd_idelay = ClockDomain()    # its IDELAYCTRL reference
-        self.pll = pll = S7MMCM(speedgrade=-2)
-        self.comb += pll.reset.eq(platform.request("cpu_reset") | self.rst)
-        pll.register_clkin(platform.request("clk200"), 200e6)
-        pll.create_clkout(self.cd_sys, sys_clk_freq)
-        pll.create_clkout(self.cd_sys4x, 4 * sys_clk_freq)
-        pll.create_clkout(self.cd_idelay, 200e6)
-        self.idelayctrl = S7IDELAYCTRL(self.cd_idelay)
-        platform.add_false_path_constraints(self.cd_sys.clk, pll.clkin)
-
-
 class Target(ParaNicSoC):
     def __init__(self, sys_clk_freq: float = P.TARGET_CLK_HZ, links=None, **kwargs) -> None:
         platform = xilinx_kc705.Platform()
         BOARD.resolve_links(links)
-        self.crg = _CRG(platform, sys_clk_freq)
+        self.crg = s7_crg(platform, sys_clk_freq, reset="cpu_reset", ribbon=True, mmcm=True)
         ParaNicSoC.__init__(self, platform, sys_clk_freq, n_links=2, ident="ParaNIC on KC705", **kwargs)
         # PCIe Gen2 x8: the hard block's 128-bit stream at 250 MHz; ParaNicSoC takes 64 bits.
         self.pcie_phy = S7PCIEPHY(platform, platform.request("pcie_x8"), data_width=64,
