@@ -315,6 +315,11 @@ def generate(board: Board, soc, output_dir: Path, *, compile_software: bool = Fa
     """
     from litex.soc.integration.builder import Builder
 
+    if compile_software:
+        # LiteX's BIOS build runs meson and ninja; the venv this runs in has them.
+        venv_bin = str(Path(sys.executable).parent)
+        if venv_bin not in os.environ.get("PATH", "").split(os.pathsep):
+            os.environ["PATH"] = venv_bin + os.pathsep + os.environ.get("PATH", "")
     output_dir = Path(output_dir).resolve()
     backup = output_dir.with_name(f".{output_dir.name}.previous")
     if backup.exists():
