@@ -347,6 +347,11 @@ def generate(board: Board, soc, output_dir: Path, *, compile_software: bool = Fa
             "links": [[lp.kind, lp.connector] for lp in getattr(soc, "link_ports", [])],
         }
         gen.manifest.write_text(json.dumps(manifest, indent=1))
+        # The NicCore's CSR map as built (BAR0's CSR region), for the driver of this
+        # gateware: make driver CSR_JSON=<output_dir>/nic_csr.json.
+        from paranic.hw.standalone import write_csr_json
+
+        write_csr_json(soc.nic.csr_map(), output_dir / "nic_csr.json")
     except BaseException:
         os.chdir(cwd)
         shutil.rmtree(output_dir, ignore_errors=True)

@@ -4,6 +4,7 @@ yosys synthesis (NicCore alone, 16 contexts, 4 links, on the smallest part)."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -94,6 +95,12 @@ def generated(tmp_path_factory):
     return get
 
 
+@functools.lru_cache(maxsize=None)
+def _standalone_map() -> dict:
+    from paranic.hw.gen import csr_map
+    return csr_map(links=2)
+
+
 @pytest.mark.parametrize("name,links", _cases())
 def test_generates_and_lints(generated, name, links):
     board, gen = generated(name, links)
@@ -106,6 +113,9 @@ def test_generates_and_lints(generated, name, links):
     assert kinds == [p.kind for p in board.resolve_links(links)]
     r = boardtool.lint(gen.manifest)
     assert r.returncode == 0 and r.errors == 0, r.log.read_text()[-2000:]
+    # The board's NicCore has the CSR map the driver's default pn_csr.h is generated from.
+    built = json.loads((gen.gateware_dir.parent / "nic_csr.json").read_text())
+    assert built == _standalone_map()
     pcie_ip = {"S7": "pcie_s7", "US": "pcie_us", "USP": "pcie_usp"}
     assert any(ip in r.stubbed for ip in pcie_ip.values())   # the hard IP is a black box
 
