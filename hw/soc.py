@@ -204,6 +204,10 @@ class ParaNicSoC(SoCCore):
             raise ValueError(f"link port {i} has a PHY adapter already")
         self.add_module(name=name, module=adapter)
         self.comb += connect_phy(self.nic.nic.links[i], adapter)
+        # The adapter's status and counters in the SoC's CSR region (BAR0_SOC_CSR_OFFSET
+        # for the host, the csr region for the soft CPU): link_phy<i>_*.
+        if hasattr(adapter, "add_csrs"):
+            adapter.add_csrs()
 
     def add_link_leds(self, pads) -> None:
         """One LED per link port, lit while the link is up (``pads``: a Signal of at least
