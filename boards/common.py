@@ -185,6 +185,7 @@ def ribbon_link(soc, i: int, *, connector: str):
     from paranic.hw.phy.ribbon_pads import ribbon_io
 
     soc.platform.add_extension(ribbon_io(connector, i, platform=soc.platform))
+    soc.__dict__.setdefault("_ribbon_connectors", []).append(connector)
     return RibbonPHY(soc.platform.request("ribbon", i), soc.sys_clk_freq, cd_rx=f"ribbon{i}_rx")
 
 
@@ -224,6 +225,13 @@ def led_pads(platform, n: int, name: str = "user_led"):
     return Cat(*[platform.request(name, i) for i in range(n)])
 
 
+def has_ribbon(board: "Board", links) -> bool:
+    """Whether ``--links`` puts a ribbon on the board: its targets then build the SoC
+    with the sync line (``ParaNicSoC(with_sync_line=True)``), which :func:`add_links`
+    wires to the first ribbon's connector."""
+    return any(p.kind == "ribbon" for p in board.resolve_links(links))
+
+
 def add_links(soc, board: "Board", links, leds=None, leds_active_low: bool = False) -> None:
     """The link PHYs of ``--links`` on NicCore's link ports, one LED per link (up)."""
     from migen import Signal
@@ -232,6 +240,13 @@ def add_links(soc, board: "Board", links, leds=None, leds_active_low: bool = Fal
     soc.link_ports = ports = board.resolve_links(links, soc.nic.nic.n_links)
     for i, lp in enumerate(ports):
         soc.add_link_phy(i, lp.build(soc, i))
+    if soc.nic.nic.barrier.with_sync_line:
+        # The wired-AND barrier line, on the first ribbon's FMC connector.
+        from paranic.hw.phy.ribbon_pads import sync_io
+
+        connector = soc._ribbon_connectors[0]
+        soc.platform.add_extension(sync_io(connector, platform=soc.platform))
+        soc.add_sync_line(soc.platform.request("ribbon_sync"))
     if leds is not None:
         if leds_active_low:
             up = Signal(len(ports))

@@ -16,7 +16,7 @@ from litepcie.phy.s7pciephy import S7PCIEPHY
 from paranic.hw.soc import ParaNicSoC
 from paranic.spec import protocol as P
 
-from .common import (Board, LinkPort, PARTS, add_links, s7_crg, gt_link, gt_pads, led_pads,
+from .common import (Board, LinkPort, PARTS, add_links, has_ribbon, s7_crg, gt_link, gt_pads, led_pads,
                      ribbon_link, run, set_pci_ids)
 
 
@@ -47,7 +47,8 @@ class Target(ParaNicSoC):
         platform = xilinx_kc705.Platform()
         BOARD.resolve_links(links)
         self.crg = s7_crg(platform, sys_clk_freq, reset="cpu_reset", ribbon=True, mmcm=True)
-        ParaNicSoC.__init__(self, platform, sys_clk_freq, n_links=2, ident="ParaNIC on KC705", **kwargs)
+        ParaNicSoC.__init__(self, platform, sys_clk_freq, n_links=2, ident="ParaNIC on KC705",
+                            with_sync_line=has_ribbon(BOARD, links), **kwargs)
         # PCIe Gen2 x8: the hard block's 128-bit stream at 250 MHz; ParaNicSoC takes 64 bits.
         self.pcie_phy = S7PCIEPHY(platform, platform.request("pcie_x8"), data_width=64,
                                   pcie_data_width=128, bar0_size=P.BAR0_BYTES,

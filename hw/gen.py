@@ -20,10 +20,12 @@ from paranic.spec import cgen
 from paranic.spec import protocol as P
 
 
-def csr_map(links: int = 2, n_ctx: int = P.DEFAULT_CONTEXTS, mtu: int = P.DEFAULT_MTU) -> dict[str, dict]:
+def csr_map(links: int = 2, n_ctx: int = P.DEFAULT_CONTEXTS, mtu: int = P.DEFAULT_MTU,
+            with_sync_line: bool = False) -> dict[str, dict]:
     """CSR map (csr.json form) of a standalone NicCore with these parameters."""
     from .standalone import NicCoreStandalone, csr_dict
-    return csr_dict(NicCoreStandalone(n_links=links, n_ctx=n_ctx, mtu=mtu).csr_map())
+    return csr_dict(NicCoreStandalone(n_links=links, n_ctx=n_ctx, mtu=mtu,
+                                      with_sync_line=with_sync_line).csr_map())
 
 
 def load_csr_json(path: Path) -> dict[str, dict]:

@@ -44,12 +44,15 @@ class NicCore(LiteXModule):
     ``mtu`` payload bytes per packet; ``table_nodes`` routing-table depth;
     ``buf_words`` words of each router link input buffer (every node of a network
     must agree; default :func:`link_buf_words`);
-    ``link_kwargs``/``host_kwargs`` pass through to the LinkLayer/HostInterface.
+    ``link_kwargs``/``host_kwargs`` pass through to the LinkLayer/HostInterface;
+    ``with_sync_line`` gives the barrier unit its wired-AND sync-line path (a board with
+    a ribbon's sync line; adds the ``barrier_use_line`` CSR, so the CSR map differs).
     """
 
     def __init__(self, n_links: int = 2, n_ctx: int = P.DEFAULT_CONTEXTS, mtu: int = P.DEFAULT_MTU,
                  table_nodes: int = P.DEFAULT_TABLE_NODES, buf_words: int | None = None,
-                 link_kwargs: dict | None = None, host_kwargs: dict | None = None) -> None:
+                 link_kwargs: dict | None = None, host_kwargs: dict | None = None,
+                 with_sync_line: bool = False) -> None:
         self.n_links = n_links
         self.n_ctx = n_ctx
         self.mtu = mtu
@@ -67,7 +70,7 @@ class NicCore(LiteXModule):
                              eject_words=default_buf_words(mtu),
                              inject_words=default_buf_words(mtu), table_nodes=table_nodes)
         self.host = HostInterface(n_ctx=n_ctx, mtu=mtu, **(host_kwargs or {}))
-        self.barrier = BarrierUnit(n_ctx=n_ctx)
+        self.barrier = BarrierUnit(n_ctx=n_ctx, with_sync_line=with_sync_line)
         self.links = []
         for i in range(n_links):
             link = LinkLayer(mtu=mtu, **(link_kwargs or {}))

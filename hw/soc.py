@@ -96,7 +96,7 @@ class ParaNicSoC(SoCCore):
     def __init__(self, platform, sys_clk_freq: float, *, n_links: int = 2,
                  n_ctx: int = P.DEFAULT_CONTEXTS, mtu: int = P.DEFAULT_MTU,
                  node_id: int | None = None, with_cpu: bool = True,
-                 ident: str = "ParaNIC", **soc_kwargs) -> None:
+                 with_sync_line: bool = False, ident: str = "ParaNIC", **soc_kwargs) -> None:
         if with_cpu:
             soc_kwargs.setdefault("cpu_type", "vexriscv")
             soc_kwargs.setdefault("cpu_variant", "standard")
@@ -123,7 +123,8 @@ class ParaNicSoC(SoCCore):
         self.csr.address_map = lambda name, memory: None if name == "nic" else soc_map(name, memory)
 
         # NicCore on the SoC bus ----------------------------------------------------------------
-        self.nic = NicCoreStandalone(n_links=n_links, n_ctx=n_ctx, mtu=mtu)
+        self.nic = NicCoreStandalone(n_links=n_links, n_ctx=n_ctx, mtu=mtu,
+                                     with_sync_line=with_sync_line)
         if node_id is not None:
             if not 0 <= node_id < P.MAX_NODES:
                 raise ValueError(f"node_id {node_id} not in 0..{P.MAX_NODES - 1}")
@@ -208,6 +209,19 @@ class ParaNicSoC(SoCCore):
         # for the host, the csr region for the soft CPU): link_phy<i>_*.
         if hasattr(adapter, "add_csrs"):
             adapter.add_csrs()
+
+    def add_sync_line(self, pad) -> None:
+        """The ribbon's wired-AND sync line on ``pad`` (an open-drain pin,
+        :func:`paranic.hw.phy.ribbon_pads.sync_io`) as the barrier's line path; needs
+        ``with_sync_line=True``. Software selects it with the ``barrier_use_line`` CSR."""
+        from .phy.syncline import SyncLine
+
+        barrier = self.nic.nic.barrier
+        if not barrier.with_sync_line:
+            raise ValueError("add_sync_line: build the SoC with with_sync_line=True")
+        self.sync_line = line = SyncLine(pad)
+        self.comb += [line.arrive.eq(barrier.line_arrive), barrier.line_done.eq(line.done)]
+        line.add_csrs()
 
     def add_link_leds(self, pads) -> None:
         """One LED per link port, lit while the link is up (``pads``: a Signal of at least

@@ -96,9 +96,9 @@ def generated(tmp_path_factory):
 
 
 @functools.lru_cache(maxsize=None)
-def _standalone_map() -> dict:
+def _standalone_map(with_sync_line: bool) -> dict:
     from paranic.hw.gen import csr_map
-    return csr_map(links=2)
+    return csr_map(links=2, with_sync_line=with_sync_line)
 
 
 @pytest.mark.parametrize("name,links", _cases())
@@ -113,9 +113,12 @@ def test_generates_and_lints(generated, name, links):
     assert kinds == [p.kind for p in board.resolve_links(links)]
     r = boardtool.lint(gen.manifest)
     assert r.returncode == 0 and r.errors == 0, r.log.read_text()[-2000:]
-    # The board's NicCore has the CSR map the driver's default pn_csr.h is generated from.
+    # The board's NicCore has the CSR map the driver's pn_csr.h is generated from (the
+    # default one; with a ribbon, the map with the sync line's CSR).
     built = json.loads((gen.gateware_dir.parent / "nic_csr.json").read_text())
-    assert built == _standalone_map()
+    ribbon = "ribbon" in kinds
+    assert built == _standalone_map(ribbon)
+    assert ("barrier_use_line" in built) == ribbon
     pcie_ip = {"S7": "pcie_s7", "US": "pcie_us", "USP": "pcie_usp"}
     assert any(ip in r.stubbed for ip in pcie_ip.values())   # the hard IP is a black box
 
