@@ -4,7 +4,7 @@
 in sys; ``paranic.hw.phy.connect_phy``) and talks to any transceiver that moves
 ``nbytes`` (2 or 4) 8b/10b characters per clock with K flags:
 
-* transmit: sys -> :class:`~.gt_tx.GTTxRateMatch` -> :class:`~.gt_tx.WordAsyncFIFO`
+* transmit: sys -> :class:`~.gt_tx.GTTxRateMatch` -> :class:`~.cdc.WordAsyncFIFO`
   -> (``tx`` domain) :class:`~.gt_tx.GTTxPacker` -> ``tx_data``/``tx_k``;
 * receive: (``rx`` domain) ``rx_data``/``rx_k``/``rx_err`` ->
   :class:`~.gt_rx.GTRxParser` -> :class:`~.elastic.ElasticBuffer` -> sys, and
@@ -17,7 +17,7 @@ adapter to a LiteICLink transceiver.
 
 from __future__ import annotations
 
-from migen import ClockDomainsRenamer, If, ResetInserter, Signal
+from migen import ClockDomainsRenamer, ResetInserter, Signal
 from migen.genlib.cdc import BusSynchronizer, MultiReg
 
 from litex.gen import LiteXModule
@@ -31,7 +31,8 @@ from . import phy_layout
 from .elastic import ElasticBuffer
 from .gt_framing import LANE_BYTES
 from .gt_rx import GTLaneMonitor, GTRxParser
-from .gt_tx import GTTxPacker, GTTxRateMatch, WordAsyncFIFO
+from .cdc import WordAsyncFIFO
+from .gt_tx import GTTxPacker, GTTxRateMatch
 
 #: Counters and status of a GTAdapter: (name, width, description), all in sys.
 COUNTERS: tuple[tuple[str, int, str], ...] = (

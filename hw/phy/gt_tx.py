@@ -1,7 +1,7 @@
 """gt adapter, transmit side: rate matching in sys, byte packing in the transceiver's tx clock.
 
 :class:`GTTxRateMatch` (sys) takes one line word per cycle from the LinkLayer and
-writes it into :class:`WordAsyncFIFO` towards the ``tx`` domain. Above ``threshold``
+writes it into :class:`~.cdc.WordAsyncFIFO` towards the ``tx`` domain. Above ``threshold``
 words it asks the link for fillers (``hold``) and drops them instead of writing
 them, so the link's word rate follows the line's payload rate whatever the sys
 clock is. Every ``filler_period`` words written it also forces one filler *onto*
@@ -16,8 +16,7 @@ as the word on the line ends once ``comma_interval`` clocks went by without one.
 
 from __future__ import annotations
 
-from migen import Array, Cat, If, Memory, Mux, Signal
-from migen.genlib.cdc import MultiReg
+from migen import Array, Cat, If, Mux, Signal
 
 from litex.gen import LiteXModule
 from litex.soc.interconnect import stream
@@ -25,65 +24,6 @@ from litex.soc.interconnect import stream
 from ..link.ctl import is_filler
 from . import phy_layout
 from .gt_framing import COMMA, LANE_BYTES, MARKER, PAD
-
-
-def gray(b):
-    """Gray code of ``b`` (a Migen expression)."""
-    return b ^ (b >> 1)
-
-
-def ungray(g, n: int):
-    """Binary value of the ``n``-bit gray code ``g`` (a Migen expression)."""
-    bits = [None] * n
-    bits[n - 1] = g[n - 1]
-    for i in range(n - 2, -1, -1):
-        bits[i] = bits[i + 1] ^ g[i]
-    return Cat(*bits)
-
-
-class WordAsyncFIFO(LiteXModule):
-    """Line words from ``sys`` into ``cd_read``, with the fill level seen by the writer.
-
-    ``sink`` (sys): written when ``valid`` (``ready`` = not full). ``source``
-    (``cd_read``): first-word-fall-through. ``level_w`` (sys): words stored, as the
-    writer sees it (never less than the truth: the read pointer arrives late).
-    """
-
-    def __init__(self, depth: int, cd_read: str = "tx") -> None:
-        if depth & (depth - 1) or depth < 8:
-            raise ValueError("depth must be a power of two, at least 8")
-        aw = depth.bit_length() - 1
-        self.depth = depth
-        self.sink = sink = stream.Endpoint(phy_layout())
-        self.source = source = stream.Endpoint(phy_layout())
-        self.level_w = Signal(aw + 1)
-
-        # Not an attribute: LiteX's SoC would map an AutoCSR module's Memory into CSR space.
-        mem = Memory(len(sink.data) + 1, depth)
-        wr = mem.get_port(write_capable=True)
-        rd = mem.get_port(async_read=True, clock_domain=cd_read)
-        self.specials += mem, wr, rd
-
-        wp, wp_g, rp_g_w = Signal(aw + 1), Signal(aw + 1), Signal(aw + 1)
-        rp, rp_g, wp_g_r = Signal(aw + 1), Signal(aw + 1), Signal(aw + 1)
-        self.specials += [
-            MultiReg(rp_g, rp_g_w, odomain="sys"),
-            MultiReg(wp_g, wp_g_r, odomain=cd_read),
-        ]
-        self.comb += [
-            self.level_w.eq(wp - ungray(rp_g_w, aw + 1)),
-            sink.ready.eq(self.level_w < depth),
-            wr.adr.eq(wp[:aw]),
-            wr.dat_w.eq(Cat(sink.data, sink.ctrl)),
-            wr.we.eq(sink.valid & sink.ready),
-            rd.adr.eq(rp[:aw]),
-            source.valid.eq(ungray(wp_g_r, aw + 1) != rp),
-            source.data.eq(rd.dat_r[:len(source.data)]),
-            source.ctrl.eq(rd.dat_r[len(source.data)]),
-        ]
-        self.sync += If(wr.we, wp.eq(wp + 1), wp_g.eq(gray(wp + 1)))
-        getattr(self.sync, cd_read).__iadd__(
-            If(source.valid & source.ready, rp.eq(rp + 1), rp_g.eq(gray(rp + 1))))
 
 
 class GTTxRateMatch(LiteXModule):
