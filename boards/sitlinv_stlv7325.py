@@ -18,7 +18,7 @@ from migen import ClockDomain, Signal
 from litex.gen import LiteXModule
 from litex.soc.cores.clock import S7PLL
 from litex_boards.platforms import sitlinv_stlv7325_v2
-from litepcie.phy.s7pciephy import S7PCIEPHY
+from paranic.hw.pcie_phy import S7PCIEPHY   # LitePCIe's, with a working receive path
 
 from paranic.hw.soc import ParaNicSoC
 from paranic.spec import protocol as P

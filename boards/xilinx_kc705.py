@@ -15,7 +15,7 @@ from migen import ClockDomain, Signal
 from litex.gen import LiteXModule
 from litex.soc.cores.clock import S7MMCM, S7IDELAYCTRL
 from litex_boards.platforms import xilinx_kc705
-from litepcie.phy.s7pciephy import S7PCIEPHY
+from paranic.hw.pcie_phy import S7PCIEPHY   # LitePCIe's, with a working receive path
 
 from paranic.hw.soc import ParaNicSoC
 from paranic.spec import protocol as P

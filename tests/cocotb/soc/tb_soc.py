@@ -10,6 +10,7 @@ from cocotb.clock import Clock
 from cocotb.triggers import Timer, with_timeout
 from cocotbext.axi import AxiStreamBus
 from cocotbext.pcie.core import RootComplex
+from cocotbext.pcie.core.caps import PciCapId
 from cocotbext.pcie.xilinx.us import UltraScalePcieDevice
 
 from paranic.hw.standalone import read_csr_json
@@ -17,7 +18,6 @@ from paranic.spec import protocol as P
 
 REGS = read_csr_json(os.environ["SOC_CSR"])
 N_CTX = int(os.environ["SOC_N_CTX"])
-PCI_CAP_MSIX = 0x11
 
 
 class Bench:
@@ -98,7 +98,7 @@ async def test_enumeration_and_identity(dut):
     fn = b.fn
     assert fn.vendor_id == P.PCI_VENDOR_ID and fn.device_id == P.PCI_DEVICE_ID
     assert b.bar.size == P.BAR0_BYTES, hex(b.bar.size)
-    assert fn.get_capability_offset(PCI_CAP_MSIX)
+    assert fn.get_capability_offset(PciCapId.MSIX)
     assert await fn.msix_vec_count() == N_CTX
     assert await b.csr_read("ident") == P.NIC_IDENT
     assert await b.csr_read("version") == P.NIC_VERSION

@@ -1,0 +1,127 @@
+"""LitePCIe's Xilinx PCIe PHYs with a receive path that works when the hard IP's
+interface is wider than the core's (``pcie_data_width > data_width``).
+
+Finding (LitePCIe 2024.12, ``litepcie.phy.common.PHYRXDatapath``): the receive path
+(hard IP -> core: requests on 7-series' ``rx``, UltraScale's ``cq``, completions on ``rc``)
+puts its ``PipeReady`` *before* the width converter but builds it with the core's layout.
+The hard IP's 128/256-bit beat is cut to 64 bits there, so the converter hands the core
+the first 64 bits of every beat and zeros after them: a TLP longer than 8 bytes loses its
+address and data (the cocotb bench in ``tests/cocotb/soc`` saw the address of every BAR0
+access arrive as 0 -- the access went to the wrong register and a read was never
+completed). Every ParaNIC board runs its PHY with a 64-bit core path and a 128/256-bit
+hard-IP interface, so every board needs the fix.
+
+:class:`RXDatapath` is the receive path with the pipeline register at the hard IP's width
+(hard IP beat -> ``PipeReady`` -> width converter -> clock crossing -> ``PipeValid``).
+:class:`S7PCIEPHY`, :class:`USPCIEPHY`, :class:`USPPCIEPHY` are LitePCIe's PHYs built with
+it (same arguments); the transmit path and everything else stay LitePCIe's. ParaNicSoC
+refuses a PHY that still has LitePCIe's receive path at differing widths.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+
+from migen import ClockDomainsRenamer
+from litex.gen import LiteXModule
+from litex.soc.interconnect import stream
+from litepcie.common import phy_layout
+from litepcie.phy import common as _lp_common
+from litepcie.phy.common import PHYRX128BAligner
+from litepcie.phy.s7pciephy import S7PCIEPHY as _S7PCIEPHY
+from litepcie.phy.uspciephy import USPCIEPHY as _USPCIEPHY
+from litepcie.phy.usppciephy import USPPCIEPHY as _USPPCIEPHY
+
+#: LitePCIe's receive path (what :func:`broken_rx_datapaths` looks for).
+LITEPCIE_RX_DATAPATH = _lp_common.PHYRXDatapath
+#: Attribute names of the receive paths on LitePCIe's PHYs.
+RX_DATAPATH_NAMES = ("rx_datapath", "cq_datapath", "rc_datapath")
+
+
+class RXDatapath(LiteXModule):
+    """Hard IP (``pcie`` domain, ``pcie_data_width``) -> core (``clock_domain``,
+    ``core_data_width``). Same constructor as LitePCIe's ``PHYRXDatapath``."""
+
+    def __init__(self, core_data_width: int, pcie_data_width: int, clock_domain: str,
+                 with_aligner: bool = False) -> None:
+        self.sink = sink = stream.Endpoint(phy_layout(pcie_data_width))
+        self.source = stream.Endpoint(phy_layout(core_data_width))
+
+        # # #
+
+        if pcie_data_width == 128 and with_aligner:
+            # 7-series 128-bit: TLPs may start in the beat's upper half.
+            self.aligner = ClockDomainsRenamer("pcie")(PHYRX128BAligner())
+            self.comb += sink.connect(self.aligner.sink)
+            sink = self.aligner.source
+
+        if clock_domain == "pcie" and core_data_width == pcie_data_width:
+            self.comb += sink.connect(self.source)
+            return
+        # The pipeline register holds the hard IP's full beat (LitePCIe's held core_data_width).
+        self.pipe_ready = ClockDomainsRenamer("pcie")(stream.PipeReady(phy_layout(pcie_data_width)))
+        self.converter = ClockDomainsRenamer("pcie")(
+            stream.StrideConverter(phy_layout(pcie_data_width), phy_layout(core_data_width)))
+        self.cdc = stream.ClockDomainCrossing(phy_layout(core_data_width), cd_from="pcie",
+                                              cd_to=clock_domain, with_common_rst=True, depth=16)
+        self.pipe_valid = ClockDomainsRenamer(clock_domain)(stream.PipeValid(phy_layout(core_data_width)))
+        self.comb += [
+            sink.connect(self.pipe_ready.sink),
+            self.pipe_ready.source.connect(self.converter.sink),
+            self.converter.source.connect(self.cdc.sink),
+            self.cdc.source.connect(self.pipe_valid.sink),
+            self.pipe_valid.source.connect(self.source),
+        ]
+
+
+@contextlib.contextmanager
+def _rx_datapath_of(module_name: str):
+    """While constructing a LitePCIe PHY, its module's ``PHYRXDatapath`` is ours (the PHY
+    classes look the name up in their module when they build the receive paths)."""
+    mod = importlib.import_module(module_name)
+    saved = mod.PHYRXDatapath
+    mod.PHYRXDatapath = RXDatapath
+    try:
+        yield
+    finally:
+        mod.PHYRXDatapath = saved
+
+
+class S7PCIEPHY(_S7PCIEPHY):
+    """LitePCIe's 7-series PHY with :class:`RXDatapath`."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        with _rx_datapath_of(_S7PCIEPHY.__module__):
+            super().__init__(*args, **kwargs)
+
+
+class USPCIEPHY(_USPCIEPHY):
+    """LitePCIe's UltraScale PHY with :class:`RXDatapath`."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        with _rx_datapath_of(_USPCIEPHY.__module__):
+            super().__init__(*args, **kwargs)
+
+
+class USPPCIEPHY(_USPPCIEPHY):
+    """LitePCIe's UltraScale+ PHY with :class:`RXDatapath`."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        with _rx_datapath_of(_USPPCIEPHY.__module__):
+            super().__init__(*args, **kwargs)
+
+
+def broken_rx_datapaths(phy) -> list[str]:
+    """Names of ``phy``'s receive paths that are LitePCIe's ``PHYRXDatapath`` with a
+    hard-IP interface wider than the core's (the bug above)."""
+    out = []
+    if getattr(phy, "pcie_data_width", None) in (None, getattr(phy, "data_width", None)):
+        return out
+    for name in RX_DATAPATH_NAMES:
+        if isinstance(getattr(phy, name, None), LITEPCIE_RX_DATAPATH):
+            out.append(name)
+    return out
+
+
+__all__ = ["RXDatapath", "S7PCIEPHY", "USPCIEPHY", "USPPCIEPHY", "broken_rx_datapaths"]
