@@ -87,5 +87,6 @@ def build(name: str = "soc_pcie") -> tuple[list[Path], Path]:
 def test_soc_pcie_cocotb():
     sources, csr = build()
     run_cocotb("soc_pcie", sources, "soc_pcie", "tb_soc", test_dir=HERE,
-               extra_env={"SOC_CSR": str(csr), "SOC_N_CTX": str(PARAMS["n_ctx"])},
+               extra_env={"SOC_CSR": str(csr), "SOC_N_CTX": str(PARAMS["n_ctx"]),
+                          "SOC_MTU": str(PARAMS["mtu"])},
                build_args=["-Wno-MULTIDRIVEN", "-Wno-PINMISSING", "-Wno-IMPLICIT", "--timescale", "1ns/1ps"])
