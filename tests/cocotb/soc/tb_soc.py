@@ -17,6 +17,8 @@ from model.csr import CsrBus, CsrConfig
 from model.host import NicContext
 from model.pcie_rc import RcHost
 from paranic.hw.standalone import read_csr_json
+
+import hardip_shim
 from paranic.spec import protocol as P
 
 REGS = read_csr_json(os.environ["SOC_CSR"])
@@ -24,54 +26,70 @@ N_CTX = int(os.environ["SOC_N_CTX"])
 MTU = int(os.environ["SOC_MTU"])
 
 
+def hard_ip(rc, ip) -> UltraScalePcieDevice:
+    """cocotbext-pcie's UltraScale hard IP on the shim ``ip`` (its ports), configured as
+    a board configures the Vivado IP for ParaNIC (ids, BAR0, MSI-X in BAR0), on a new
+    root port of ``rc``."""
+    dev = UltraScalePcieDevice(
+        pcie_generation=3, pcie_link_width=4, user_clk_frequency=hardip_shim.USER_CLK_HZ, alignment="dword",
+        enable_client_tag=True,
+        pf0_msi_enable=False, pf0_msix_enable=True, pf0_msix_table_size=N_CTX - 1,
+        pf0_msix_table_bir=0, pf0_msix_table_offset=P.BAR0_MSIX_TABLE_OFFSET,
+        pf0_msix_pba_bir=0, pf0_msix_pba_offset=P.BAR0_MSIX_PBA_OFFSET,
+        user_clk=ip.user_clk, user_reset=ip.user_reset, user_lnk_up=ip.user_lnk_up,
+        rq_bus=AxiStreamBus.from_prefix(ip, "s_axis_rq"),
+        pcie_rq_seq_num=ip.pcie_rq_seq_num, pcie_rq_seq_num_vld=ip.pcie_rq_seq_num_vld,
+        pcie_rq_tag=ip.pcie_rq_tag, pcie_rq_tag_av=ip.pcie_rq_tag_av,
+        pcie_rq_tag_vld=ip.pcie_rq_tag_vld,
+        rc_bus=AxiStreamBus.from_prefix(ip, "m_axis_rc"),
+        cq_bus=AxiStreamBus.from_prefix(ip, "m_axis_cq"),
+        pcie_cq_np_req=ip.pcie_cq_np_req, pcie_cq_np_req_count=ip.pcie_cq_np_req_count,
+        cc_bus=AxiStreamBus.from_prefix(ip, "s_axis_cc"),
+        cfg_phy_link_down=ip.cfg_phy_link_down, cfg_phy_link_status=ip.cfg_phy_link_status,
+        cfg_negotiated_width=ip.cfg_negotiated_width, cfg_current_speed=ip.cfg_current_speed,
+        cfg_max_payload=ip.cfg_max_payload, cfg_max_read_req=ip.cfg_max_read_req,
+        cfg_function_status=ip.cfg_function_status, cfg_ltssm_state=ip.cfg_ltssm_state,
+        cfg_interrupt_msi_enable=ip.cfg_interrupt_msi_enable,
+        cfg_interrupt_msi_sent=ip.cfg_interrupt_msi_sent,
+        cfg_interrupt_msi_fail=ip.cfg_interrupt_msi_fail,
+        cfg_interrupt_msi_mmenable=ip.cfg_interrupt_msi_mmenable,
+    )
+    dev.functions[0].vendor_id = P.PCI_VENDOR_ID
+    dev.functions[0].device_id = P.PCI_DEVICE_ID
+    # BAR0 as USPCIEPHY configures the Vivado IP (pf0_bar0_size from bar0_size): 32-bit memory.
+    dev.functions[0].configure_bar(0, P.BAR0_BYTES)
+    rc.make_port().connect(dev)
+    return dev
+
+
+async def start_rc(dut, rc) -> None:
+    """sys clock and reset, then enumeration."""
+    cocotb.start_soon(Clock(dut.sys_clk, 8, unit="ns").start())
+    dut.sys_rst.value = 1
+    await Timer(100, "ns")
+    dut.sys_rst.value = 0
+    await rc.enumerate()
+
+
+async def function(rc, dev):
+    fn = rc.find_device(dev.functions[0].pcie_id)
+    await fn.enable_device()
+    await fn.set_master()
+    return fn
+
+
 class Bench:
     """One SoC under a root complex; the hard IP modelled at its port boundary."""
 
     def __init__(self, dut) -> None:
         self.dut = dut
-        ip = dut.pcie_support.pcie_us_i
         self.rc = RootComplex()
-        self.dev = UltraScalePcieDevice(
-            pcie_generation=3, pcie_link_width=4, user_clk_frequency=250e6, alignment="dword",
-            enable_client_tag=True,
-            pf0_msi_enable=False, pf0_msix_enable=True, pf0_msix_table_size=N_CTX - 1,
-            pf0_msix_table_bir=0, pf0_msix_table_offset=P.BAR0_MSIX_TABLE_OFFSET,
-            pf0_msix_pba_bir=0, pf0_msix_pba_offset=P.BAR0_MSIX_PBA_OFFSET,
-            user_clk=ip.user_clk, user_reset=ip.user_reset, user_lnk_up=ip.user_lnk_up,
-            rq_bus=AxiStreamBus.from_prefix(ip, "s_axis_rq"),
-            pcie_rq_seq_num=ip.pcie_rq_seq_num, pcie_rq_seq_num_vld=ip.pcie_rq_seq_num_vld,
-            pcie_rq_tag=ip.pcie_rq_tag, pcie_rq_tag_av=ip.pcie_rq_tag_av,
-            pcie_rq_tag_vld=ip.pcie_rq_tag_vld,
-            rc_bus=AxiStreamBus.from_prefix(ip, "m_axis_rc"),
-            cq_bus=AxiStreamBus.from_prefix(ip, "m_axis_cq"),
-            pcie_cq_np_req=ip.pcie_cq_np_req, pcie_cq_np_req_count=ip.pcie_cq_np_req_count,
-            cc_bus=AxiStreamBus.from_prefix(ip, "s_axis_cc"),
-            cfg_phy_link_down=ip.cfg_phy_link_down, cfg_phy_link_status=ip.cfg_phy_link_status,
-            cfg_negotiated_width=ip.cfg_negotiated_width, cfg_current_speed=ip.cfg_current_speed,
-            cfg_max_payload=ip.cfg_max_payload, cfg_max_read_req=ip.cfg_max_read_req,
-            cfg_function_status=ip.cfg_function_status, cfg_ltssm_state=ip.cfg_ltssm_state,
-            cfg_interrupt_msi_enable=ip.cfg_interrupt_msi_enable,
-            cfg_interrupt_msi_sent=ip.cfg_interrupt_msi_sent,
-            cfg_interrupt_msi_fail=ip.cfg_interrupt_msi_fail,
-            cfg_interrupt_msi_mmenable=ip.cfg_interrupt_msi_mmenable,
-        )
-        self.dev.functions[0].vendor_id = P.PCI_VENDOR_ID
-        self.dev.functions[0].device_id = P.PCI_DEVICE_ID
-        # BAR0 as USPCIEPHY configures the Vivado IP (pf0_bar0_size from bar0_size): 32-bit memory.
-        self.dev.functions[0].configure_bar(0, P.BAR0_BYTES)
-        self.rc.make_port().connect(self.dev)
+        self.dev = hard_ip(self.rc, dut.pcie_support.pcie_us_i)
         self.irqs: list[int] = []
 
     async def start(self) -> None:
-        dut = self.dut
-        cocotb.start_soon(Clock(dut.sys_clk, 8, unit="ns").start())
-        dut.sys_rst.value = 1
-        await Timer(100, "ns")
-        dut.sys_rst.value = 0
-        await self.rc.enumerate()
-        self.fn = self.rc.find_device(self.dev.functions[0].pcie_id)
-        await self.fn.enable_device()
-        await self.fn.set_master()
+        await start_rc(self.dut, self.rc)
+        self.fn = await function(self.rc, self.dev)
         self.bar = self.fn.bar_window[0]
 
     async def read32(self, addr: int) -> int:
