@@ -14,7 +14,7 @@ CLE-215+ has no SFP in litex-boards 2023.12; the Numato Tagus is not an openFPGA
 from __future__ import annotations
 
 from litex_boards.platforms import sitlinv_stlv7325_v2
-from litepcie.phy.s7pciephy import S7PCIEPHY
+from paranic.hw.pcie_phy import S7PCIEPHY   # LitePCIe's, with a working receive path
 
 from paranic.hw.soc import ParaNicSoC
 from paranic.spec import protocol as P

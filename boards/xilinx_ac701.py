@@ -11,7 +11,7 @@ The SFP's GTP quad 213 takes its reference clock through the board's clock mux
 from __future__ import annotations
 
 from litex_boards.platforms import xilinx_ac701
-from litepcie.phy.s7pciephy import S7PCIEPHY
+from paranic.hw.pcie_phy import S7PCIEPHY   # LitePCIe's, with a working receive path
 
 from paranic.hw.soc import ParaNicSoC
 from paranic.spec import protocol as P

@@ -15,7 +15,7 @@ from migen import ClockDomain, If, Signal
 from litex.gen import LiteXModule
 from litex.soc.cores.clock import USPMMCM
 from litex_boards.platforms import xilinx_alveo_u250
-from litepcie.phy.usppciephy import USPPCIEPHY
+from paranic.hw.pcie_phy import USPPCIEPHY  # LitePCIe's, with a working receive path
 
 from paranic.hw.soc import ParaNicSoC
 from paranic.spec import protocol as P

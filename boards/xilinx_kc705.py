@@ -11,7 +11,7 @@ The SFP's GTX quad 117 is clocked by the 125 MHz SGMII reference clock (MGTREFCL
 from __future__ import annotations
 
 from litex_boards.platforms import xilinx_kc705
-from litepcie.phy.s7pciephy import S7PCIEPHY
+from paranic.hw.pcie_phy import S7PCIEPHY   # LitePCIe's, with a working receive path
 
 from paranic.hw.soc import ParaNicSoC
 from paranic.spec import protocol as P

@@ -11,7 +11,7 @@ from migen import ClockDomain, Signal
 from litex.gen import LiteXModule
 from litex.soc.cores.clock import USMMCM
 from litex_boards.platforms import xilinx_kcu105
-from litepcie.phy.uspciephy import USPCIEPHY
+from paranic.hw.pcie_phy import USPCIEPHY   # LitePCIe's, with a working receive path
 
 from paranic.hw.soc import ParaNicSoC
 from paranic.spec import protocol as P

@@ -44,6 +44,7 @@ from litex.soc.interconnect import wishbone
 
 from paranic.spec import protocol as P
 
+from .pcie_phy import broken_datapaths
 from .phy import connect_phy
 from .standalone import NicCoreStandalone
 
@@ -150,6 +151,12 @@ class ParaNicSoC(SoCCore):
         if getattr(phy, "bar0_size", P.BAR0_BYTES) != P.BAR0_BYTES:
             raise ValueError(f"ParaNicSoC: build the PHY with bar0_size=P.BAR0_BYTES "
                              f"({P.BAR0_BYTES:#x}), not {phy.bar0_size:#x}")
+        broken = broken_datapaths(phy)
+        if broken:
+            raise ValueError(f"ParaNicSoC: {type(phy).__name__}'s datapaths ({', '.join(broken)}) are "
+                             f"LitePCIe's, which lose data between {phy.pcie_data_width}-bit "
+                             f"hard-IP beats and the {phy.data_width}-bit core: build the PHY "
+                             f"from paranic.hw.pcie_phy")
         if msi_type not in MSI_TYPES:
             raise ValueError(f"msi_type {msi_type!r}: one of {MSI_TYPES}")
         if msi_type == "msi-multi-vector" and self.n_ctx > 32:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -60,6 +61,20 @@ def write_verilog(module: Any, ios: Iterable[Any], name: str, out_dir: Path) -> 
     for fname, content in getattr(conv, "data_files", {}).items():
         (out_dir / fname).write_text(content)
     return path
+
+
+_CONST_COMB = re.compile(r"always @\(\*\) begin\n((?:[ \t]+\w+ <= \d+'[dbh][0-9a-fA-F]+;\n)+)end\n")
+
+
+def constant_comb_for_verilator(text: str) -> str:
+    """LiteX's Verilog writer (``platform.get_verilog``) makes a signal driven only by
+    constants an ``always @(*)`` block that reads nothing; IEEE 1800 says such a block
+    never runs and Verilator 5 follows it (warning ALWNEVER), so the signal keeps its
+    initial value (e.g. LitePCIe's crossbar ``address_decoder=lambda a: 1`` stays 0).
+    Such blocks become ``always_comb``, which runs once at time 0. (Migen's own
+    ``convert``, used by :func:`write_verilog`, adds a trigger signal instead.)"""
+    return _CONST_COMB.sub(lambda m: "always_comb begin\n" + m.group(1).replace(" <= ", " = ") + "end\n",
+                           text)
 
 
 def _digest(paths: Sequence[Path], extra: str) -> str:

@@ -7,7 +7,7 @@ name with exactly the ports that instance connects and no logic at all: the IP's
 are undriven variables and its inputs plain ports, so cocotbext-pcie's
 ``UltraScalePcieDevice`` (the root complex's view of the hard IP: configuration space,
 TLPs on the CQ/CC/RQ/RC streams, MSI) drives and samples them through the hierarchy.
-Port widths are those of the pcie3_ultrascale core (PG156) at a 128-bit interface; port
+Port widths are those of the pcie3_ultrascale core (PG156) at :data:`DATA_WIDTH`; port
 directions and names are read from LitePCIe's support file, so a LitePCIe that connects
 the IP differently fails here, not silently.
 """
@@ -20,7 +20,14 @@ from pathlib import Path
 import litepcie
 
 US_DIR = Path(litepcie.__file__).parent / "phy" / "xilinx_us"
+#: The hard IP's AXI-stream width (U250's choice). Known limit (docs/soc.md): LitePCIe's
+#: 128-bit requester adapter (s_axis_rq_adapt_128b.v) drives tkeep all ones on every
+#: beat but a lone fifth dword, so a DMA write of n dwords reaches the hard IP with
+#: 4 * ceil((4 + n) / 4) - 4 dwords unless n % 4 is 0 or 1; cocotbext-pcie refuses those.
+#: At 256 bits (KCU105's choice) LitePCIe's requester adapter garbles the 64-bit address.
 DATA_WIDTH = 128
+#: PG156's user clock for Gen3 x4 at that width.
+USER_CLK_HZ = {128: 250e6, 256: 125e6}[DATA_WIDTH]
 
 #: Ports the hard IP drives (the rest are its inputs).
 _OUT = set("""pci_exp_txn pci_exp_txp int_qpll1lock_out int_qpll1outrefclk_out int_qpll1outclk_out
