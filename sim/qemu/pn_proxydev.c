@@ -12,8 +12,8 @@
  * memory BAR, INTA, no capabilities, so no MSI), BAR0 reads and writes, and takes the
  * guest's RAM as file descriptors (SYNC_SYSMEM). Behind BAR0:
  *  --model  a register model of what the driver's probe and the context hand-over
- *           read (info_n_ctx, info_mtu, node; ctx_state idle; the rest stores and
- *           reads back);
+ *           read (ident, version, info_n_ctx, info_mtu, node; ctx_state idle; the rest
+ *           stores and reads back);
  *  --sim    node K of a running paranic-sim: the process attaches as a *device client*
  *           (pn_sim_shm.h, PN_SIM_HELLO_DEVICE) with the guest RAM's memfd, so the
  *           harness applies BAR0 accesses on the node's Wishbone bus and serves the
@@ -327,6 +327,10 @@ static int sim_attach(void)
 
 static uint32_t model_read(uint32_t off)
 {
+	if (off == PN_CSR_IDENT)
+		return PN_NIC_IDENT;
+	if (off == PN_CSR_VERSION)
+		return PN_NIC_VERSION;
 	if (off == PN_CSR_HOST_INFO_N_CTX)
 		return PN_DEFAULT_CONTEXTS;
 	if (off == PN_CSR_HOST_INFO_MTU)

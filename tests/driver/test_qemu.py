@@ -74,7 +74,7 @@ def test_probe_and_bad_input_against_the_register_model(initrd):
     start, end = int(ours[0][5], 16), int(ours[0][6], 16)
     assert end - start + 1 == P.BAR0_BYTES and start % P.BAR0_BYTES == 0
     assert ours[0][4] == "0x028000"   # network controller, "other"
-    assert re.search(rf"paranic0: {P.DEFAULT_CONTEXTS} contexts, MTU {P.DEFAULT_MTU}, 0 MSI vectors", r.console)
+    assert re.search(rf"paranic0: gateware version {P.NIC_VERSION}, {P.DEFAULT_CONTEXTS} contexts, MTU {P.DEFAULT_MTU}, 0 MSI vectors", r.console)
     assert "no MSI/MSI-X" in r.console   # the proxy has no MSI: polled mode
     assert f"n_ctx {P.DEFAULT_CONTEXTS} mtu {P.DEFAULT_MTU}" in r.console and "irq 0" in r.console
     fails = [ln for ln in r.console.splitlines() if ln.startswith("FAIL")]
