@@ -25,6 +25,8 @@ REGS = read_csr_json(os.environ["SOC_CSR"])
 N_CTX = int(os.environ["SOC_N_CTX"])
 MTU = int(os.environ["SOC_MTU"])
 TOPO = Topology.parse(os.environ["SOC_TOPO"])
+#: The SoCs' BAR0 master ("litepcie": LitePCIe's, built to show that it loses dwords).
+BAR0_MASTER = os.environ.get("SOC_BAR0_MASTER", "paranic")
 
 
 class Pair:
@@ -96,6 +98,11 @@ async def test_bar0_64bit_store(dut):
              if r.size == 64 and r.kind == "rw" and r.addr % 8 == 0)
     await h.write64(r.addr, 0x0123_4567_89AB_CDEF)
     hi, lo = await h.read32(r.addr), await h.read32(r.addr + 4)
+    if BAR0_MASTER == "litepcie":
+        # Only the first dword (the CSR's upper word) reached the bus; the second was
+        # dropped by the BAR0 master.
+        assert (hi, lo) == (0x89AB_CDEF, 0), f"{hi:#x} {lo:#x}"
+        return
     assert (hi, lo) == (0x89AB_CDEF, 0x0123_4567), f"{hi:#x} {lo:#x}"
     pair.check()
 

@@ -88,14 +88,22 @@ def build(name: str, top_cls=S7PairTop, **top_kw):
     return list(files), csr
 
 
-def _run(name: str, test_module: str, testcase=None, **top_kw) -> None:
-    sources, csr = build(name, **top_kw)
+def _run(name: str, test_module: str, testcase=None, bar0_master: str = "paranic") -> None:
+    sources, csr = build(name, bar0_master=bar0_master)
     run_cocotb(name, sources, name, test_module, test_dir=HERE, testcase=testcase,
                extra_env={"SOC_CSR": str(csr), "SOC_N_CTX": str(PARAMS["n_ctx"]),
-                          "SOC_MTU": str(PARAMS["mtu"]), "SOC_TOPO": str(PAIR_TOPO)},
+                          "SOC_MTU": str(PARAMS["mtu"]), "SOC_TOPO": str(PAIR_TOPO),
+                          "SOC_BAR0_MASTER": bar0_master},
                build_args=["-Wno-MULTIDRIVEN", "-Wno-PINMISSING", "-Wno-IMPLICIT", "-Wno-WIDTH",
                            "-Wno-PINCONNECTEMPTY", "--timescale", "1ns/1ps"])
 
 
 def test_soc_s7_pair_cocotb():
     _run("soc_s7_pair", "tb_soc_s7_pair")
+
+
+@pytest.mark.slow
+def test_soc_s7_litepcie_bar0_master_loses_upper_dword():
+    """The finding, on the bench: with LitePCIe's BAR0 master a 64-bit store is lost."""
+    _run("soc_s7_pair_lpbar0", "tb_soc_s7_pair", testcase="test_bar0_64bit_store",
+         bar0_master="litepcie")
