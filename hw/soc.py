@@ -64,7 +64,7 @@ BAR0_MASTERS = ("paranic", "litepcie")
 
 
 class Bar0Window(LiteXModule):
-    """Maps BAR0 offsets (``bus_in``, word-addressed, from LitePCIe's BAR0 master) onto
+    """Maps BAR0 offsets (``bus_in``, word-addressed, from the BAR0 master, :class:`~paranic.hw.pcie_bar0.Bar0Master`) onto
     the SoC bus (``bus_out``): the NicCore region below ``P.BAR0_SOC_CSR_OFFSET``, the
     LiteX CSR region (``csr_origin``, ``P.BAR0_SOC_CSR_BYTES``) above it."""
 
