@@ -178,3 +178,51 @@ async def test_pio_dma_msi_between_socs(dut):
                                  timeout=20000, what="one MSI per context")
     assert sorted(v for (_, v) in pair.hosts[1].irq_log[before:]) == others
     pair.check()
+
+
+@cocotb.test()
+async def test_hal_conformance_vectors(dut):
+    """The HAL conformance vectors of the PIO and DMA engines (paranic.spec.conformance,
+    the table hal_conformance.c is generated from) from node 0 to node 1: each vector's
+    bytes arrive whole and in order, a PIO vector as one packet, a DMA one as
+    ceil(len / MTU) packets (at least one). Sizes up to 4 MTUs unless SOC_BIG_VECS=1
+    (then also the 1 MiB one)."""
+    from paranic.spec.conformance import VECS
+
+    big = os.environ.get("SOC_BIG_VECS") == "1"
+    pio_max = min(MTU, P.PIO_WINDOW_BYTES - P.HEADER_BYTES)      # what the HAL uses (hal.c)
+    vecs = [(i, v, v.length(MTU, pio_max)) for i, v in enumerate(VECS) if v.how in "PD"]
+    vecs = [(i, v, n) for (i, v, n) in vecs if big or n <= 4 * MTU]
+    assert {v.how for (_, v, _) in vecs} == {"P", "D"}
+    pair = Pair(dut)
+    await pair.start()
+    rng = random.Random(7)
+    offsets, off = [], 0
+    for (_, v, n) in vecs:
+        offsets.append(off)
+        off += (n + 63) // 64 * 64 if v.how == "D" else 0
+    tx = await pair.context(0, 2, window_bytes=max(1 << 14, 1 << off.bit_length()))
+    rx = await pair.context(1, 2, rx_log2=5)
+    npk = [1 if v.how == "P" else max(1, -(-n // MTU)) for (_, v, n) in vecs]
+    recv = cocotb.start_soon(rx.recv(sum(npk), timeout=400000 + sum(npk) * 2000))
+    sent = []
+    first_dma = True
+    for (i, v, n), o in zip(vecs, offsets):
+        data = _payload(rng, n)
+        sent.append(data)
+        if v.how == "P":
+            await tx.pio_send(1, 2, data, tag=i)
+        else:
+            if first_dma:                  # no order between the engines: PIO ones out first
+                await tx.wait_window()
+                first_dma = False
+            await tx.dma_send(1, 2, data, offset=o, tag=i)
+    got = await recv
+    k = 0
+    for (i, v, n), data, cnt in zip(vecs, sent, npk):
+        mine = got[k:k + cnt]
+        k += cnt
+        assert all(p.header["tag"] == i for p in mine), (v.name, [p.header["tag"] for p in mine])
+        assert reassemble(mine) == data, f"{v.name}: {n} bytes differ"
+    assert k == len(got)
+    pair.check()

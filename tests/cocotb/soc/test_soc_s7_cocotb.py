@@ -107,3 +107,14 @@ def test_soc_s7_litepcie_bar0_master_loses_upper_dword():
     """The finding, on the bench: with LitePCIe's BAR0 master a 64-bit store is lost."""
     _run("soc_s7_pair_lpbar0", "tb_soc_s7_pair", testcase="test_bar0_64bit_store",
          bar0_master="litepcie")
+
+
+@pytest.mark.slow
+def test_soc_s7_pair_hal_vectors_1mib_cocotb():
+    """The HAL conformance vectors including the 1 MiB DMA message."""
+    import os
+    os.environ["SOC_BIG_VECS"] = "1"
+    try:
+        _run("soc_s7_pair", "tb_soc_s7_pair", testcase="test_hal_conformance_vectors")
+    finally:
+        del os.environ["SOC_BIG_VECS"]
