@@ -97,6 +97,12 @@ class BeatPadder(LiteXModule):
 
         # # #
 
+        if ratio == 1:
+            # Every beat is a whole hard-IP beat: nothing to pad. (A 1-bit counter here
+            # would wrap 0 -> 1 and pad every other TLP with an empty beat: found on the
+            # 7-series PHY at a 64-bit hard-IP interface, tests/cocotb/soc.)
+            self.comb += sink.connect(source)
+            return
         count = Signal(max=max(ratio, 2))   # beat index inside the wide beat
         pad = Signal()                      # sending the padding beats
         full = count == ratio - 1

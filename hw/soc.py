@@ -44,6 +44,7 @@ from litex.soc.interconnect import wishbone
 
 from paranic.spec import protocol as P
 
+from .pcie_bar0 import Bar0Master
 from .pcie_phy import broken_datapaths
 from .phy import connect_phy
 from .standalone import NicCoreStandalone
@@ -57,10 +58,13 @@ MSIX_TABLE_CSR_LOC = 31
 #: (width <= 32) or after the two words of ``enable`` (width > 32).
 MSIX_PBA_BANK_OFFSET = 8
 MSI_TYPES = ("msi-multi-vector", "msi-x")
+#: BAR0 Wishbone masters: ours (:class:`paranic.hw.pcie_bar0.Bar0Master`, every dword of
+#: a multi-dword write) or LitePCIe's (writes only the first dword; kept to show the bug).
+BAR0_MASTERS = ("paranic", "litepcie")
 
 
 class Bar0Window(LiteXModule):
-    """Maps BAR0 offsets (``bus_in``, word-addressed, from LitePCIe's BAR0 master) onto
+    """Maps BAR0 offsets (``bus_in``, word-addressed, from the BAR0 master, :class:`~paranic.hw.pcie_bar0.Bar0Master`) onto
     the SoC bus (``bus_out``): the NicCore region below ``P.BAR0_SOC_CSR_OFFSET``, the
     LiteX CSR region (``csr_origin``, ``P.BAR0_SOC_CSR_BYTES``) above it."""
 
@@ -139,9 +143,11 @@ class ParaNicSoC(SoCCore):
 
     # PCIe ---------------------------------------------------------------------------------------
     def add_paranic_pcie(self, phy, msi_type: str = "msi-multi-vector",
-                         max_pending_requests: int = 8) -> None:
-        """LitePCIe endpoint on ``phy``; BAR0 -> :class:`Bar0Window`; NicCore's DMA ports
-        on the crossbar; one MSI (``msi_type``) vector per context."""
+                         max_pending_requests: int = 8, bar0_master: str = "paranic") -> None:
+        """LitePCIe endpoint on ``phy``; BAR0 -> ``bar0_master`` -> :class:`Bar0Window`;
+        NicCore's DMA ports on the crossbar; one MSI (``msi_type``) vector per context.
+        ``bar0_master="litepcie"`` uses LitePCIe's master, which drops all but the first
+        dword of a multi-dword write (tests only: it shows the bug)."""
         from litepcie.core import LitePCIeEndpoint, LitePCIeMSIMultiVector, LitePCIeMSIX
         from litepcie.frontend.wishbone import LitePCIeWishboneMaster
 
@@ -157,6 +163,8 @@ class ParaNicSoC(SoCCore):
                              f"LitePCIe's, which lose data between {phy.pcie_data_width}-bit "
                              f"hard-IP beats and the {phy.data_width}-bit core: build the PHY "
                              f"from paranic.hw.pcie_phy")
+        if bar0_master not in BAR0_MASTERS:
+            raise ValueError(f"bar0_master {bar0_master!r}: one of {BAR0_MASTERS}")
         if msi_type not in MSI_TYPES:
             raise ValueError(f"msi_type {msi_type!r}: one of {MSI_TYPES}")
         if msi_type == "msi-multi-vector" and self.n_ctx > 32:
@@ -170,8 +178,12 @@ class ParaNicSoC(SoCCore):
                                                    endianness=phy.endianness, address_width=64)
 
         # BAR0 -> SoC bus.
-        self.pcie_mmap = LitePCIeWishboneMaster(ep, base_address=0,
-                                                qword_aligned=getattr(phy, "qword_aligned", False))
+        if bar0_master == "paranic":
+            self.pcie_mmap = Bar0Master(ep.crossbar.get_slave_port(lambda a: 1), phy.id,
+                                        data_width=phy.data_width)
+        else:
+            self.pcie_mmap = LitePCIeWishboneMaster(ep, base_address=0,
+                                                    qword_aligned=getattr(phy, "qword_aligned", False))
         self.pcie_bar0 = Bar0Window(self.mem_map["paranic"], self.mem_map["csr"])
         self.comb += self.pcie_mmap.wishbone.connect(self.pcie_bar0.bus_in)
         self.bus.add_master("pcie_bar0", master=self.pcie_bar0.bus_out)
@@ -239,4 +251,4 @@ class ParaNicSoC(SoCCore):
         self.comb += [led.eq(link.up) for led, link in zip(leds, self.nic.nic.links)]
 
 
-__all__ = ["ParaNicSoC", "Bar0Window", "PARANIC_ORIGIN", "MSI_TYPES"]
+__all__ = ["ParaNicSoC", "Bar0Window", "PARANIC_ORIGIN", "MSI_TYPES", "BAR0_MASTERS"]

@@ -215,3 +215,18 @@ def csr_header(regs: dict[str, dict]) -> str:
     L += [f"\tX({n[4:n.index('_')]}, PN_CSR_{ident(n)}) \\" for n in links]
     L += ["", "#endif /* PN_CSR_H */"]
     return "\n".join(L) + "\n"
+
+
+def hal_vecs_header() -> str:
+    """The HAL conformance send vectors (``paranic/spec/conformance.py``) as a C table."""
+    from . import conformance as V
+
+    L = [_SPDX_BSD, *_generated("paranic/spec/conformance.py"),
+         *_c_comment((V.__doc__ or "").replace("``", "").strip()),
+         "#ifndef PN_HAL_VECS_H", "#define PN_HAL_VECS_H", "",
+         "struct vec {", "\tconst char *name;", "\tchar how;", "\tint rel;", "\tlong delta;", "};", "",
+         "static const struct vec VECS[] = {"]
+    for v in V.VECS:
+        L.append(f'\t{{"{v.name}", \'{v.how}\', {v.rel}, {v.delta}}},')
+    L += ["};", f"#define FIRST_DMA_VEC {V.FIRST_DMA_VEC}", "", "#endif /* PN_HAL_VECS_H */"]
+    return "\n".join(L) + "\n"

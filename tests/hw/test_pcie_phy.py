@@ -149,3 +149,33 @@ def test_tx_datapath_writes_whole_beats(pcie_width):
             be = sum(0xFF << 8 * k for k in range(min(per, len(words) - b)))
             want.append((dat, be, int(b + per >= len(padded))))
     assert got == want
+
+
+def test_beat_padder_ratio_one_passes_through():
+    """At a hard-IP interface as wide as the core (7-series, 64 bits) no packet is
+    padded (a 1-bit beat counter used to add an empty beat to every other packet)."""
+    bp = pcie_phy.BeatPadder(64, 1)
+    pkts = [[1], [2, 3], [4], [5], [6, 7, 8]]
+    got = []
+
+    def feed():
+        for words in pkts:
+            for i, w in enumerate(words):
+                yield bp.sink.valid.eq(1)
+                yield bp.sink.last.eq(i == len(words) - 1)
+                yield bp.sink.dat.eq(w)
+                yield bp.sink.be.eq(0xFF)
+                yield
+                while not (yield bp.sink.ready):
+                    yield
+        yield bp.sink.valid.eq(0)
+
+    def drain():
+        for cyc in range(60):
+            yield bp.source.ready.eq(cyc % 3 != 1)
+            yield
+            if (yield bp.source.valid) and (yield bp.source.ready):
+                got.append(((yield bp.source.dat), (yield bp.source.be), (yield bp.source.last)))
+
+    run_simulation(bp, [feed(), drain()])
+    assert got == [(w, 0xFF, int(i == len(p) - 1)) for p in pkts for i, w in enumerate(p)]

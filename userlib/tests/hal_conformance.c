@@ -18,6 +18,7 @@
 
 #include "paranic/pn_hal.h"
 #include "tutil.h"
+#include "pn_hal_vecs.h"
 
 static pn_hal_t *h;
 static unsigned me, N, ctx, mtu, pio_max;
@@ -25,30 +26,8 @@ static int n_barriers = 30;
 
 /* ---- the send vectors ------------------------------------------------------------------ */
 
-/* how: 'P' pn_send_pio, 'D' pn_send_dma (registered buffer), 'S' pn_send from an
- * unregistered buffer (PIO at or below the threshold, bounce DMA above), 'R' pn_send
- * from registered memory. Size: (rel ? MTU-ish base : 0) + delta, where the base is
- * the MTU, or the PIO limit for PIO vectors. */
-struct vec {
-	const char *name;
-	char how;
-	int rel;
-	long delta;
-};
-
-static const struct vec VECS[] = {
-	/* PIO packets (the PIO engine) ... */
-	{"pio-0", 'P', 0, 0},       {"pio-1", 'P', 0, 1},        {"pio-7", 'P', 0, 7},
-	{"pio-8", 'P', 0, 8},       {"pio-mtu-1", 'P', 1, -1},   {"pio-mtu", 'P', 1, 0},
-	{"send-8", 'S', 0, 8},
-	/* ... then DMA messages (the DMA engine; no order between the two engines unless
-	 * the earlier send completed, so the sender waits for the PIO ones first) */
-	{"dma-0", 'D', 0, 0},       {"dma-1", 'D', 0, 1},        {"dma-7", 'D', 0, 7},
-	{"dma-8", 'D', 0, 8},       {"dma-mtu-1", 'D', 1, -1},   {"dma-mtu", 'D', 1, 0},
-	{"dma-mtu+1", 'D', 1, 1},   {"dma-1MiB", 'D', 0, 1 << 20}, {"send-257", 'S', 0, 257},
-	{"send-reg-64KiB", 'R', 0, 65536},
-};
-#define FIRST_DMA_VEC 7
+/* The vectors (struct vec, VECS, FIRST_DMA_VEC): one table for C and the Python benches,
+ * paranic/spec/conformance.py; pn_hal_vecs.h is generated from it. */
 #define NVECS (sizeof(VECS) / sizeof(VECS[0]))
 #define VEC_TAG(src, i) (0xc0f0000000000000ull | ((uint64_t)(src) << 16) | (uint64_t)(i))
 
