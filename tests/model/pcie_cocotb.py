@@ -14,6 +14,7 @@ from typing import Callable
 import cocotb
 from cocotb.triggers import Event, RisingEdge
 
+from model.hostclock import HostClock
 from model.hostmem import HostMemory
 from model.pcie import DMA_INPUTS, DMA_OUTPUTS, MMIO_INPUTS, MMIO_OUTPUTS, PcieHost
 
@@ -35,7 +36,7 @@ class _Sampled:
         return int(self._h[name].value)
 
 
-class HostModel(PcieHost):
+class HostModel(PcieHost, HostClock):
     """:class:`~model.pcie.PcieHost` on ``dut``'s ``<prefix>`` ports (see
     :mod:`model.pcie` for the names and the parameters).
 
@@ -106,18 +107,3 @@ class HostModel(PcieHost):
         while not self.mmio.idle:
             await RisingEdge(self.clk)
 
-    # -- waiting -------------------------------------------------------------------------
-    async def cycles(self, n: int) -> None:
-        for _ in range(n):
-            await RisingEdge(self.clk)
-
-    async def wait_for(self, pred: Callable[[], bool], timeout: int = 20000, every: int = 8,
-                       what: str = "condition") -> int:
-        """Poll ``pred`` (host-side, free) every ``every`` cycles; returns the cycle."""
-        start = self.cycle
-        while not pred():
-            if self.cycle - start > timeout:
-                raise TimeoutError(f"{what} not reached after {timeout} cycles")
-            for _ in range(every):
-                await RisingEdge(self.clk)
-        return self.cycle

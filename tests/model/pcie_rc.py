@@ -20,13 +20,10 @@ a device found by a ``RootComplex`` instead of the NIC's bare ports.
 
 from __future__ import annotations
 
-from typing import Callable
-
 import cocotb
-from cocotb.triggers import RisingEdge
-from cocotb.utils import get_sim_time
 from cocotbext.axi.address_space import Region
 
+from model.hostclock import SimTimeClock
 from model.hostmem import HostMemory
 from model.pcie import DmaRead, DmaWrite, request_violations
 
@@ -73,7 +70,7 @@ class HostRegion(Region):
         h.write_requests.append(DmaWrite(h.cycle, a, n, bytes(data), h.cycle))
 
 
-class RcHost:
+class RcHost(SimTimeClock):
     """One PCIe function under ``rc`` (a ``RootComplex``), seen as a host model.
 
     ``fn``: the function (``rc.find_device(...)``, enabled, bus master); ``clk``: the
@@ -145,24 +142,6 @@ class RcHost:
 
     async def mmio_idle(self) -> None:
         """Posted writes are on their way once written; nothing to wait for."""
-
-    # -- time ----------------------------------------------------------------------------
-    @property
-    def cycle(self) -> int:
-        return int(get_sim_time("ns") // self.clk_ns)
-
-    async def cycles(self, n: int) -> None:
-        for _ in range(n):
-            await RisingEdge(self.clk)
-
-    async def wait_for(self, pred: Callable[[], bool], timeout: int = 20000, every: int = 8,
-                       what: str = "condition") -> int:
-        start = self.cycle
-        while not pred():
-            if self.cycle - start > timeout:
-                raise TimeoutError(f"{what} not reached after {timeout} cycles")
-            await self.cycles(every)
-        return self.cycle
 
 
 __all__ = ["RcHost", "HostRegion", "HOST_REGION_BYTES"]

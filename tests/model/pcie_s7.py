@@ -32,15 +32,14 @@ from __future__ import annotations
 
 import random
 from collections import deque
-from typing import Callable
 
 import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import Event, RisingEdge, SimTimeoutError, Timer, with_timeout
-from cocotb.utils import get_sim_time
 from cocotbext.pcie.core.tlp import CplStatus, Tlp, TlpType
 from cocotbext.pcie.core.utils import PcieId
 
+from model.hostclock import SimTimeClock
 from model.hostmem import HostMemory
 from model.pcie import DmaRead, DmaWrite, request_violations
 
@@ -249,7 +248,7 @@ class S7RootPort:
                 await RisingEdge(self.clk)           # cfg_interrupt follows the handshake
 
 
-class S7Host:
+class S7Host(SimTimeClock):
     """The host model (same interface as :class:`model.pcie_rc.RcHost`) of one machine
     whose root port is :class:`S7RootPort` on the shim ``ip``; ``clk``: the NIC's
     ``sys`` clock (``clk_ns``), which ``cycle``/``cycles`` count; ``posted_depth``: the
@@ -375,24 +374,6 @@ class S7Host:
     async def mmio_idle(self) -> None:
         """Until every queued TLP to the device has been taken."""
         await self.port.rx_idle.wait()
-
-    # -- time ----------------------------------------------------------------------------
-    @property
-    def cycle(self) -> int:
-        return int(get_sim_time("ns") // self.clk_ns)
-
-    async def cycles(self, n: int) -> None:
-        for _ in range(n):
-            await RisingEdge(self.clk)
-
-    async def wait_for(self, pred: Callable[[], bool], timeout: int = 20000, every: int = 8,
-                       what: str = "condition") -> int:
-        start = self.cycle
-        while not pred():
-            if self.cycle - start > timeout:
-                raise TimeoutError(f"{what} not reached after {timeout} cycles")
-            await self.cycles(every)
-        return self.cycle
 
 
 __all__ = ["S7RootPort", "S7Host", "HOST_BASE"]
