@@ -21,6 +21,16 @@ class CsrBus:
         self.host = host
         self.regs = regs
 
+    async def wait_link_up(self, port: int, timeout: int = 20000) -> None:
+        """Poll link ``port``'s state until UP (every 64 cycles, at most ``timeout``)."""
+        from paranic.spec.link import LinkState
+
+        for _ in range(timeout // 64):
+            if await self.read(f"link{port}_link_state") == LinkState.UP:
+                return
+            await self.host.cycles(64)
+        raise TimeoutError(f"link {port} did not come up")
+
     def reg(self, name: str) -> CsrReg:
         try:
             return self.regs[name]

@@ -17,7 +17,6 @@ from model.csr import CsrBus, Driver
 from model.host import NicContext, reassemble
 from model.pcie_cocotb import HostModel
 from paranic.spec import protocol as P
-from paranic.spec.link import LinkState
 from paranic.spec.sim import ber_to_threshold
 from paranic.hw.standalone import read_csr_json
 from paranic.spec.topo import Topology
@@ -53,14 +52,8 @@ class Cluster:
         # Links train by themselves; wait until every link port of every node is up.
         for c in self.csr:
             for port in range(TOPO.link_ports):
-                await self._wait_link(c, port)
+                await c.wait_link_up(port)
 
-    async def _wait_link(self, c: CsrBus, port: int, timeout: int = 20000) -> None:
-        for _ in range(timeout // 64):
-            if await c.read(f"link{port}_link_state") == LINK_UP:
-                return
-            await c.host.cycles(64)
-        raise TimeoutError(f"link {port} did not come up")
 
     async def context(self, node: int, ctx: int, **kw) -> NicContext:
         c = NicContext(self.hosts[node], self.drivers[node].cfg, ctx, mtu=MTU, **kw)
@@ -73,7 +66,6 @@ class Cluster:
         assert not errs, "\n".join(errs[:20])
 
 
-LINK_UP = LinkState.UP
 
 
 def _payload(rng: random.Random, n: int) -> bytes:

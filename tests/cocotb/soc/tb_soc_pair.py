@@ -15,10 +15,8 @@ from cocotbext.pcie.core import RootComplex
 from model.csr import CsrBus, Driver
 from model.host import NicContext, reassemble
 from model.pcie_rc import RcHost
-from paranic.spec import protocol as P
-from paranic.spec.link import LinkState
 from paranic.spec.topo import Topology
-from tb_soc import MTU, N_CTX, REGS, function, hard_ip, start_rc
+from tb_soc import MTU, REGS, function, hard_ip, start_rc
 
 TOPO = Topology.parse(os.environ["SOC_TOPO"])
 
@@ -42,14 +40,8 @@ class Pair:
             await d.bring_up()
         for d in self.drivers:
             for port in range(TOPO.link_ports):
-                await self._wait_link(d.csr, port)
+                await d.csr.wait_link_up(port)
 
-    async def _wait_link(self, csr: CsrBus, port: int, timeout: int = 20000) -> None:
-        for _ in range(timeout // 64):
-            if await csr.read(f"link{port}_link_state") == LinkState.UP:
-                return
-            await csr.host.cycles(64)
-        raise TimeoutError(f"link {port} did not come up")
 
     async def context(self, node: int, ctx: int, **kw) -> NicContext:
         c = NicContext(self.hosts[node], self.drivers[node].cfg, ctx, mtu=MTU, **kw)

@@ -18,7 +18,6 @@ from model.host import NicContext, reassemble
 from model.pcie_s7 import S7Host
 from paranic.hw.standalone import read_csr_json
 from paranic.spec import protocol as P
-from paranic.spec.link import LinkState
 from paranic.spec.topo import Topology
 
 REGS = read_csr_json(os.environ["SOC_CSR"])
@@ -50,14 +49,8 @@ class Pair:
                 await d.bring_up()
             for d in self.drivers:
                 for port in range(TOPO.link_ports):
-                    await self._wait_link(d.csr, port)
+                    await d.csr.wait_link_up(port)
 
-    async def _wait_link(self, csr: CsrBus, port: int, timeout: int = 20000) -> None:
-        for _ in range(timeout // 64):
-            if await csr.read(f"link{port}_link_state") == LinkState.UP:
-                return
-            await csr.host.cycles(64)
-        raise TimeoutError(f"link {port} did not come up")
 
     async def context(self, node: int, ctx: int, **kw) -> NicContext:
         c = NicContext(self.hosts[node], self.drivers[node].cfg, ctx, mtu=MTU, **kw)
