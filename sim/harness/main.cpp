@@ -57,11 +57,20 @@ static bool soc_option(Config &c, int o, const char *arg)
 			fprintf(stderr, "paranic-sim: --firmware %s: %s\n", arg, strerror(errno));
 			return false;
 		}
-		bool ok = fscanf(f, "%8x", &w) == 1;
+		unsigned long words = 0;
+		int r;
+		while ((r = fscanf(f, "%8x", &w)) == 1)
+			words++;
+		bool ok = r == EOF && words > 0;
 		fclose(f);
 		if (!ok) {
 			fprintf(stderr, "paranic-sim: --firmware %s: not a ROM image (hex words, one per line: "
 				"firmware.init from `make firmware`)\n", arg);
+			return false;
+		}
+		if (words > SIM_ROM_WORDS) {
+			fprintf(stderr, "paranic-sim: --firmware %s: %lu words, the ROM holds %d\n", arg, words,
+				SIM_ROM_WORDS);
 			return false;
 		}
 		c.firmware = arg;

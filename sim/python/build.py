@@ -220,7 +220,7 @@ def _soc_glue(node) -> list[str]:
     csr_base = soc["memories"]["csr"]["base"]   # BAR0_SOC_CSR_OFFSET maps here (Bar0Window)
     H = ["/* SoC cluster: the firmware brings the nodes up (paranic.hw.socnode) */",
          "#define SIM_SOC 1", f'#define SIM_ROM_PLUSARG "{ROM_PLUSARG}"',
-         f'#define SIM_ROM_DEFAULT "{node.rom_placeholder}"']
+         f'#define SIM_ROM_DEFAULT "{node.rom_placeholder}"', f"#define SIM_ROM_WORDS {node.rom_bytes // 4}"]
     for name in ("fw_state", "fw_fingerprint"):
         reg = soc["csr_registers"].get(f"simtmp_{name}")
         if reg:

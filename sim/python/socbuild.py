@@ -237,3 +237,30 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+def make_firmware(n_links: int = 2, probe_topo: str | None = None, quiet: bool = False) -> Path:
+    """Build (make, incremental) the firmware -- or, with ``probe_topo``, the bring-up
+    probe for that topology -- against the SoC node of ``n_links`` link ports; returns
+    its ROM image (``.init``) for ``paranic-sim --firmware``."""
+    import subprocess
+
+    from .paths import TREE
+
+    node = build_node(n_links, quiet=quiet)
+    out = BUILD_ROOT / "firmware" / node.dir.name
+    cmd = ["make", "-C", str(TREE / "firmware"), f"SOCNODE={node.dir}", f"OUT={out}",
+           f"PY={sys.executable}"]
+    if probe_topo is not None:
+        from paranic.spec.topo import Topology
+
+        t = Topology.parse(probe_topo)
+        cmd += ["probe", f"TOPO={t}"]
+        image = out / f"probe-{str(t).replace(':', '')}" / "probe.init"
+    else:
+        cmd += ["firmware"]
+        image = out / "firmware.init"
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode:
+        raise RuntimeError(f"building the firmware failed ({' '.join(cmd)}):\n{r.stdout[-3000:]}{r.stderr[-3000:]}")
+    return image
