@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The firmware's entry (LiteX's crt0 calls main): the firmware proper is fw_main()
- * (firmware/fw_*.c); without it the CPU idles and the NicCore is left to the host
+ * (firmware/fw_entry.c); without it the CPU idles and the NicCore is left to the host
  * (fw_state stays NONE).
  */
-int fw_main(void) __attribute__((weak));
+void fw_main(void) __attribute__((weak));
 void isr(void) __attribute__((weak));
 int main(void);
 
@@ -16,7 +16,7 @@ void isr(void)
 int main(void)
 {
 	if (fw_main)
-		return fw_main();
+		fw_main();
 	for (;;)
 		;
 }
