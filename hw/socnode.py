@@ -15,8 +15,8 @@ module's ports (``node_ports``: name, width, direction) are
 * ``dna`` (64) and ``cfg_node`` (16): the identity inputs (contract of issue 12: the
   FPGA's DNA and a configured node id, bit 15 = configured).
 
-The identity inputs go to NicCore's ``id_dna``/``id_cfg_node`` when the NicCore has them
-(hw/mgmt.py). Until then (TEMPORARY, see :class:`SimIdTemp`) a LiteX CSR bank ``simtmp`` in
+The identity inputs go to NicCore's ``dna``/``cfg_node`` inputs (CSRs ``id_dna``/
+``id_cfg_node``) when the NicCore has them (hw/mgmt.py). Until then (TEMPORARY, see :class:`SimIdTemp`) a LiteX CSR bank ``simtmp`` in
 the SoC's CSR region holds them, with the firmware status registers ``fw_state`` and
 ``fw_fingerprint`` as storage the firmware writes and the host reads through BAR0.
 
@@ -58,7 +58,7 @@ class SimIdTemp(LiteXModule):
     """TEMPORARY stand-in for the mgmt helper's NicCore registers (contract §3) while they
     are not in this tree: identity inputs ``dna``/``cfg_node`` (read-only) and the firmware
     status ``fw_state``/``fw_fingerprint`` (written by the firmware), in the SoC's LiteX
-    CSR region as ``simtmp_*``. Built only when the NicCore has no ``id_dna``."""
+    CSR region as ``simtmp_*``. Built only when the NicCore has no ``dna`` input."""
 
     def __init__(self, dna: Signal, cfg_node: Signal) -> None:
         self.dna = CSRStatus(64, description="TEMPORARY: the node's DNA input")
@@ -112,8 +112,9 @@ class ParaNicSocNode(ParaNicSoC):
         self.cfg_node = Signal(16)
         self._expose(self.dna, "dna", "in")
         self._expose(self.cfg_node, "cfg_node", "in")
-        if hasattr(nic, "id_dna") and hasattr(nic, "id_cfg_node"):
-            self.comb += [nic.id_dna.eq(self.dna), nic.id_cfg_node.eq(self.cfg_node)]
+        if isinstance(getattr(nic, "dna", None), Signal) and isinstance(getattr(nic, "cfg_node", None), Signal):
+            # NicCore's identity inputs (hw/mgmt.py; CSRs id_dna, id_cfg_node).
+            self.comb += [nic.dna.eq(self.dna), nic.cfg_node.eq(self.cfg_node)]
         else:
             self.simtmp = SimIdTemp(self.dna, self.cfg_node)
 

@@ -5,8 +5,10 @@
  * Not the real firmware (firmware/fw_*.c): it discovers nothing. It
  *   1. reports BOOT, checks NicCore's `ident` at PARANIC_BASE + PN_CSR_IDENT (the BAR0
  *      offsets, the same as the host's);
- *   2. takes its node id from the configured id (`id_cfg_node`, bit 15 = configured;
- *      no configured id: ERROR, the probe cannot discover one) and writes `node`;
+ *   2. takes its node id from the configured id (`id_cfg_node`, bit 15 = configured),
+ *      else from the low 12 bits of its DNA (`id_dna`; a probe's rule, not the real
+ *      firmware's, which ranks the DNAs it discovers), and writes `node`; an id outside
+ *      the topology: ERROR;
  *   3. loads the routing table of the topology it was built for (probe_gen.h, from
  *      paranic.spec.topo), waits for its links, and reports ROUTED with the topology's
  *      fingerprint.
@@ -61,6 +63,15 @@ static uint32_t cfg_node(void)
 #endif
 }
 
+static uint64_t dna(void)
+{
+#ifdef PN_CSR_ID_DNA
+	return (uint64_t)nic_read(PN_CSR_ID_DNA) << 32 | nic_read(PN_CSR_ID_DNA + 4);
+#else
+	return simtmp_dna_read();
+#endif
+}
+
 static int links_up(void)
 {
 	int up = 1;
@@ -77,8 +88,8 @@ int main(void)
 	if (nic_read(PN_CSR_IDENT) != PN_NIC_IDENT)
 		goto fail;
 	uint32_t cfg = cfg_node();
-	uint32_t id = cfg & 0xfffu;
-	if (!(cfg & CFG_NODE_VALID) || id >= PROBE_NODES)
+	uint32_t id = (cfg & CFG_NODE_VALID) ? cfg & 0xfffu : (uint32_t)(dna() & 0xfffu);
+	if (id >= PROBE_NODES)
 		goto fail;
 	nic_write(PN_CSR_NODE, id);
 	for (uint32_t d = 0; d < PROBE_TABLE_NODES; d++) {

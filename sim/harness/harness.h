@@ -48,17 +48,6 @@ struct NodePorts {
 	SData *cfg_node;
 };
 
-/* The default DNA of SoC node index n (firmware mode): a fixed pseudo-random value (so
- * that the DNA order is not the index order), never 0; see docs/simulator.md. */
-static inline uint64_t sim_default_dna(int n)
-{
-	uint64_t z = 0x9E3779B97F4A7C15ull * (uint64_t)(n + 1);
-	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-	z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-	z ^= z >> 31;
-	return z ? z : 1;
-}
-
 /* Command-line configuration. Latencies in ns are converted to cycles of
  * PN_TARGET_CLK_HZ (125 MHz: 8 ns per cycle). */
 struct Config {
@@ -86,7 +75,7 @@ struct Config {
 	/* SoC cluster (firmware mode): ROM image, identity inputs per node index, and how
 	 * long the firmware may take to bring the cluster up. */
 	std::string firmware;             /* ROM init file (firmware.init); default: SIM_ROM_DEFAULT */
-	uint64_t dna[SIM_NODES] = {};     /* 0: the default (sim_default_dna) */
+	uint64_t dna[SIM_NODES] = {};     /* unless dna_set: SIM_DNA_DEFAULT (cluster_gen.h) */
 	bool dna_set[SIM_NODES] = {};
 	int cfg_id[SIM_NODES];            /* -1: no configured id */
 	uint64_t bringup_timeout = 50000000; /* cycles */

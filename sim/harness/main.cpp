@@ -139,7 +139,7 @@ static void usage(FILE *f)
 		"SoC clusters (firmware mode; docs/simulator.md):\n"
 		"  --firmware PATH      ROM image (firmware.init: hex words) for every node\n"
 		"                       (default: the build's placeholder, which does nothing)\n"
-		"  --dna I=V            DNA of node index I (default: a fixed per-index value)\n"
+		"  --dna I=V            DNA of node index I (default: paranic.spec.sim.sim_dna(I))\n"
 		"  --node-id I=ID       configured node id of node index I (default: none)\n"
 		"  --bringup-timeout N  give up (exit 4) when the firmware has not routed the\n"
 		"                       cluster after N cycles (default 50000000)\n"

@@ -207,7 +207,7 @@ int Harness::run()
 #ifdef SIM_SOC
 	/* Identity inputs, set before reset is released. */
 	for (int n = 0; n < SIM_NODES; n++) {
-		*ports[n].dna = cfg.dna_set[n] ? cfg.dna[n] : sim_default_dna(n);
+		*ports[n].dna = cfg.dna_set[n] ? cfg.dna[n] : SIM_DNA_DEFAULT[n];
 		*ports[n].cfg_node = cfg.cfg_id[n] >= 0 ? (uint16_t)(0x8000u | (unsigned)cfg.cfg_id[n]) : 0;
 		sim_log("node index %d: dna 0x%016llx, %s%d", n, (unsigned long long)*ports[n].dna,
 			cfg.cfg_id[n] >= 0 ? "configured id " : "no configured id", cfg.cfg_id[n] >= 0 ? cfg.cfg_id[n] : 0);

@@ -210,7 +210,17 @@ def _c_ident(s: str) -> str:
     return re.sub(r"\W", "_", s)
 
 
-def _soc_glue(node) -> list[str]:
+def default_dna(index: int) -> int:
+    """The DNA of SoC node index ``index`` when ``--dna`` does not set one:
+    ``paranic.spec.sim.sim_dna`` (the NicCore cluster's per-node device id), or, while
+    that is not in this tree, the same rule (TEMPORARY: 0x53494D444E410000 + index + 1)."""
+    from paranic.spec import sim as S
+
+    f = getattr(S, "sim_dna", None)
+    return f(index) if f else 0x5349_4D44_4E41_0000 + index + 1
+
+
+def _soc_glue(node, nodes: int) -> list[str]:
     """cluster_gen.h's lines of a SoC cluster: firmware mode, the ROM plusarg and its
     default image, and (TEMPORARY, while NicCore has no fw_* / id_* CSRs) the BAR0
     offsets of the SoC node's ``simtmp`` CSRs (hw/socnode.py: SimIdTemp)."""
@@ -220,7 +230,10 @@ def _soc_glue(node) -> list[str]:
     csr_base = soc["memories"]["csr"]["base"]   # BAR0_SOC_CSR_OFFSET maps here (Bar0Window)
     H = ["/* SoC cluster: the firmware brings the nodes up (paranic.hw.socnode) */",
          "#define SIM_SOC 1", f'#define SIM_ROM_PLUSARG "{ROM_PLUSARG}"',
-         f'#define SIM_ROM_DEFAULT "{node.rom_placeholder}"', f"#define SIM_ROM_WORDS {node.rom_bytes // 4}"]
+         f'#define SIM_ROM_DEFAULT "{node.rom_placeholder}"', f"#define SIM_ROM_WORDS {node.rom_bytes // 4}",
+         "/* default DNA of each node index (paranic.sim.build.default_dna) */",
+         "static const uint64_t SIM_DNA_DEFAULT[SIM_NODES] = {"
+         + ", ".join(f"0x{default_dna(i):016x}ull" for i in range(nodes)) + "};"]
     for name in ("fw_state", "fw_fingerprint"):
         reg = soc["csr_registers"].get(f"simtmp_{name}")
         if reg:
@@ -249,7 +262,7 @@ def gen_glue(topo: Topology, csr_json: Path, mtu: int, n_ctx: int, out: Path, no
         H.append("\t{" + ", ".join(str(int(p)) for p in topo.table(n, table_nodes)) + "},")
     H += ["};", ""]
     if node is not None:
-        H += _soc_glue(node)
+        H += _soc_glue(node, topo.nodes)
     H += ["struct NodePorts;", "class " + MODEL + ";",
           f"void sim_bind_ports({MODEL} *m, NodePorts *p);", ""]
     csr_h = out / "pn_csr.h"

@@ -10,7 +10,9 @@ the 2x2 torus is a second build (``slow``).
 from __future__ import annotations
 
 import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -107,10 +109,20 @@ def test_rawdata_through_bar0window(soc4):
     assert "attached: node 3 ctx" in log and "attached: node 0 ctx" in log, log[-2000:]
 
 
-def test_probe_without_ids_reports_error(soc_ring_binary):
-    """Without configured ids the probe cannot name its node: it reports ERROR and the
-    simulator stops with a clear message (exit status 4) instead of waiting for ever."""
-    with pytest.raises(RuntimeError, match="firmware reports ERROR"):
+def test_probe_ids_from_dna(soc_ring_binary):
+    """No configured ids: the probe takes the low 12 bits of its DNA (``--dna``)."""
+    dnas = {i: 0x1234_5678_9ABC_D000 + ROTATION[i] for i in range(4)}
+    with simrun.start("ring:4", soc=True, firmware="probe", node_ids={}, dnas=dnas,
+                      socket=sim_socket("soc-dna"), timeout=300) as sim:
+        assert sim.node_ids == [ROTATION[i] for i in range(4)]
+        assert "node index 0: dna 0x123456789abcd001, no configured id" in sim.log_text()
+
+
+def test_probe_bad_id_reports_error(soc_ring_binary):
+    """With the default DNAs (``sim_dna``: index + 1 in the low bits) node index 3 gets id
+    4, outside the ring: the probe reports ERROR and the simulator stops with a clear
+    message (exit status 4) instead of waiting for ever."""
+    with pytest.raises(RuntimeError, match="node 3: the firmware reports ERROR"):
         simrun.start("ring:4", soc=True, firmware="probe", node_ids={}, socket=sim_socket("soc-noid"),
                      timeout=300)
 
@@ -138,6 +150,19 @@ def test_bad_options(soc_ring_binary, tmp_path):
         simrun.start("ring:4", firmware="probe")
     with pytest.raises(ValueError, match="no node index 7"):
         simrun.start("ring:4", soc=True, firmware="probe", node_ids={7: 0})
+
+
+def test_cli(soc_ring_binary):
+    """`python -m paranic.sim --soc` finds the cached build; --soc/--firmware misuse is refused."""
+    r = subprocess.run([sys.executable, "-m", "paranic.sim", "--soc", "--topo", "ring:4", "--build-only"],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0 and r.stdout.strip() == str(soc_ring_binary), r.stderr[-2000:]
+    r = subprocess.run([sys.executable, "-m", "paranic.sim", "--firmware", "probe", "--build-only"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "--firmware needs --soc" in r.stderr
+    r = subprocess.run([str(Path(sys.executable).with_name("paranic")), "run", "--backend", "sw", "--soc", "--", "true"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "need --backend sim" in r.stderr, r.stderr
 
 
 @pytest.mark.slow
