@@ -110,7 +110,8 @@ HEADER_FIELDS: tuple[Field, ...] = (
     Field("vc", 39, 1, "virtual channel (0; reserved for dateline VCs)"),
     Field("length", 40, 14, "payload length in bytes, 0..MTU"),
     Field("flags", 54, 4, "Flags: SOM, EOM, BAR_RELEASE"),
-    Field("rsvd", 58, 6, "reserved, zero"),
+    Field("direct", 58, 3, "CONTROL packets: 0 routed by table; 1..4 link-local on this link port"),
+    Field("rsvd", 61, 3, "reserved, zero"),
     Field("tag", 64, 64, "tag or immediate word, opaque to the network"),
 )
 HEADER_FIELD = {f.name: f for f in HEADER_FIELDS}

@@ -144,6 +144,11 @@
 #define PN_HDR_FLAGS_SHIFT 54
 #define PN_HDR_FLAGS_WIDTH 4
 #define PN_HDR_FLAGS_MASK 0xfULL
+/* CONTROL packets: 0 routed by table; 1..4 link-local on this link port */
+#define PN_HDR_DIRECT_WORD 0
+#define PN_HDR_DIRECT_SHIFT 58
+#define PN_HDR_DIRECT_WIDTH 3
+#define PN_HDR_DIRECT_MASK 0x7ULL
 /* tag or immediate word, opaque to the network */
 #define PN_HDR_TAG_WORD 1
 #define PN_HDR_TAG_SHIFT 0
