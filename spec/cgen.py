@@ -86,6 +86,8 @@ def protocol_header() -> str:
           for i, (n, d) in enumerate(P.CTX_STATE_BITS)]
     L += ["/* None of these set: the NIC no longer touches the context's memory */",
           f"#define PN_CTX_STATE_BUSY 0x{int(P.CTX_BUSY_MASK):x}u", ""]
+    L += ["/* Link layer: sequence numbers are modulo 2^PN_LINK_SEQ_BITS (docs/link-layer.md) */",
+          f"#define PN_LINK_SEQ_BITS {LK.SEQ_BITS}", ""]
     L.append("/* Values of a link port's link_state CSR, and their names (sysfs) */")
     L += [f"#define PN_LINK_STATE_{s.name} {int(s)}" for s in LK.LinkState]
     L += ["#define PN_LINK_STATE_NAMES { " +

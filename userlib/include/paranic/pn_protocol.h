@@ -97,6 +97,9 @@
 /* None of these set: the NIC no longer touches the context's memory */
 #define PN_CTX_STATE_BUSY 0x96u
 
+/* Link layer: sequence numbers are modulo 2^PN_LINK_SEQ_BITS (docs/link-layer.md) */
+#define PN_LINK_SEQ_BITS 8
+
 /* Values of a link port's link_state CSR, and their names (sysfs) */
 #define PN_LINK_STATE_TRAINING 0
 #define PN_LINK_STATE_SEEN 1
