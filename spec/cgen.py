@@ -77,7 +77,8 @@ def protocol_header() -> str:
           "#define PN_RX_SLOT_BYTES(mtu) ((((mtu) + PN_HEADER_BYTES + PN_RX_VALID_BYTES) + 63) & ~63)",
           "#define PN_RX_VALID_OFFSET(mtu) (PN_RX_SLOT_BYTES(mtu) - PN_RX_VALID_BYTES)", ""]
     for enum, prefix in ((P.PacketType, "PN_TYPE"), (P.Flags, "PN_FLAG"), (P.Port, "PN_PORT"),
-                         (P.CtxReg, "PN_REG"), (P.StatusBit, "PN_STATUS")):
+                         (P.CtxReg, "PN_REG"), (P.StatusBit, "PN_STATUS"),
+                         (P.FwState, "PN_FW_STATE"), (P.FwError, "PN_FW_ERROR")):
         L.append(f"/* {enum.__name__} */")
         L += [f"#define {prefix}_{m.name} 0x{int(m.value):x}" for m in enum]
         L.append("")

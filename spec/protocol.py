@@ -97,6 +97,28 @@ def port_dimension(port: int) -> int:
     return (port - 1) // 2
 
 
+class FwState(IntEnum):
+    """Value of the ``fw_state`` CSR: what the SoC firmware has made of the cluster."""
+
+    NONE = 0      #: no firmware (a host or the simulator's harness brings the node up)
+    BOOT = 1      #: firmware started, links training
+    DISCOVER = 2  #: exchanging neighbours and topology; no routes yet
+    ROUTED = 3    #: topology recognised, node id and routing table loaded, every link in use
+    DEGRADED = 4  #: routed around at least one link that is out of service
+    ERROR = 5     #: the cabling is not a ring or torus the firmware can route (fw_error)
+
+
+class FwError(IntEnum):
+    """Value of the ``fw_error`` CSR (meaningful in state ERROR, or DEGRADED for UNREACHABLE)."""
+
+    NONE = 0
+    CABLING = 1       #: a cable joins ports that a ring/torus does not join (XP must meet XM)
+    NOT_TORUS = 2     #: the nodes found do not make a ring or an X x Y torus
+    CFG_CONFLICT = 3  #: configured node ids contradict each other
+    TOO_MANY = 4      #: more nodes than the firmware's database or the routing table holds
+    UNREACHABLE = 5   #: failed links cut some nodes off (routes to them are DROP)
+
+
 # ---------------------------------------------------------------------------
 # Packet header: 16 bytes = word 0 (routing and length) + word 1 (tag)
 # ---------------------------------------------------------------------------

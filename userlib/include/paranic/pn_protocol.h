@@ -85,6 +85,22 @@
 #define PN_STATUS_RX_FULL 0x8
 #define PN_STATUS_IRQ_ARMED 0x10
 
+/* FwState */
+#define PN_FW_STATE_NONE 0x0
+#define PN_FW_STATE_BOOT 0x1
+#define PN_FW_STATE_DISCOVER 0x2
+#define PN_FW_STATE_ROUTED 0x3
+#define PN_FW_STATE_DEGRADED 0x4
+#define PN_FW_STATE_ERROR 0x5
+
+/* FwError */
+#define PN_FW_ERROR_NONE 0x0
+#define PN_FW_ERROR_CABLING 0x1
+#define PN_FW_ERROR_NOT_TORUS 0x2
+#define PN_FW_ERROR_CFG_CONFLICT 0x3
+#define PN_FW_ERROR_TOO_MANY 0x4
+#define PN_FW_ERROR_UNREACHABLE 0x5
+
 /* Bits of the privileged host_ctx_state CSR (context selected by host_ctx_sel) */
 #define PN_CTX_STATE_ENABLED (1u << 0)  /* context enabled */
 #define PN_CTX_STATE_PIO_BUSY (1u << 1)  /* a PIO doorbell is pending or being sent */
