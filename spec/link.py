@@ -156,6 +156,7 @@ class LinkState(IntEnum):
     TRAINING = 0  #: sending TRAIN words, partner not yet heard
     SEEN = 1      #: partner's TRAIN words received; waiting for its acknowledgement
     UP = 2        #: both ends trained: frames, ACKs and credits flow
+    DOWN = 3      #: taken out (loss of signal, replay limit, software); replay buffer frozen
 
 
 #: What each link state means (docs/link-layer.md).
@@ -163,4 +164,5 @@ LINK_STATE_DOC = {
     LinkState.TRAINING: "sending TRAIN, partner not yet heard",
     LinkState.SEEN: "partner heard, waiting for its acknowledgement",
     LinkState.UP: "frames, ACKs and credits flow",
+    LinkState.DOWN: "taken out: sends nothing, replay buffer frozen until software restarts it",
 }

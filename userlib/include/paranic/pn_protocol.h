@@ -120,7 +120,8 @@
 #define PN_LINK_STATE_TRAINING 0
 #define PN_LINK_STATE_SEEN 1
 #define PN_LINK_STATE_UP 2
-#define PN_LINK_STATE_NAMES { "training", "seen", "up" }
+#define PN_LINK_STATE_DOWN 3
+#define PN_LINK_STATE_NAMES { "training", "seen", "up", "down" }
 
 /* Packet header: two little-endian 64-bit words. */
 /* destination node id */
