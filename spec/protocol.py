@@ -109,14 +109,16 @@ class FwState(IntEnum):
 
 
 class FwError(IntEnum):
-    """Value of the ``fw_error`` CSR (meaningful in state ERROR, or DEGRADED for UNREACHABLE)."""
+    """Value of the ``fw_error`` CSR (temporary copy; spec/fw.py is the definition)."""
 
     NONE = 0
-    CABLING = 1       #: a cable joins ports that a ring/torus does not join (XP must meet XM)
-    NOT_TORUS = 2     #: the nodes found do not make a ring or an X x Y torus
-    CFG_CONFLICT = 3  #: configured node ids contradict each other
-    TOO_MANY = 4      #: more nodes than the firmware's database or the routing table holds
-    UNREACHABLE = 5   #: failed links cut some nodes off (routes to them are DROP)
+    NO_LINKS = 1
+    TOPOLOGY = 2
+    ID_CONFLICT = 3
+    TOO_MANY = 4
+    DISAGREE = 5
+    PARTITIONED = 6
+    INTERNAL = 7
 
 
 # ---------------------------------------------------------------------------

@@ -63,7 +63,7 @@ void fw_init(struct fw *f, const struct fw_hw *hw)
 	f->state = PN_FW_STATE_BOOT;
 	if (!f->uid) {
 		f->state = PN_FW_STATE_ERROR;
-		f->error = PN_FW_ERROR_CFG_CONFLICT;   /* neither DNA nor a configured id */
+		f->error = PN_FW_ERROR_ID_CONFLICT;   /* neither DNA nor a configured id */
 	}
 	f->self_dirty = 1;
 	publish(f);
@@ -331,7 +331,7 @@ static void route(struct fw *f)
 	}
 	f->table_valid = 1;
 	f->state = anydown ? PN_FW_STATE_DEGRADED : PN_FW_STATE_ROUTED;
-	f->error = lost ? PN_FW_ERROR_UNREACHABLE : PN_FW_ERROR_NONE;
+	f->error = lost ? PN_FW_ERROR_PARTITIONED : PN_FW_ERROR_NONE;
 }
 
 void fw_poll(struct fw *f)

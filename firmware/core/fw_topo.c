@@ -74,7 +74,7 @@ int fw_recognise(struct fw *f)
 		const struct fw_lsa *l = &f->db[i].lsa;
 
 		if (l->nports != nports)
-			return -PN_FW_ERROR_NOT_TORUS;
+			return -PN_FW_ERROR_TOPOLOGY;
 		link[i][0] = NONE;
 		for (p = 1; p <= FW_PORTS; p++) {
 			link[i][p] = NONE;
@@ -85,7 +85,7 @@ int fw_recognise(struct fw *f)
 					return -EAGAIN;        /* the neighbour's LSA has not arrived */
 				/* XP meets XM, YP meets YM */
 				if (l->port[p].nbr_port != ((p & 1) ? p + 1 : p - 1))
-					return -PN_FW_ERROR_CABLING;
+					return -PN_FW_ERROR_TOPOLOGY;
 				link[i][p] = (uint8_t)j;
 			}
 		}
@@ -96,7 +96,7 @@ int fw_recognise(struct fw *f)
 
 			/* both ends must report the cable (one end seeing it is not enough yet) */
 			if (j != NONE && link[j][back] != i)
-				return link[j][back] == NONE ? -EAGAIN : -PN_FW_ERROR_CABLING;
+				return link[j][back] == NONE ? -EAGAIN : -PN_FW_ERROR_TOPOLOGY;
 		}
 
 	for (i = 0; i < f->ndb; i++) {
@@ -114,9 +114,9 @@ int fw_recognise(struct fw *f)
 	if (X == -1 || Y == -1)
 		return -EAGAIN;
 	if (X < 0 || Y < 0)
-		return -PN_FW_ERROR_NOT_TORUS;
+		return -PN_FW_ERROR_TOPOLOGY;
 	if ((unsigned int)(X * Y) != f->ndb)
-		return (unsigned int)(X * Y) > f->ndb ? -EAGAIN : -PN_FW_ERROR_NOT_TORUS;
+		return (unsigned int)(X * Y) > f->ndb ? -EAGAIN : -PN_FW_ERROR_TOPOLOGY;
 	if ((unsigned int)(X * Y) > f->depth || X * Y > FW_MAX_NODES)
 		return -PN_FW_ERROR_TOO_MANY;
 
@@ -127,7 +127,7 @@ int fw_recognise(struct fw *f)
 		unsigned int c = f->db[anchor].lsa.cfg & 0xfff;
 
 		if (c >= (unsigned int)(X * Y))
-			return -PN_FW_ERROR_CFG_CONFLICT;
+			return -PN_FW_ERROR_ID_CONFLICT;
 		cx[anchor] = (int16_t)(c % X);
 		cy[anchor] = (int16_t)(c / X);
 	} else {
@@ -154,7 +154,7 @@ int fw_recognise(struct fw *f)
 				cy[b] = (int16_t)by;
 				queue[tail++] = (uint8_t)b;
 			} else if (cx[b] != bx || cy[b] != by) {
-				return -PN_FW_ERROR_NOT_TORUS;
+				return -PN_FW_ERROR_TOPOLOGY;
 			}
 		}
 	}
@@ -171,9 +171,9 @@ int fw_recognise(struct fw *f)
 			uint16_t cfg = f->db[i].lsa.cfg;
 
 			if (seen[id]++)
-				return -PN_FW_ERROR_NOT_TORUS;
+				return -PN_FW_ERROR_TOPOLOGY;
 			if ((cfg & 0x8000) && (cfg & 0xfff) != id)
-				return -PN_FW_ERROR_CFG_CONFLICT;
+				return -PN_FW_ERROR_ID_CONFLICT;
 			f->db[i].id = (int)id;
 		}
 	}

@@ -76,7 +76,7 @@ def test_configured_id_wins(fwnet):
     # two configured ids that the cabling cannot both honour: an error, no routes
     out = run(fwnet, "--topo", "ring:5", "--cfg", "3=1", "--cfg", "4=1", "--ticks", "400")
     assert out["routed_at"] == 0
-    assert all(n["state"] == FwState.ERROR and n["error"] == FwError.CFG_CONFLICT
+    assert all(n["state"] == FwState.ERROR and n["error"] == FwError.ID_CONFLICT
                for n in out["nodes"])
 
 

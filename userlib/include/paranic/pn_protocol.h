@@ -95,11 +95,13 @@
 
 /* FwError */
 #define PN_FW_ERROR_NONE 0x0
-#define PN_FW_ERROR_CABLING 0x1
-#define PN_FW_ERROR_NOT_TORUS 0x2
-#define PN_FW_ERROR_CFG_CONFLICT 0x3
+#define PN_FW_ERROR_NO_LINKS 0x1
+#define PN_FW_ERROR_TOPOLOGY 0x2
+#define PN_FW_ERROR_ID_CONFLICT 0x3
 #define PN_FW_ERROR_TOO_MANY 0x4
-#define PN_FW_ERROR_UNREACHABLE 0x5
+#define PN_FW_ERROR_DISAGREE 0x5
+#define PN_FW_ERROR_PARTITIONED 0x6
+#define PN_FW_ERROR_INTERNAL 0x7
 
 /* Bits of the privileged host_ctx_state CSR (context selected by host_ctx_sel) */
 #define PN_CTX_STATE_ENABLED (1u << 0)  /* context enabled */
