@@ -60,7 +60,7 @@ struct fw_hw {
 };
 
 /* Timing (cycles of the NIC clock, 8 ns at 125 MHz). */
-#define FW_PROBATION_MIN   1000ull       /* a returning link is used after this long up */
+#define FW_PROBATION_MIN   1000ull       /* a link that failed is used again after this long up */
 #define FW_PROBATION_MAX   1000000ull    /* ... doubled for a flapping link, up to this */
 #define FW_FLAP_WINDOW     2000000ull    /* down again within this time of coming up: flapping */
 #define FW_EVAC_TIMEOUT    2000000ull    /* waiting for the far end's receive count */
@@ -75,7 +75,6 @@ struct fw_port {
 	uint8_t nbr_port;
 	uint16_t downs;          /* times this end went DOWN */
 	uint16_t rx_expect;      /* receive count when it went DOWN */
-	uint16_t far_downs;      /* the far end's downs when the link was last up */
 	uint64_t up_since, down_at, probation;
 	/* evacuation in progress */
 	uint8_t evac_go;

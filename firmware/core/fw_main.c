@@ -42,7 +42,6 @@ static void publish(struct fw *f)
 
 void fw_init(struct fw *f, const struct fw_hw *hw)
 {
-	unsigned int p;
 	void *ctx = hw->ctx;
 
 	zero(f, sizeof(*f));
@@ -57,8 +56,6 @@ void fw_init(struct fw *f, const struct fw_hw *hw)
 	f->depth = hw->table_depth(ctx);
 	if (f->depth > FW_MAX_TABLE)
 		f->depth = FW_MAX_TABLE;
-	for (p = 1; p <= FW_PORTS; p++)
-		f->port[p].probation = FW_PROBATION_MIN;
 	hw->ctx_reset_all(ctx);
 	f->state = PN_FW_STATE_BOOT;
 	if (!f->uid) {
@@ -178,18 +175,19 @@ static void links(struct fw *f, uint64_t now)
 	for (p = 1; p <= f->nports; p++) {
 		struct fw_port *q = &f->port[p];
 		unsigned int st = hw->link_state(hw->ctx, p);
-		const struct fw_lsa_port *far;
 
 		q->hw = st;
 		if (st == PN_LINK_STATE_DOWN) {
 			if (q->frozen)
 				continue;
 			/* Taken out: everything it held waits in its replay buffer (evacuate()). */
-			if (q->up && now - q->up_since < FW_FLAP_WINDOW) {
+			/* A link that comes back is used again after a probation time,
+			 * doubled while it keeps failing soon after coming up. */
+			if (q->up && now - q->up_since < FW_FLAP_WINDOW && q->probation) {
 				q->probation *= 2;
 				if (q->probation > FW_PROBATION_MAX)
 					q->probation = FW_PROBATION_MAX;
-			} else if (q->up) {
+			} else {
 				q->probation = FW_PROBATION_MIN;
 			}
 			q->frozen = 1;
@@ -209,13 +207,10 @@ static void links(struct fw *f, uint64_t now)
 				for (i = 0; i < f->ndb; i++)
 					f->db[i].pend |= 1u << (p - 1);
 			}
-			far = far_end(f, q);
 			if (!q->usable && q->nbr_known && now - q->up_since >= q->probation) {
 				q->usable = 1;
 				f->self_dirty = 1;
 			}
-			if (q->usable && far && far->state == FW_PORT_UP)
-				q->far_downs = far->downs;
 		} else if (q->up) {
 			q->up = q->usable = 0;
 			f->self_dirty = 1;
@@ -244,11 +239,12 @@ static void evacuate(struct fw *f, uint64_t now)
 			uint32_t first = hw->evac_first(hw->ctx, p), end = hw->evac_end(hw->ctx, p);
 			uint32_t all = (end - first) & SEQ_MASK, got;
 
-			if (far && far->downs != q->far_downs) {
+			/* Both ends of a cable go DOWN once per failure (loss of signal
+			 * propagates), so equal down counts name the same failure. */
+			if (far && far->downs == q->downs && far->state != FW_PORT_UP) {
 				got = (far->rx_expect - first) & SEQ_MASK;
 				if (got > all)    /* cannot be: count none as arrived, report all */
 					got = all;
-				q->far_downs = far->downs;
 				q->evac_seq = (first + got) & SEQ_MASK;
 				q->evac_end = end;
 				q->evac_go = 1;
