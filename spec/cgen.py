@@ -90,6 +90,10 @@ def protocol_header() -> str:
     L += [f"#define PN_LINK_STATE_{s.name} {int(s)}" for s in LK.LinkState]
     L += ["#define PN_LINK_STATE_NAMES { " +
           ", ".join(f'"{s.name.lower()}"' for s in sorted(LK.LinkState, key=int)) + " }", ""]
+    L.append("/* Values of a link port's down_reason CSR, and their names */")
+    L += [f"#define PN_LINK_DOWN_{s.name} {int(s)}" for s in LK.LinkDownReason]
+    L += ["#define PN_LINK_DOWN_NAMES { " +
+          ", ".join(f'"{s.name.lower()}"' for s in sorted(LK.LinkDownReason, key=int)) + " }", ""]
     L.append("/* Packet header: two little-endian 64-bit words. */")
     L += _c_field_macros("PN_HDR", P.HEADER_FIELDS)
     L += ["", "/* DMA TX descriptor: four little-endian 64-bit words. */"]
