@@ -17,6 +17,9 @@
 #include "Vcluster.h"
 #include "harness.h"
 
+/* A fault request arrives in the buffer of a hello (clients.cpp). */
+static_assert(sizeof(pn_sim_fault) <= sizeof(pn_sim_hello), "pn_sim_fault larger than pn_sim_hello");
+
 /* After a fault takes effect the clock keeps running this long even with nobody
  * attached, so that the links visibly react (a link's loss-of-signal timeout is 1024). */
 static const uint64_t FAULT_SETTLE_CYCLES = 8192;
@@ -93,9 +96,7 @@ void Harness::faults_init()
 	std::stable_sort(fault_queue.begin(), fault_queue.end(),
 			 [](const FaultEvent &a, const FaultEvent &b) { return a.at < b.at; });
 	for (const FaultEvent &e : fault_queue)
-		if (e.op == PN_SIM_FAULT_BER)
-			sim_log("cable %d: error threshold %u / 2^32", e.cable, e.value);
-		else
+		if (e.at > 0)
 			sim_log("cable %d: to be %s at cycle %llu", e.cable, op_name(e.op), (unsigned long long)e.at);
 	faults_tick();   /* the ones at cycle 0 */
 }
