@@ -346,6 +346,9 @@ class LinkTX(LiteXModule):
             w_crc.eq(1),
             NextValue(remaining, remaining - 1),
             If(remaining == 1, NextState("CRC")),
+            # Down: nobody hears the rest of a replayed frame; free the read port for
+            # the evacuation port at once.
+            If(self.down, NextState("BOUNDARY")),
         )
         fsm.act("CRC",
             w_trailer.eq(1),
