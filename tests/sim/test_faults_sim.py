@@ -163,3 +163,16 @@ def test_python_launcher_refuses_bad_fault_options(args, msg):
     r = subprocess.run([sys.executable, "-m", "paranic.sim", "--topo", "ring:4", *args],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and msg in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("args,msg", [
+    (["--cut", "9@1"], "--cut 9@1: no cable '9' (ring:4 has cables 0..3"),
+    (["--ber-cable", "0=5"], "--ber-cable 0=5: bit-error rate must be a number in 0..1"),
+])
+def test_paranic_run_refuses_bad_fault_options(userlib_build, args, msg):
+    """``paranic run --backend sim`` checks before starting a simulator."""
+    from pathlib import Path
+    exe = Path(sys.executable).parent / "paranic"
+    r = subprocess.run([str(exe), "run", "--backend", "sim", "--nodes", "2", *args, "--", "true"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 2 and msg in r.stderr, r.stderr
