@@ -231,6 +231,10 @@ class Bench:
         else:
             raise AssertionError(f"not finished after restart: a got {len(A.received)}, b got "
                                  f"{len(B.received)}, credits {A.credits} {B.credits}")
+        # Counters count across the restart: every packet taken, the re-sent ones twice.
+        assert (yield self.la.tx_packets) == len(self.pa) + len(lost_a)
+        assert (yield self.lb.tx_packets) == len(self.pb) + len(lost_b)
+        assert (yield self.lb.rx_packets) == len(self.pa) and (yield self.la.rx_packets) == len(self.pb)
         assert B.received == self.pa, "a->b: lost, duplicated or reordered across the fault"
         assert A.received == self.pb, "b->a: lost, duplicated or reordered across the fault"
         for link in (self.la, self.lb):
