@@ -161,6 +161,33 @@ class Topology:
                 out.append((n, int(p), m, int(q)))
         return out
 
+    def cables(self) -> list[tuple[int, int, int, int]]:
+        """Every cable (both directions between two ports) once, as
+        (node, port, far node, far port), numbered by position in this list.
+
+        Numbering rule: cables are listed from the "plus" end, node by node (0, 1, ...),
+        and for each node its ``XP`` cable before its ``YP`` cable (torus only); the far
+        end is the neighbour's ``XM``/``YM``. So on a ring cable ``k`` joins node ``k``'s
+        XP to node ``k+1``'s XM (mod N); on an X x Y torus cable ``2n`` is node ``n``'s X
+        cable and ``2n+1`` its Y cable. Every cable has exactly one plus end (also on a
+        2-node ring, whose two cables join the same pair of nodes), so each appears once.
+        The simulator's ``cable<k>_*`` ports and fault options use these numbers.
+        """
+        ports = [Port.XP] + ([Port.YP] if self.is_torus else [])
+        out = []
+        for n in range(self.nodes):
+            for p in ports:
+                m, q = self.neighbor(n, p)
+                out.append((n, int(p), m, int(q)))
+        return out
+
+    def cable_of(self, node: int, port: int) -> int:
+        """Number of the cable at ``port`` of ``node`` (either end)."""
+        for k, (n, p, m, q) in enumerate(self.cables()):
+            if (n, p) == (node, int(port)) or (m, q) == (node, int(port)):
+                return k
+        raise ValueError(f"node {node} has no port {port}")
+
     # -- traffic patterns used by tests and benchmarks ---------------------
     def pattern_dst(self, pattern: str, src: int) -> int:
         """Destination of ``src`` under a classic permutation pattern."""

@@ -24,6 +24,7 @@ from paranic.spec import sim as S
 from paranic.spec.topo import Topology
 
 from .build import build
+from .faults import SimControl, fault_args
 from .paths import RUN_DIR
 
 
@@ -91,6 +92,11 @@ class SimCluster:
         base = S.trace_offset(node, ctx, n_ctx)
         return {k: S.TRACE.read(self._map(), k, base) for k in S.TRACE_FIELDS}
 
+    def control(self) -> "SimControl":
+        """A fault client of this simulator: cut, mend, set the error rate of a cable
+        (:class:`paranic.sim.faults.SimControl`; close it, or use it in ``with``)."""
+        return SimControl(self.socket)
+
     def counters(self) -> dict[str, int]:
         """The simulator's global counters (cycle, clients, dma_refused, mmio_ops, job_nodes ...)."""
         return {k: S.GLOBAL.read(self._map(), k) for k in S.GLOBAL_COUNTERS}
@@ -137,12 +143,17 @@ def start(topo: str | Topology = "ring:4", *, cluster: str | None = None, socket
           ber: float = 0.0, mmio_write_ns: float | None = None, mmio_read_ns: float | None = None,
           dma_read_ns: float | None = None, dma_write_ns: float | None = None,
           extra_args: Sequence[str] = (), timeout: float = 120.0, die_with_parent: bool = True,
-          quiet_build: bool = False, **build_kwargs) -> SimCluster:
+          quiet_build: bool = False, ber_cable: Sequence[str] = (), cut: Sequence[str] = (),
+          mend: Sequence[str] = (), **build_kwargs) -> SimCluster:
     """Build (cached) and start the simulator; returns once its links are up and its
     socket listens. The socket is ``socket``, else the one the sim backend derives from
     ``cluster`` (:func:`socket_path`). Output goes to ``<socket>.log`` (or a name of its
-    own when the socket file exists already: a simulator may be running there)."""
+    own when the socket file exists already: a simulator may be running there).
+    Faults (:func:`paranic.sim.faults.fault_args`): ``ber_cable`` ``["K=RATE", ...]``,
+    ``cut``/``mend`` ``["K@CYCLE", ...]``; links of cables cut from the start do not
+    hold up the start."""
     threshold = S.ber_to_threshold(ber)   # refuses a bad rate before anything is built
+    faults = fault_args(topo, ber_cable, cut, mend)
     exe = build(topo, quiet=quiet_build, **build_kwargs)
     sock = Path(socket) if socket else socket_path(cluster)
     sock.parent.mkdir(parents=True, exist_ok=True)
@@ -157,7 +168,7 @@ def start(topo: str | Topology = "ring:4", *, cluster: str | None = None, socket
                    ("--dma-read-ns", dma_read_ns), ("--dma-write-ns", dma_write_ns)):
         if v is not None:
             cmd += [opt, repr(float(v))]
-    cmd += list(extra_args)
+    cmd += faults + list(extra_args)
     with open(log, "w") as lf:
         proc = subprocess.Popen(cmd, stdout=lf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 preexec_fn=_set_pdeathsig if die_with_parent else None)

@@ -125,6 +125,13 @@
 #define PN_LINK_STATE_DOWN 3
 #define PN_LINK_STATE_NAMES { "training", "seen", "up", "down" }
 
+/* Values of a link port's down_reason CSR, and their names */
+#define PN_LINK_DOWN_NONE 0
+#define PN_LINK_DOWN_LOS 1
+#define PN_LINK_DOWN_REPLAY_LIMIT 2
+#define PN_LINK_DOWN_SOFTWARE 3
+#define PN_LINK_DOWN_NAMES { "none", "los", "replay_limit", "software" }
+
 /* Packet header: two little-endian 64-bit words. */
 /* destination node id */
 #define PN_HDR_DST_NODE_WORD 0
