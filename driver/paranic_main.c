@@ -207,7 +207,7 @@ static const struct attribute_group pn_counter_group = {
 	.attrs = pn_counter_attrs,
 };
 
-/* links/link<N>: training, seen or up. */
+/* links/link<N>: training, seen, up or down. */
 static ssize_t pn_link_show(struct device *dev, struct device_attribute *attr, char *buf)
 {
 	static const char *const names[] = PN_LINK_STATE_NAMES;

@@ -45,7 +45,13 @@ class LinkPortIf:
     * ``credit_valid``/``credit_words``: words freed in the far end's input buffer.
     * ``drained``: one strobe per word read out of *this* router's input buffer for
       this port; the channel carries these credits to the far end.
-    * ``up``: the channel is usable; the router starts no packet on a down port.
+    * ``up``: the channel is usable; the router starts no packet on a down port, and
+      while it is 0 the router holds the port's credits and packet slots at full (the
+      far end's buffer is empty when a link layer comes up again).
+    * ``tx_room``: the channel takes a packet of the largest size at once (a link
+      layer's replay buffer has room); the router starts a packet only then.
+    * ``buf_empty`` (router -> channel): this port's input buffer is empty; a link
+      layer completes training only then.
     """
 
     def __init__(self) -> None:
@@ -55,3 +61,5 @@ class LinkPortIf:
         self.credit_words = Signal(16)
         self.drained = Signal()
         self.up = Signal(reset=1)
+        self.tx_room = Signal(reset=1)
+        self.buf_empty = Signal(reset=1)

@@ -25,7 +25,7 @@ from __future__ import annotations
 from functools import reduce
 from operator import add, or_
 
-from migen import Array, Case, Constant, If, Memory, Mux, Signal, bits_for, log2_int
+from migen import Array, Case, Constant, If, Memory, Mux, ResetInserter, Signal, bits_for, log2_int
 from migen.genlib.fifo import SyncFIFO
 from migen.fhdl.specials import READ_FIRST
 from litex.gen import LiteXModule
@@ -170,7 +170,8 @@ class Router(LiteXModule):
             self.err_aborted.eq(sum(f.aborted for f in self.inputs)),
         ]
         for link, f in zip(self.links, self.inputs[1:]):
-            self.comb += [link.sink.connect(f.sink), link.drained.eq(f.drained)]
+            self.comb += [link.sink.connect(f.sink), link.drained.eq(f.drained),
+                          link.buf_empty.eq(f.empty)]
 
         # Output pipeline registers: [0] feeds the ejection FIFO, [i] link i.
         self.pipes = pipes = [stream.PipeValid(packet_layout()) for _ in range(nports)]
@@ -183,7 +184,8 @@ class Router(LiteXModule):
         # -- output state: credits, allocation -----------------------------------
         busy = [Signal(name=f"busy_{PORT_NAMES[o]}") for o in range(nports)]
         owner = [Signal(max=nports, name=f"owner_{PORT_NAMES[o]}") for o in range(nports)]
-        up = [Constant(1, 1)] + [link.up for link in self.links]
+        # A link output takes a packet when it is up and its channel has room for one.
+        up = [Constant(1, 1)] + [link.up & link.tx_room for link in self.links]
 
         # -- per-input head decode ---------------------------------------------
         fwd = [Signal(name=f"fwd_{PORT_NAMES[k]}") for k in range(nports)]
@@ -330,7 +332,7 @@ class Router(LiteXModule):
                 # Packet credits: one slot per packet in the far buffer. Word
                 # credits come back in order (the far buffer is a FIFO), so the
                 # lengths of the packets sent tell when a whole packet has left.
-                lens = SyncFIFO(len(gw), self.slots_per_buffer)
+                lens = ResetInserter()(SyncFIFO(len(gw), self.slots_per_buffer))
                 setattr(self, f"sent_lens_{PORT_NAMES[o]}", lens)
                 acc = Signal(len(self.credits[o]) + 1, name=f"retacc_{PORT_NAMES[o]}")
                 acc_sum = Signal(len(acc), name=f"retsum_{PORT_NAMES[o]}")
@@ -344,9 +346,16 @@ class Router(LiteXModule):
                 self.sync += [
                     acc.eq(acc_sum - Mux(freed, lens.dout, 0)),
                     self.slots[o].eq(self.slots[o] + freed - any_g),
+                    # Port not up: the far buffer starts empty when it comes up again.
+                    If(~self.links[o - 1].up,
+                        acc.eq(0),
+                        self.slots[o].eq(self.slots_per_buffer),
+                    ),
                 ]
+                self.comb += lens.reset.eq(~self.links[o - 1].up)
             self.sync += [
                 self.credits[o].eq(self.credits[o] + ret - gw),
+                If(~self.links[o - 1].up, self.credits[o].eq(buf_words)) if o != 0 else [],
                 If(any_g,
                     busy[o].eq(1),
                     self.tx_packets[o].eq(self.tx_packets[o] + 1),

@@ -77,7 +77,8 @@ def protocol_header() -> str:
           "#define PN_RX_SLOT_BYTES(mtu) ((((mtu) + PN_HEADER_BYTES + PN_RX_VALID_BYTES) + 63) & ~63)",
           "#define PN_RX_VALID_OFFSET(mtu) (PN_RX_SLOT_BYTES(mtu) - PN_RX_VALID_BYTES)", ""]
     for enum, prefix in ((P.PacketType, "PN_TYPE"), (P.Flags, "PN_FLAG"), (P.Port, "PN_PORT"),
-                         (P.CtxReg, "PN_REG"), (P.StatusBit, "PN_STATUS")):
+                         (P.CtxReg, "PN_REG"), (P.StatusBit, "PN_STATUS"),
+                         (P.FwState, "PN_FW_STATE"), (P.FwError, "PN_FW_ERROR")):
         L.append(f"/* {enum.__name__} */")
         L += [f"#define {prefix}_{m.name} 0x{int(m.value):x}" for m in enum]
         L.append("")
@@ -86,10 +87,16 @@ def protocol_header() -> str:
           for i, (n, d) in enumerate(P.CTX_STATE_BITS)]
     L += ["/* None of these set: the NIC no longer touches the context's memory */",
           f"#define PN_CTX_STATE_BUSY 0x{int(P.CTX_BUSY_MASK):x}u", ""]
+    L += ["/* Link layer: sequence numbers are modulo 2^PN_LINK_SEQ_BITS (docs/link-layer.md) */",
+          f"#define PN_LINK_SEQ_BITS {LK.SEQ_BITS}", ""]
     L.append("/* Values of a link port's link_state CSR, and their names (sysfs) */")
     L += [f"#define PN_LINK_STATE_{s.name} {int(s)}" for s in LK.LinkState]
     L += ["#define PN_LINK_STATE_NAMES { " +
           ", ".join(f'"{s.name.lower()}"' for s in sorted(LK.LinkState, key=int)) + " }", ""]
+    L.append("/* Values of a link port's down_reason CSR, and their names */")
+    L += [f"#define PN_LINK_DOWN_{s.name} {int(s)}" for s in LK.LinkDownReason]
+    L += ["#define PN_LINK_DOWN_NAMES { " +
+          ", ".join(f'"{s.name.lower()}"' for s in sorted(LK.LinkDownReason, key=int)) + " }", ""]
     L.append("/* Packet header: two little-endian 64-bit words. */")
     L += _c_field_macros("PN_HDR", P.HEADER_FIELDS)
     L += ["", "/* DMA TX descriptor: four little-endian 64-bit words. */"]
@@ -139,7 +146,9 @@ def sim_shm_header() -> str:
          f"#define PN_SIM_MAGIC_HELLO 0x{S.MAGIC_HELLO:016x}ull",
          f"#define PN_SIM_MAGIC_WELCOME 0x{S.MAGIC_WELCOME:016x}ull",
          f"#define PN_SIM_MAGIC_CTL 0x{S.MAGIC_CTL:016x}ull",
-         f"#define PN_SIM_MAGIC_GLOBAL 0x{S.MAGIC_GLOBAL:016x}ull", "",
+         f"#define PN_SIM_MAGIC_GLOBAL 0x{S.MAGIC_GLOBAL:016x}ull",
+         f"#define PN_SIM_MAGIC_FAULT 0x{S.MAGIC_FAULT:016x}ull",
+         f"#define PN_SIM_MAGIC_FAULT_REPLY 0x{S.MAGIC_FAULT_REPLY:016x}ull", "",
          "/* DMA address of byte 0 of context c's shared memory (every node has its own space):",
          " * 64 GiB per context, so a DMA address names the context it belongs to. */",
          f"#define PN_SIM_DMA_SHIFT {S.DMA_SHIFT}",
@@ -148,6 +157,8 @@ def sim_shm_header() -> str:
          f"#define PN_SIM_TRACE_OFF {S.TRACE_OFF}u", "", "/* Queue entry kinds. */",
          "enum pn_sim_op_kind {"]
     L += [f"\t{f'PN_SIM_OP_{k.name} = {int(k)},':<28}/* {S.OP_KIND_DOC[k]} */" for k in S.OpKind]
+    L += ["};", "", "/* Fault request operations. */", "enum pn_sim_fault_op {"]
+    L += [f"\t{f'PN_SIM_FAULT_{k.name} = {int(k)},':<28}/* {S.FAULT_OP_DOC[k]} */" for k in S.FaultOp]
     L += ["};", "", *_c_comment(textwrap.fill(S.HELLO_DEVICE_DOC, 86)),
           f"#define PN_SIM_HELLO_DEVICE 0x{S.HELLO_DEVICE:x}u", ""]
     for s in S.STRUCTS:

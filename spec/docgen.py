@@ -72,11 +72,18 @@ def link_state_table() -> str:
     return "\n".join(L) + "\n"
 
 
+def link_down_reason_table() -> str:
+    L = ["| `down_reason` | meaning |", "|---|---|"]
+    L += [f"| {int(s)} {s.name} | {LK.LINK_DOWN_REASON_DOC[s]} |" for s in LK.LinkDownReason]
+    return "\n".join(L) + "\n"
+
+
 #: Generated block name -> generator.
 TABLES: dict[str, Callable[[], str]] = {
     "protocol": protocol_tables,
     "link-control-word": control_word_table,
     "link-state": link_state_table,
+    "link-down-reason": link_down_reason_table,
 }
 
 _BLOCK = re.compile(r"(<!-- BEGIN GENERATED: ([\w-]+) -->\n)(.*?)(<!-- END GENERATED -->)", re.S)

@@ -156,6 +156,7 @@ class LinkState(IntEnum):
     TRAINING = 0  #: sending TRAIN words, partner not yet heard
     SEEN = 1      #: partner's TRAIN words received; waiting for its acknowledgement
     UP = 2        #: both ends trained: frames, ACKs and credits flow
+    DOWN = 3      #: taken out (loss of signal, replay limit, software): sends nothing
 
 
 #: What each link state means (docs/link-layer.md).
@@ -163,4 +164,30 @@ LINK_STATE_DOC = {
     LinkState.TRAINING: "sending TRAIN, partner not yet heard",
     LinkState.SEEN: "partner heard, waiting for its acknowledgement",
     LinkState.UP: "frames, ACKs and credits flow",
+    LinkState.DOWN: "taken out: sends nothing, replay buffer frozen until `restart`",
 }
+
+
+class LinkDownReason(IntEnum):
+    """Value of a link port's ``down_reason`` CSR: why it went DOWN (0 while it is not)."""
+
+    NONE = 0          #: not down (cleared by ``restart``)
+    LOS = 1           #: loss of signal: no good SOF/STATUS word for ``los_timeout`` cycles
+    REPLAY_LIMIT = 2  #: more than ``max_replays`` replay rounds without ACK progress
+    SOFTWARE = 3      #: ``take_down`` written
+
+
+#: What each down reason means (docs/link-layer.md).
+LINK_DOWN_REASON_DOC = {
+    LinkDownReason.NONE: "not down",
+    LinkDownReason.LOS: "loss of signal: no good SOF/STATUS word for `los_timeout` cycles",
+    LinkDownReason.REPLAY_LIMIT: "more than `max_replays` replay rounds (NAK or ACK timeout) without ACK progress",
+    LinkDownReason.SOFTWARE: "`take_down` written by software",
+}
+
+#: Default ``los_timeout`` (cycles without a good SOF/STATUS word before an UP link goes
+#: DOWN): far above the longest legal gap (one MTU frame, 131 words at MTU 1024).
+DEFAULT_LOS_TIMEOUT = 1024
+#: Default ``max_replays`` (reset value of the CSR): replay rounds without ACK progress
+#: tolerated before an UP link goes DOWN (0 = never).
+DEFAULT_MAX_REPLAYS = 32

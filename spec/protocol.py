@@ -97,6 +97,30 @@ def port_dimension(port: int) -> int:
     return (port - 1) // 2
 
 
+class FwState(IntEnum):
+    """Value of the ``fw_state`` CSR: what the SoC firmware has made of the cluster."""
+
+    NONE = 0      #: no firmware (a host or the simulator's harness brings the node up)
+    BOOT = 1      #: firmware started, links training
+    DISCOVER = 2  #: exchanging neighbours and topology; no routes yet
+    ROUTED = 3    #: topology recognised, node id and routing table loaded, every link in use
+    DEGRADED = 4  #: routed around at least one link that is out of service
+    ERROR = 5     #: the cabling is not a ring or torus the firmware can route (fw_error)
+
+
+class FwError(IntEnum):
+    """Value of the ``fw_error`` CSR (temporary copy; spec/fw.py is the definition)."""
+
+    NONE = 0
+    NO_LINKS = 1
+    TOPOLOGY = 2
+    ID_CONFLICT = 3
+    TOO_MANY = 4
+    DISAGREE = 5
+    PARTITIONED = 6
+    INTERNAL = 7
+
+
 # ---------------------------------------------------------------------------
 # Packet header: 16 bytes = word 0 (routing and length) + word 1 (tag)
 # ---------------------------------------------------------------------------
@@ -110,7 +134,8 @@ HEADER_FIELDS: tuple[Field, ...] = (
     Field("vc", 39, 1, "virtual channel (0; reserved for dateline VCs)"),
     Field("length", 40, 14, "payload length in bytes, 0..MTU"),
     Field("flags", 54, 4, "Flags: SOM, EOM, BAR_RELEASE"),
-    Field("rsvd", 58, 6, "reserved, zero"),
+    Field("direct", 58, 3, "CONTROL packets: 0 routed by table; 1..4 link-local on this link port"),
+    Field("rsvd", 61, 3, "reserved, zero"),
     Field("tag", 64, 64, "tag or immediate word, opaque to the network"),
 )
 HEADER_FIELD = {f.name: f for f in HEADER_FIELDS}

@@ -24,6 +24,12 @@ clients and tools use the :class:`~paranic.spec.cstruct.CStruct` s below.
 While the harness sleeps (nothing in flight) it sets ``pn_sim_global.sleeping``; a
 client that pushed an entry then sends one byte on its socket to wake it.
 
+**Fault requests**: a connection whose first message is a ``pn_sim_fault`` (magic
+``PN_SIM_MAGIC_FAULT``, no fds) is a fault-injection client, not a process of a job:
+every message it sends is a request (``enum pn_sim_fault_op``: cut, mend, set the
+bit-error threshold of a cable, or query it, now or at a cycle) and gets one
+``pn_sim_fault_reply``. Cables are numbered as ``paranic.spec.topo.Topology.cables()``.
+
 **Cable error model**: every simulated cable flips one bit of a line word with
 probability ``ber_threshold / 2**32`` (:func:`ber_to_threshold`); the gateware's cable
 (``paranic.sim.cable``) and the harness both take the threshold from here.
@@ -42,6 +48,8 @@ MAGIC_HELLO = 0x4F4C4C45484D4953    #: "SIMHELLO"
 MAGIC_WELCOME = 0x454D4F434C574D53  #: "SMWLCOME"
 MAGIC_CTL = 0x4C54434D49534E50      #: "PNSIMCTL"
 MAGIC_GLOBAL = 0x4C424C474D49534E   #: "NSIMGLBL"
+MAGIC_FAULT = 0x544C5541464D4953    #: "SIMFAULT"
+MAGIC_FAULT_REPLY = 0x594C5052464D4953  #: "SIMFRPLY"
 
 #: DMA address of byte 0 of context c's shared memory is ``(c + 1) << DMA_SHIFT`` (every
 #: node has its own space): 64 GiB per context, so a DMA address names its context.
@@ -71,6 +79,22 @@ OP_KIND_DOC = {
     OpKind.R32: "32-bit load from the context page; value = sequence number",
     OpKind.RCSR: "32-bit load of a read-only CSR word at byte address `off`",
     OpKind.WINDOW: "driver call: DMA window = heap base .. + value bytes",
+}
+
+class FaultOp(IntEnum):
+    """``pn_sim_fault.op``: what a fault request asks of the harness (:data:`FAULT_OP_DOC`)."""
+
+    CUT = 1
+    MEND = 2
+    BER = 3
+    QUERY = 4
+
+
+FAULT_OP_DOC = {
+    FaultOp.CUT: "pull cable `cable`: both directions carry nothing (SimPhy.cut)",
+    FaultOp.MEND: "plug it back in",
+    FaultOp.BER: "set the cable's bit-error threshold (both directions) to `value` (< 2^32)",
+    FaultOp.QUERY: "change nothing: the reply shows the cable's state",
 }
 
 #: ``pn_sim_hello.flags``: a device client (:data:`HELLO_DEVICE_DOC`).
@@ -204,7 +228,29 @@ GLOBAL = CStruct("pn_sim_global", (
 #: The global counters a tool reads.
 GLOBAL_COUNTERS = ("cycle", "sleeping", "clients", "dma_refused", "mmio_ops", "job_nodes")
 
-STRUCTS = (OP, CTL, HELLO, WELCOME, TRACE, GLOBAL)
+FAULT = CStruct("pn_sim_fault", (
+    M("magic", "u64", doc="PN_SIM_MAGIC_FAULT"),
+    M("version", "u32"),
+    M("op", "u32", doc="enum pn_sim_fault_op"),
+    M("cable", "u32", doc="0 .. cables-1 (Topology.cables() order)"),
+    M("rsvd", "u32"),
+    M("at_cycle", "u64", doc="apply at this cycle; 0 or a cycle already past: now"),
+    M("value", "u64", doc="FAULT_BER: the threshold, P(bit flipped in a line word) * 2^32"),
+), 40, "Fault client -> harness: one request (a cable cut, mended, or its error rate set).")
+
+FAULT_REPLY = CStruct("pn_sim_fault_reply", (
+    M("magic", "u64", doc="PN_SIM_MAGIC_FAULT_REPLY"),
+    M("version", "u32"),
+    M("status", "i32", doc="0 or -errno (-EINVAL: bad op, cable or value)"),
+    M("cable", "u32"),
+    M("cables", "u32", doc="cables of the cluster"),
+    M("cut", "u32", doc="the cable is cut now"),
+    M("ber", "u32", doc="its threshold now"),
+    M("cycle", "u64", doc="the harness's cycle when it answered"),
+    M("at_cycle", "u64", doc="the cycle the request takes (or took) effect"),
+), 48, "Harness -> fault client: the answer to each pn_sim_fault.")
+
+STRUCTS = (OP, CTL, HELLO, WELCOME, TRACE, GLOBAL, FAULT, FAULT_REPLY)
 
 assert TRACE_OFF >= GLOBAL.size
 

@@ -6,13 +6,23 @@ Node ``i`` of an ``X x Y`` torus sits at ``(i % X, i // X)``; a ring of ``n`` no
 each along the shorter direction (ties go to the + direction), so the path between a
 source and a destination is unique, which with FIFO links gives in-order delivery.
 The tables are what ``paranic topo`` prints and what the router's CSRs are loaded with.
+
+The routing function itself is C (``spec/c/pn_route.c``, :mod:`paranic.spec.routelib`): the
+SoC firmware compiles the same file, so the tables it loads after a link failure are the
+ones ``paranic topo --down`` prints. A failed cable turns its row's or column's ring into a
+line; a destination cut off in X or Y is unreachable (``Port.DROP``).
 """
 
 from __future__ import annotations
 
+import ctypes
 from dataclasses import dataclass
+from typing import Iterable
 
 from .protocol import MAX_NODES, Port
+
+#: Failed links: (node, link port) pairs; a cable is out when either end is listed.
+Down = Iterable[tuple[int, int]]
 
 
 @dataclass(frozen=True)
@@ -83,43 +93,63 @@ class Topology:
             return self.node(x, y - 1), Port.YP
         raise ValueError(f"node {node} has no port {port}")
 
-    @staticmethod
-    def _step(a: int, b: int, n: int, plus: int, minus: int) -> int | None:
-        d = (b - a) % n
-        if d == 0:
-            return None
-        return plus if d <= n - d else minus
+    def _c(self, down: Down | None):
+        """The ``struct pn_route_topo`` of this topology with ``down`` (kept alive)."""
+        from .routelib import RouteTopo
 
-    def route(self, node: int, dst: int) -> int:
-        """Output port at ``node`` for a packet to ``dst`` (X then Y)."""
-        if not (0 <= dst < self.nodes):
+        t = RouteTopo(self.x, self.y, None)
+        arr = None
+        if down:
+            arr = (ctypes.c_uint8 * self.nodes)()
+            for node, port in down:
+                if not (0 <= node < self.nodes) or port not in self.ports:
+                    raise ValueError(f"{self}: no link port {port} on node {node}")
+                arr[node] |= 1 << (int(port) - 1)
+            t.down = ctypes.cast(arr, ctypes.POINTER(ctypes.c_uint8))
+        return t, arr
+
+    @property
+    def ports(self) -> tuple[int, ...]:
+        """The link ports of a router in this topology."""
+        return (Port.XP, Port.XM, Port.YP, Port.YM) if self.is_torus else (Port.XP, Port.XM)
+
+    def route(self, node: int, dst: int, down: Down | None = None) -> int:
+        """Output port at ``node`` for a packet to ``dst`` (X then Y), avoiding ``down``."""
+        from .routelib import lib
+
+        if not (0 <= dst < self.nodes) or not (0 <= node < self.nodes):
             return Port.DROP
-        (x, y), (dx, dy) = self.coords(node), self.coords(dst)
-        p = self._step(x, dx, self.x, Port.XP, Port.XM)
-        if p is not None:
-            return p
-        p = self._step(y, dy, self.y, Port.YP, Port.YM)
-        return Port.LOCAL if p is None else p
+        t, _keep = self._c(down)
+        return int(lib().pn_route(ctypes.byref(t), node, dst))
 
-    def table(self, node: int, depth: int | None = None) -> list[int]:
+    def table(self, node: int, depth: int | None = None, down: Down | None = None) -> list[int]:
         """Routing table of ``node``: one port per destination id (DROP past the end)."""
-        depth = self.nodes if depth is None else depth
-        return [self.route(node, d) if d < self.nodes else Port.DROP for d in range(depth)]
+        from .routelib import lib
 
-    def path(self, src: int, dst: int) -> list[int]:
-        """Nodes visited from ``src`` to ``dst`` inclusive."""
+        depth = self.nodes if depth is None else depth
+        if not 0 <= node < self.nodes:
+            raise ValueError(f"node {node} not in {self}")
+        t, _keep = self._c(down)
+        out = (ctypes.c_uint8 * max(depth, 1))()
+        lib().pn_route_table(ctypes.byref(t), node, out, depth)
+        return [int(v) for v in out[:depth]]
+
+    def path(self, src: int, dst: int, down: Down | None = None) -> list[int]:
+        """Nodes visited from ``src`` to ``dst`` inclusive (ValueError when cut off)."""
         out = [src]
         node = src
         while node != dst:
-            port = self.route(node, dst)
+            port = self.route(node, dst, down)
+            if port == Port.DROP:
+                raise ValueError(f"{self}: node {dst} unreachable from {node}")
             node, _ = self.neighbor(node, port)
             out.append(node)
             if len(out) > self.nodes + 1:
                 raise RuntimeError("routing loop")
         return out
 
-    def hops(self, src: int, dst: int) -> int:
-        return len(self.path(src, dst)) - 1
+    def hops(self, src: int, dst: int, down: Down | None = None) -> int:
+        return len(self.path(src, dst, down)) - 1
 
     def links(self) -> list[tuple[int, int, int, int]]:
         """Every unidirectional link as (src node, src port, dst node, dst port)."""
@@ -130,6 +160,33 @@ class Topology:
                 m, q = self.neighbor(n, p)
                 out.append((n, int(p), m, int(q)))
         return out
+
+    def cables(self) -> list[tuple[int, int, int, int]]:
+        """Every cable (both directions between two ports) once, as
+        (node, port, far node, far port), numbered by position in this list.
+
+        Numbering rule: cables are listed from the "plus" end, node by node (0, 1, ...),
+        and for each node its ``XP`` cable before its ``YP`` cable (torus only); the far
+        end is the neighbour's ``XM``/``YM``. So on a ring cable ``k`` joins node ``k``'s
+        XP to node ``k+1``'s XM (mod N); on an X x Y torus cable ``2n`` is node ``n``'s X
+        cable and ``2n+1`` its Y cable. Every cable has exactly one plus end (also on a
+        2-node ring, whose two cables join the same pair of nodes), so each appears once.
+        The simulator's ``cable<k>_*`` ports and fault options use these numbers.
+        """
+        ports = [Port.XP] + ([Port.YP] if self.is_torus else [])
+        out = []
+        for n in range(self.nodes):
+            for p in ports:
+                m, q = self.neighbor(n, p)
+                out.append((n, int(p), m, int(q)))
+        return out
+
+    def cable_of(self, node: int, port: int) -> int:
+        """Number of the cable at ``port`` of ``node`` (either end)."""
+        for k, (n, p, m, q) in enumerate(self.cables()):
+            if (n, p) == (node, int(port)) or (m, q) == (node, int(port)):
+                return k
+        raise ValueError(f"node {node} has no port {port}")
 
     # -- traffic patterns used by tests and benchmarks ---------------------
     def pattern_dst(self, pattern: str, src: int) -> int:

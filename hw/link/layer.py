@@ -10,12 +10,15 @@ training and holds the counters and CSRs.
 from __future__ import annotations
 
 from migen import If, Mux, Signal
+from migen.fhdl.decorators import ModuleTransformer
+from migen.fhdl.tools import list_targets
 
 from litex.gen import LiteXModule
-from litex.soc.interconnect.csr import CSRStatus
+from litex.soc.interconnect.csr import CSR, CSRStatus, CSRStorage
 
 from paranic.spec import protocol as P
-from paranic.spec.link import CREDIT_BITS, LinkState, frame_words
+from paranic.spec.link import (CREDIT_BITS, DEFAULT_LOS_TIMEOUT, DEFAULT_MAX_REPLAYS, LEN_BITS,
+                               SEQ_BITS, LinkDownReason, LinkState, frame_words)
 
 from .rx import LinkRX
 from .tx import LinkTX
@@ -40,6 +43,30 @@ COUNTERS: tuple[tuple[str, int, str], ...] = (
 # ---------------------------------------------------------------------------
 
 
+class RestartInserter(ModuleTransformer):
+    """Add a ``restart`` input that returns every register of the module (submodules
+    included) to its reset value, except the signals named in ``keep`` (the counters,
+    which count across restarts). Memories keep their contents; their pointers are
+    registers and restart, which empties them."""
+
+    def __init__(self, keep: tuple[str, ...]) -> None:
+        self.keep = keep
+
+    def transform_instance(self, i) -> None:
+        i.restart = Signal()
+
+    def transform_fragment(self, i, f) -> None:
+        keep = {id(getattr(i, name)) for name in self.keep}
+        for cd, stmts in f.sync.items():
+            targets = [t for t in list_targets(stmts) if id(t) not in keep]
+            targets.sort(key=lambda t: t.duid)   # deterministic Verilog
+            f.sync[cd] = stmts + [If(i.restart, *[t.eq(t.reset) for t in targets])]
+
+
+_TX_COUNTERS = ("tx_packets", "tx_bytes", "replays", "naks", "naks_sent", "timeouts")
+_RX_COUNTERS = ("rx_packets", "rx_bytes", "crc_errors", "ctrl_errors", "seq_errors", "rx_overflows")
+
+
 def default_replay_words(mtu: int) -> int:
     """Replay buffer depth: room for four MTU frames, rounded up to a power of two."""
     return 1 << (4 * frame_words(mtu) - 1).bit_length()
@@ -62,26 +89,44 @@ class LinkLayer(LiteXModule):
     ack_timeout : cycles without ACK progress, while frames are outstanding, before
         everything outstanding is replayed (default :func:`default_ack_timeout`).
     train_words : consecutive good TRAIN words needed to hear the partner.
+    los_timeout : cycles without a good SOF/STATUS word after which an UP link goes
+        DOWN (loss of signal); must exceed the longest gap between control words on
+        the PHY (one MTU frame).
+    max_replays : reset value of the ``max_replays`` CSR: replay rounds (NAK or ACK
+        timeout) without ACK progress after which an UP link goes DOWN (0: never).
 
     Router side (names as in ``LinkPortIf``): ``tx_sink`` (from ``port.source``),
     ``rx_source`` (to ``port.sink``), ``credit_valid``/``credit_words`` (to the
     port), ``drained`` (from the port), ``up``. PHY side: ``phy_tx``/``phy_rx``
     (:func:`phy_layout`). Counters: see :data:`COUNTERS` and :meth:`add_csrs`.
+
+    Faults (``docs/link-layer.md``, "Link faults"): ``take_down`` and ``restart``
+    (strobes), ``max_replays`` (8 bits), ``rx_buf_empty`` (from the router: this
+    port's input buffer is empty; training completes only then), ``tx_room`` (to the
+    router: a largest packet would be taken at once); status ``down_reason``,
+    ``downs``, ``rx_expect`` and the evacuation port ``evac_*``.
     """
 
     def __init__(self, mtu: int = P.DEFAULT_MTU, replay_words: int | None = None,
-                 max_frames: int = 64, ack_timeout: int | None = None, train_words: int = 4):
+                 max_frames: int = 64, ack_timeout: int | None = None, train_words: int = 4,
+                 los_timeout: int = DEFAULT_LOS_TIMEOUT, max_replays: int = DEFAULT_MAX_REPLAYS):
         if replay_words is None:
             replay_words = default_replay_words(mtu)
         if ack_timeout is None:
             ack_timeout = default_ack_timeout(mtu)
+        if los_timeout <= frame_words(mtu):
+            raise ValueError(f"los_timeout must exceed one MTU frame ({frame_words(mtu)} words)")
+        if not 0 <= max_replays <= 255:
+            raise ValueError("max_replays must be in 0..255")
         self.mtu = mtu
         self.replay_words = replay_words
         self.max_frames = max_frames
         self.ack_timeout = ack_timeout
+        self.los_timeout = los_timeout
+        self.max_replays_reset = max_replays
 
-        self.tx = tx = LinkTX(mtu, replay_words, max_frames, ack_timeout)
-        self.rx = rx = LinkRX(mtu)
+        self.tx = tx = RestartInserter(_TX_COUNTERS)(LinkTX(mtu, replay_words, max_frames, ack_timeout))
+        self.rx = rx = RestartInserter(_RX_COUNTERS)(LinkRX(mtu))
         self.tx_sink = tx.sink
         self.rx_source = rx.source
         self.phy_tx = tx.source
@@ -95,6 +140,19 @@ class LinkLayer(LiteXModule):
         self.drained = Signal()
         self.up = Signal()
         self.link_state = Signal(2)
+        # Faults.
+        self.take_down = Signal()     # strobe: go DOWN (reason SOFTWARE)
+        self.restart = Signal()       # strobe: leave DOWN, train again from scratch
+        self.max_replays = Signal(8, reset=max_replays)
+        self.rx_buf_empty = Signal(reset=1)   # from the router: this port's input buffer
+        self.tx_room = tx.room                # to the router: a largest packet fits now
+        self.down = Signal()
+        self.down_reason = Signal(2)
+        self.downs = Signal(32)
+        self.rx_expect = rx.expected
+        self.evac_first, self.evac_end = tx.evac_first, tx.evac_end
+        self.evac_seq, self.evac_word = tx.evac_seq, tx.evac_word
+        self.evac_len, self.evac_data = tx.evac_len, tx.evac_data
 
         # -- ACK/NAK between the two halves -------------------------------------------
         self.comb += [
@@ -106,12 +164,21 @@ class LinkLayer(LiteXModule):
         ]
 
         # -- credits: cumulative count out, difference in ------------------------------
+        # Both counts start from 0 when the partner is seen (after reset or a restart):
+        # this end's input buffer is empty then, so the far end starts with full credits.
+        seen = Signal()
         drain_count = Signal(CREDIT_BITS)
         last_credit = Signal(CREDIT_BITS)
         self.sync += [
-            If(self.drained, drain_count.eq(drain_count + 1)),
+            If(~seen,
+                drain_count.eq(0),
+            ).Elif(self.drained,
+                drain_count.eq(drain_count + 1),
+            ),
             self.credit_valid.eq(0),
-            If(rx.far_valid & (rx.far_credit != last_credit),
+            If(~seen,
+                last_credit.eq(0),
+            ).Elif(rx.far_valid & (rx.far_credit != last_credit),
                 self.credit_valid.eq(1),
                 self.credit_words.eq(rx.far_credit - last_credit),
                 last_credit.eq(rx.far_credit),
@@ -120,27 +187,74 @@ class LinkLayer(LiteXModule):
         self.comb += tx.credit_out.eq(drain_count)
 
         # -- training ------------------------------------------------------------------
-        seen = Signal()
+        # The partner is seen after train_words good TRAIN words in a row, and only
+        # once this port's router input buffer is empty (after a restart it may still
+        # hold packets received before the fault).
         train_cnt = Signal(max=train_words + 1)
         self.sync += [
             If(~seen,
-                If(~self.phy_up,
+                If(~self.phy_up | self.down,
                     train_cnt.eq(0),
                 ).Elif(rx.train_valid,
-                    train_cnt.eq(train_cnt + 1),
-                    If(train_cnt == train_words - 1, seen.eq(1)),
+                    If(train_cnt != train_words, train_cnt.eq(train_cnt + 1)),
+                    If((train_cnt >= train_words - 1) & self.rx_buf_empty, seen.eq(1)),
                 ).Elif(rx.any_valid,
                     train_cnt.eq(0),
                 ),
             ),
             If(seen & ((rx.train_valid & rx.train_rdy) | rx.peer_up), self.up.eq(1)),
         ]
+
+        # -- faults: loss of signal, replay limit, software; restart --------------------
+        los_cnt = Signal(max=los_timeout + 1)
+        self.sync += If(~self.up | rx.peer_up,
+            los_cnt.eq(0),
+        ).Elif(los_cnt != los_timeout,
+            los_cnt.eq(los_cnt + 1),
+        )
+        go_down = Signal()
+        why = Signal(2)
         self.comb += [
-            rx.enable.eq(seen),
+            If(self.take_down & ~self.down,
+                go_down.eq(1), why.eq(LinkDownReason.SOFTWARE),
+            ).Elif(self.up & (los_cnt == los_timeout),
+                go_down.eq(1), why.eq(LinkDownReason.LOS),
+            ).Elif(self.up & tx.replay_limit,
+                go_down.eq(1), why.eq(LinkDownReason.REPLAY_LIMIT),
+            ),
+            tx.max_replays.eq(self.max_replays),
+        ]
+        restart = Signal()
+        self.comb += [
+            restart.eq(self.restart & self.down),
+            tx.restart.eq(restart),
+            rx.restart.eq(restart),
+        ]
+        self.sync += [
+            If(go_down,
+                self.down.eq(1),
+                self.down_reason.eq(why),
+                self.downs.eq(self.downs + 1),
+            ).Elif(restart,
+                self.down.eq(0),
+                self.down_reason.eq(LinkDownReason.NONE),
+            ),
+            # Going down (or down) forgets the partner; a restart trains from scratch.
+            If(go_down | self.down,
+                seen.eq(0),
+                self.up.eq(0),
+                train_cnt.eq(0),
+            ),
+        ]
+        self.comb += [
+            rx.enable.eq(seen & ~self.down),
+            rx.flush.eq(self.down),
+            tx.down.eq(self.down),
             tx.rdy.eq(seen),
             tx.up.eq(self.up),
-            self.link_state.eq(Mux(self.up, LinkState.UP, Mux(seen, LinkState.SEEN,
-                                                               LinkState.TRAINING))),
+            self.link_state.eq(Mux(self.down, LinkState.DOWN,
+                                   Mux(self.up, LinkState.UP,
+                                       Mux(seen, LinkState.SEEN, LinkState.TRAINING)))),
         ]
 
         # -- counters --------------------------------------------------------------------
@@ -156,17 +270,48 @@ class LinkLayer(LiteXModule):
             port.credit_words.eq(self.credit_words),
             self.drained.eq(port.drained),
             port.up.eq(self.up),
+            port.tx_room.eq(self.tx_room),
+            self.rx_buf_empty.eq(port.buf_empty),
         ]
 
     def add_csrs(self) -> None:
-        """CSRStatus registers for the link state and every counter of :data:`COUNTERS`."""
+        """CSRs: the link state, every counter of :data:`COUNTERS`, and the fault
+        registers (docs/link-layer.md, "Link faults")."""
         self._link_state = CSRStatus(2, name="link_state",
-                                     description="LinkState: 0 training, 1 partner seen, 2 up")
+                                     description="LinkState: 0 training, 1 partner seen, 2 up, 3 down")
         self.comb += self._link_state.status.eq(self.link_state)
         for name, width, desc in COUNTERS:
             csr = CSRStatus(width, name=name, description=desc)
             setattr(self, "_" + name, csr)
             self.comb += csr.status.eq(getattr(self, name))
+        st = [
+            ("down_reason", 2, self.down_reason,
+             "LinkDownReason: 0 none, 1 loss of signal, 2 replay limit, 3 taken down by software"),
+            ("downs", 32, self.downs, "times the link went DOWN"),
+            ("rx_expect", SEQ_BITS, self.rx_expect,
+             "next sequence number the receiver expects (frames of the far end delivered, mod 2^SEQ_BITS)"),
+            ("evac_first", SEQ_BITS, self.evac_first, "oldest unacknowledged frame (sequence number)"),
+            ("evac_end", SEQ_BITS, self.evac_end, "one past the newest frame in the replay buffer"),
+            ("evac_len", LEN_BITS, self.evac_len, "packet words of frame evac_seq (valid while DOWN)"),
+            ("evac_data", 64, self.evac_data, "word evac_word of frame evac_seq (valid while DOWN)"),
+        ]
+        for name, width, sig, desc in st:
+            csr = CSRStatus(width, name=name, description=desc)
+            setattr(self, "_" + name, csr)
+            self.comb += csr.status.eq(sig)
+        self._take_down = CSR(name="take_down")
+        self._restart = CSR(name="restart")
+        self._max_replays = CSRStorage(8, reset=self.max_replays_reset, name="max_replays",
+                                       description="replay rounds without ACK progress before DOWN (0: never)")
+        self._evac_seq = CSRStorage(SEQ_BITS, name="evac_seq", description="frame the evacuation port reads")
+        self._evac_word = CSRStorage(LEN_BITS, name="evac_word", description="word of frame evac_seq to read")
+        self.comb += [
+            self.take_down.eq(self._take_down.re),
+            self.restart.eq(self._restart.re),
+            self.max_replays.eq(self._max_replays.storage),
+            self.evac_seq.eq(self._evac_seq.storage),
+            self.evac_word.eq(self._evac_word.storage),
+        ]
 
 
 # ---------------------------------------------------------------------------

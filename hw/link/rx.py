@@ -42,6 +42,10 @@ class LinkRX(LiteXModule):
     Training inputs/outputs: ``enable`` (accept frames and far_* only once the
     partner's training was heard), ``train_valid``/``train_rdy`` (a good TRAIN word),
     ``peer_up`` (a good SOF/STATUS word: the partner is up).
+
+    ``flush`` (the link is DOWN): the input is ignored; a frame being delivered is cut
+    (its last word goes out with ``error=1`` if any went out). ``expected`` is the
+    next sequence number to deliver (the ``rx_expect`` CSR).
     """
 
     def __init__(self, mtu: int = P.DEFAULT_MTU):
@@ -59,6 +63,7 @@ class LinkRX(LiteXModule):
         self.train_rdy = Signal()
         self.peer_up = Signal()
         self.any_valid = Signal()  # a word arrived this cycle
+        self.flush = Signal()
         # Counters.
         self.rx_packets = Signal(32)
         self.rx_bytes = Signal(64)
@@ -81,6 +86,8 @@ class LinkRX(LiteXModule):
             check_ok.eq((crc_next(CRC16_INIT, sink.data[:CTL_BODY_BITS], 16, CRC16_POLY)
                          ^ CRC16_XOROUT) == ctl_slice(sink.data, "check")),
         ]
+        dv = Signal()   # a word to look at (none while flushed)
+        self.comb += dv.eq(d_valid & ~self.flush)
         kind = Signal(3)
         f_len = Signal(LEN_BITS)
         f_seq = Signal(SEQ_BITS)
@@ -90,12 +97,12 @@ class LinkRX(LiteXModule):
             kind.eq(ctl_slice(d_data, "kind")),
             f_len.eq(ctl_slice(d_data, "len")),
             f_seq.eq(ctl_slice(d_data, "seq")),
-            c_sof.eq(d_valid & d_ctrl & check_ok & (kind == CtlKind.SOF) &
+            c_sof.eq(dv & d_ctrl & check_ok & (kind == CtlKind.SOF) &
                      (f_len >= P.HEADER_WORDS) & (f_len <= max_words)),
-            c_status.eq(d_valid & d_ctrl & check_ok & (kind == CtlKind.STATUS)),
-            c_train.eq(d_valid & d_ctrl & check_ok & (kind == CtlKind.TRAIN)),
-            c_bad.eq(d_valid & d_ctrl & ~c_sof & ~c_status & ~c_train),
-            is_data.eq(d_valid & ~d_ctrl),
+            c_status.eq(dv & d_ctrl & check_ok & (kind == CtlKind.STATUS)),
+            c_train.eq(dv & d_ctrl & check_ok & (kind == CtlKind.TRAIN)),
+            c_bad.eq(dv & d_ctrl & ~c_sof & ~c_status & ~c_train),
+            is_data.eq(dv & ~d_ctrl),
             self.far_valid.eq(self.enable & (c_sof | c_status)),
             self.far_ack.eq(ctl_slice(d_data, "ack")),
             self.far_nak.eq(ctl_slice(d_data, "nak")),
@@ -103,11 +110,11 @@ class LinkRX(LiteXModule):
             self.train_valid.eq(c_train),
             self.train_rdy.eq(ctl_slice(d_data, "rdy")),
             self.peer_up.eq(c_sof | c_status),
-            self.any_valid.eq(d_valid),
+            self.any_valid.eq(dv),
         ]
 
         # -- sequence state ------------------------------------------------------------
-        expected = Signal(SEQ_BITS)
+        self.expected = expected = Signal(SEQ_BITS)
         nak_sent = Signal()
         self.comb += self.ack_out.eq(expected - 1)
         seq_diff = Signal(SEQ_BITS)
@@ -203,7 +210,7 @@ class LinkRX(LiteXModule):
                             ),
                         ),
                     ),
-                ).Elif(c_sof | c_train | c_bad,
+                ).Elif(c_sof | c_train | c_bad | self.flush,
                     in_frame.eq(0),
                     hold_valid.eq(0),
                 ),
@@ -219,7 +226,7 @@ class LinkRX(LiteXModule):
                 remaining.eq(f_len),
                 self.seq_errors.eq(self.seq_errors + 1),
             ),
-            If(c_bad | abort, self.ctrl_errors.eq(self.ctrl_errors + 1)),
+            If(c_bad | (abort & ~self.flush), self.ctrl_errors.eq(self.ctrl_errors + 1)),
             If(o_valid & ~source.ready, poisoned.eq(1)),
             If(abort, after_abort.eq(1)).Elif(c_sof | c_status | c_train, after_abort.eq(0)),
         ]
@@ -227,7 +234,7 @@ class LinkRX(LiteXModule):
         trailer = Signal()
         self.comb += [
             trailer.eq(in_frame & is_data & (remaining == 0)),
-            abort.eq(in_frame & (c_sof | c_train | c_bad)),
+            abort.eq(in_frame & (c_sof | c_train | c_bad | self.flush)),
             If(in_frame & accept & is_data & (remaining != 0) & hold_valid,
                 emit.eq(1),
             ).Elif(accept & trailer,

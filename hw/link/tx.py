@@ -40,6 +40,17 @@ class LinkTX(LiteXModule):
     transmitter sends STATUS fillers instead, which a PHY may drop (:func:`is_filler`).
     A PHY whose line is slower than one word per cycle, or that must drop words for
     clock compensation, uses it; a frame already started is never held.
+
+    Faults (``docs/link-layer.md``, "Link faults"): ``down`` (from the link state)
+    freezes the transmitter: no word leaves (``source.valid=0``), no frame is replayed,
+    no ACK is taken; a packet the router is handing over is still completed into the
+    replay buffer (and a packet it had already granted is still taken), so every packet
+    accepted and not acknowledged stays there. ``evac_seq``/``evac_word`` select a frame
+    and a word of it; ``evac_len``/``evac_data`` show them while ``down``.
+    ``replay_limit`` rises when more than ``max_replays`` replay rounds (NAKs or ACK
+    timeouts) happened without the far end's ACK advancing (``max_replays=0``: never).
+    ``room`` (registered): a new packet of the largest size would be accepted at once
+    (the router grants a packet to the link only then, so a granted packet never waits).
     """
 
     def __init__(self, mtu: int = P.DEFAULT_MTU, replay_words: int = 1024, max_frames: int = 64,
@@ -74,6 +85,17 @@ class LinkTX(LiteXModule):
         self.timeouts = Signal(32)
         self.outstanding = Signal(SEQ_BITS)  # frames sent and not yet acknowledged
         self.idle = Signal()  # nothing outstanding and nothing being sent
+        # Faults.
+        self.down = Signal()
+        self.max_replays = Signal(8)
+        self.replay_limit = Signal()
+        self.room = Signal(reset=1)
+        self.evac_first = Signal(SEQ_BITS)   # oldest unacknowledged frame
+        self.evac_end = Signal(SEQ_BITS)     # one past the newest frame stored
+        self.evac_seq = Signal(SEQ_BITS)
+        self.evac_word = Signal(LEN_BITS)
+        self.evac_len = Signal(LEN_BITS)
+        self.evac_data = Signal(P.WORD_BITS)
 
         # Replay buffer: packet words, and per frame (indexed by seq mod max_frames)
         # its start address and length.
@@ -103,7 +125,7 @@ class LinkTX(LiteXModule):
         all_acked = Signal()
         self.comb += [
             far_delta.eq(self.far_ack - acked),
-            ack_ok.eq(self.far_valid & (far_delta <= self.outstanding)),
+            ack_ok.eq(self.far_valid & ~self.down & (far_delta <= self.outstanding)),
             ack_moves.eq(ack_ok & (far_delta != 0)),
             all_acked.eq((self.far_ack + 1)[:SEQ_BITS] == next_seq),
             trel.adr.eq((self.far_ack + 1)[:fw]),
@@ -130,7 +152,7 @@ class LinkTX(LiteXModule):
             replay_set.eq(nak_set | timeout),
         ]
         self.sync += [
-            If((self.outstanding == 0) | ack_moves | replay_take | nak_set,
+            If((self.outstanding == 0) | ack_moves | replay_take | nak_set | self.down,
                 timer.eq(0),
             ).Elif(timeout,
                 timer.eq(0),
@@ -140,12 +162,21 @@ class LinkTX(LiteXModule):
             )
         ]
 
+        # -- escalation: replay rounds without ACK progress ---------------------------
+        rounds = Signal(9)
+        self.sync += If(ack_moves,
+            rounds.eq(replay_set),
+        ).Elif(replay_set & (rounds != 256),
+            rounds.eq(rounds + 1),
+        )
+        self.comb += self.replay_limit.eq((self.max_replays != 0) & (rounds > self.max_replays))
+
         # -- NAK to send -------------------------------------------------------
         nak_pending = Signal()
         emit_ctl = Signal()  # this cycle sends a SOF/STATUS word (carries ack/nak/credit)
         self.sync += [
             nak_pending.eq((nak_pending & ~emit_ctl) | self.nak_req),
-            If(emit_ctl & nak_pending, self.naks_sent.eq(self.naks_sent + 1)),
+            If(emit_ctl & nak_pending & ~self.down, self.naks_sent.eq(self.naks_sent + 1)),
         ]
 
         # -- word to send -------------------------------------------------------------
@@ -188,8 +219,10 @@ class LinkTX(LiteXModule):
         o_check = Signal(16)
         self.sync += o_check.eq(crc_next(CRC16_INIT, body, 16, CRC16_POLY) ^ CRC16_XOROUT)
         crc = Signal(32)        # CRC-32 state over the packet words already sent
+        o_down = Signal()
+        self.sync += o_down.eq(self.down)
         self.comb += [
-            source.valid.eq(1),
+            source.valid.eq(~o_down),
             source.ctrl.eq(o_ctl),
             If(o_ctl,
                 source.data.eq(Cat(o_body, o_check)),
@@ -226,8 +259,10 @@ class LinkTX(LiteXModule):
             # (rp_in_window == 0), not ~rp_in_window: Migen's simulator evaluates ~1 to
             # -2, which is true inside the OR, so it restarted every replay at acked+1.
             rp_sel.eq(Mux(replay_pending | (rp_in_window == 0), acked + 1, rp)),
-            do_replay.eq((replay_pending | replaying) & (rp_sel != next_seq) & ~self.hold),
-            trep.adr.eq(rp_sel[:fw]),
+            do_replay.eq((replay_pending | replaying) & (rp_sel != next_seq) & ~self.hold &
+                         ~self.down),
+            # While down the replay table serves the evacuation port.
+            trep.adr.eq(Mux(self.down, self.evac_seq[:fw], rp_sel[:fw])),
         ]
         rep_start = Signal(aw + 1)
         rep_len = Signal(LEN_BITS)
@@ -236,7 +271,9 @@ class LinkTX(LiteXModule):
             rep_len.eq(trep.dat_r[aw + 1:]),
         ]
         fresh_ok = Signal()
-        self.comb += fresh_ok.eq(sink.valid & sink.first & ~self.hold &
+        # Down, a packet the router granted before the link went down is still taken
+        # (``room`` promised it a place); nothing is sent anyway, so ``hold`` is moot.
+        self.comb += fresh_ok.eq(sink.valid & sink.first & (~self.hold | self.down) &
                                  (self.outstanding < max_frames) &
                                  ((used + len_w) <= replay_words))
 
@@ -253,8 +290,10 @@ class LinkTX(LiteXModule):
         fsm.act("BOUNDARY",
             emit_ctl.eq(1),
             w_ctl.eq(1),
-            replay_take.eq(replay_pending & ~self.hold),
+            replay_take.eq(replay_pending & ~self.hold & ~self.down),
             If(~self.hold, NextValue(replaying, do_replay)),
+            # Down: the replay buffer's read port serves the evacuation port.
+            If(self.down, rd.adr.eq((rep_start + self.evac_word)[:aw])),
             If(do_replay,
                 # Replay frame rp_sel.
                 c_kind.eq(CtlKind.SOF), c_seq.eq(rp_sel), c_len.eq(rep_len),
@@ -307,6 +346,9 @@ class LinkTX(LiteXModule):
             w_crc.eq(1),
             NextValue(remaining, remaining - 1),
             If(remaining == 1, NextState("CRC")),
+            # Down: nobody hears the rest of a replayed frame; free the read port for
+            # the evacuation port at once.
+            If(self.down, NextState("BOUNDARY")),
         )
         fsm.act("CRC",
             w_trailer.eq(1),
@@ -320,6 +362,18 @@ class LinkTX(LiteXModule):
             If(sink.valid & sink.last, NextState("BOUNDARY")),
         )
         self.comb += self.idle.eq((self.outstanding == 0) & fsm.ongoing("BOUNDARY"))
+
+        # -- room for a new packet, evacuation port ------------------------------------
+        committed = Signal(aw + 2)   # buffer words in use once the frame being stored is in
+        self.comb += committed.eq(used + Mux(fsm.ongoing("FDATA"), remaining, 0))
+        self.sync += self.room.eq((self.outstanding < max_frames) &
+                                  (committed + max_words <= replay_words))
+        self.comb += [
+            self.evac_first.eq(acked + 1),
+            self.evac_end.eq(next_seq),
+            self.evac_len.eq(rep_len),
+            self.evac_data.eq(rd.dat_r),
+        ]
 
 
 # ---------------------------------------------------------------------------

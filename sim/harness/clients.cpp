@@ -113,6 +113,15 @@ void Harness::on_readable(Client *cl)
 						close(fd);
 				}
 			}
+		if (n == (ssize_t)sizeof(pn_sim_fault) && h.magic == PN_SIM_MAGIC_FAULT) {
+			/* A fault client (faults.cpp): every message is a request. */
+			for (int i = 0; i < nfds; i++)
+				close(fds[i]);
+			pn_sim_fault f;
+			memcpy(&f, &h, sizeof(f));
+			on_fault_request(cl, f);
+			return;
+		}
 		bool dev = n == (ssize_t)sizeof(h) && (h.flags & PN_SIM_HELLO_DEVICE);
 		if (n <= 0 || n != (ssize_t)sizeof(h) || fds[0] < 0 || (nfds == 2) != dev) {
 			for (int i = 0; i < nfds; i++)

@@ -48,6 +48,15 @@ struct NodePorts {
 	SData *cfg_node;
 };
 
+/* A cable fault (faults.cpp): at cycle `at`, cable `cable` is cut, mended or gets the
+ * error threshold `value` (op: enum pn_sim_fault_op). */
+struct FaultEvent {
+	uint64_t at;
+	int op;
+	int cable;
+	uint32_t value;
+};
+
 /* Command-line configuration. Latencies in ns are converted to cycles of
  * PN_TARGET_CLK_HZ (125 MHz: 8 ns per cycle). */
 struct Config {
@@ -80,6 +89,7 @@ struct Config {
 	int cfg_id[SIM_NODES];            /* -1: no configured id */
 	uint64_t bringup_timeout = 50000000; /* cycles */
 	Config() { for (int &c : cfg_id) c = -1; }
+	std::vector<FaultEvent> faults;   /* --cut, --mend, --ber-cable */
 
 	uint32_t c_mmio_w = 0, c_mmio_r = 0, c_dma_r = 0, c_dma_w = 0;
 };
@@ -183,6 +193,10 @@ private:
 	std::vector<uint8_t> w_data;
 	std::deque<PendWrite> pw;
 };
+
+/* --cut K@CYCLE, --mend K@CYCLE, --ber-cable K=THRESH (opt without the dashes) into c;
+ * false with a message in err for a bad value (faults.cpp). */
+bool fault_option(Config &c, const char *opt, const char *arg, std::string &err);
 
 /* Log (stderr and --log file). */
 void sim_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -329,6 +343,13 @@ private:
 	void configure(Client *cl);
 	void teardown(Client *cl);
 	void set_window(Client *cl, uint64_t bytes);
+	/* faults.cpp: cable cuts and error thresholds, scheduled and requested */
+	void faults_init();
+	void faults_tick();
+	bool faults_pending() const;
+	void fault_apply(const FaultEvent &e);
+	void on_fault_request(Client *cl, const pn_sim_fault &f);
+	bool cable_cut_at(int node, int port) const;
 	/* report.cpp */
 	void write_ready();
 	void print_stats(double wall);
@@ -363,4 +384,8 @@ private:
 	uint64_t last_activity = 0;
 	uint64_t ctx_gen[SIM_NODES][SIM_N_CTX] = {};
 	std::vector<CtxRun *> ctx_waiting;   /* context runs in a SETTLE wait */
+	uint8_t *cable_cut_p[SIM_CABLES] = {};
+	uint32_t *cable_ber_p[SIM_CABLES] = {};
+	std::vector<FaultEvent> fault_queue;   /* due-ordered */
+	uint64_t fault_settle = 0;             /* run the clock until then (links react) */
 };

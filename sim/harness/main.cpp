@@ -124,6 +124,10 @@ static void usage(FILE *f)
 		"  --ber-threshold N    every cable flips a bit of a line word with probability\n"
 		"                       N / 2^32 (default 0; `python -m paranic.sim --ber RATE`\n"
 		"                       converts a bit-error rate: paranic.spec.sim.ber_to_threshold)\n"
+		"  --ber-cable K=N      cable K's threshold instead (repeatable; cables numbered as\n"
+		"                       paranic.spec.topo.Topology.cables(), 0..%d here)\n"
+		"  --cut K@CYCLE        pull cable K at CYCLE (repeatable: a schedule)\n"
+		"  --mend K@CYCLE       plug cable K back in at CYCLE\n"
 		"  --rcb BYTES          read completion boundary (default 64)\n"
 		"  --max-read BYTES     largest DMA read request allowed (default 512)\n"
 		"  --max-payload BYTES  largest DMA write allowed (default 256)\n"
@@ -144,14 +148,14 @@ static void usage(FILE *f)
 		"  --bringup-timeout N  give up (exit 4) when the firmware has not routed the\n"
 		"                       cluster after N cycles (default 50000000)\n"
 		"  -v, --verbose\n",
-		SIM_NODES, SIM_N_CTX, SIM_MTU);
+		SIM_NODES, SIM_N_CTX, SIM_MTU, SIM_CABLES - 1);
 }
 
 int main(int argc, char **argv)
 {
 	Config c;
 	enum { O_READY = 256, O_SHM, O_LOG, O_MW, O_MR, O_DR, O_DW, O_BER, O_RCB, O_MAXR, O_MAXP, O_RADIX,
-	       O_A2A, O_IDLE, O_BURST, O_TICK, O_MAXC, O_STATS, O_SOCK, O_FREE };
+	       O_A2A, O_IDLE, O_BURST, O_TICK, O_MAXC, O_STATS, O_SOCK, O_FREE, O_FAULT };
 	static const struct option opts[] = {
 		{"socket", required_argument, nullptr, O_SOCK},
 		{"ready-file", required_argument, nullptr, O_READY},
@@ -177,13 +181,24 @@ int main(int argc, char **argv)
 		{"dna", required_argument, nullptr, O_DNA_},
 		{"node-id", required_argument, nullptr, O_NODEID_},
 		{"bringup-timeout", required_argument, nullptr, O_BUTO_},
+		{"ber-cable", required_argument, nullptr, O_FAULT},
+		{"cut", required_argument, nullptr, O_FAULT},
+		{"mend", required_argument, nullptr, O_FAULT},
 		{"verbose", no_argument, nullptr, 'v'},
 		{"help", no_argument, nullptr, 'h'},
 		{nullptr, 0, nullptr, 0},
 	};
-	int o;
-	while ((o = getopt_long(argc, argv, "vh", opts, nullptr)) != -1) {
+	int o, oi = -1;
+	while ((o = getopt_long(argc, argv, "vh", opts, &oi)) != -1) {
 		switch (o) {
+		case O_FAULT: {
+			std::string err;
+			if (!fault_option(c, opts[oi].name, optarg, err)) {
+				fprintf(stderr, "paranic-sim: %s\n", err.c_str());
+				return 2;
+			}
+			break;
+		}
 		case O_SOCK: c.socket = optarg; break;
 		case O_READY: c.ready_file = optarg; break;
 		case O_SHM: c.shm_path = optarg; break;

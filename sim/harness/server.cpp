@@ -116,7 +116,7 @@ void Harness::poll_sockets(int timeout_ms)
 
 bool Harness::anything_in_flight() const
 {
-	if (!replies.empty() || job_pending || !ctx_waiting.empty())
+	if (!replies.empty() || job_pending || !ctx_waiting.empty() || faults_pending())
 		return true;
 	for (const Host *h : hosts)
 		if (h->busy())
@@ -131,6 +131,7 @@ bool Harness::anything_in_flight() const
 
 void Harness::step()
 {
+	faults_tick();
 	pull_queues();
 	for (Host *h : hosts)
 		h->pre(cycle);
@@ -213,6 +214,7 @@ int Harness::run()
 			cfg.cfg_id[n] >= 0 ? "configured id " : "no configured id", cfg.cfg_id[n] >= 0 ? cfg.cfg_id[n] : 0);
 	}
 #endif
+	faults_init();   /* per-cable thresholds and cuts (faults.cpp) */
 	m->sys_rst = 1;
 	for (int i = 0; i < 8; i++) {
 		m->sys_clk = 0;

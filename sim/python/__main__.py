@@ -2,6 +2,7 @@
 
     python -m paranic.sim --topo ring:4 --build-only
     python -m paranic.sim --topo torus:4x4 --cluster demo [--ber 1e-6] [-- HARNESS OPTIONS]
+    python -m paranic.sim --topo ring:4 --ber-cable 2=1e-4 --cut 1@200000 --mend 1@400000
     python -m paranic.sim --soc --topo ring:4 [--firmware probe|PATH] [-- --node-id 0=3 ...]
 
 Harness options (after ``--``) are those of ``paranic-sim --help``.
@@ -18,6 +19,7 @@ from paranic.spec.sim import ber_to_threshold
 from paranic.spec.topo import Topology
 
 from .build import build
+from .faults import fault_args
 from .run import socket_path
 
 
@@ -31,6 +33,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cluster", help="socket build/run/sim-CLUSTER.sock (default $PARANIC_CLUSTER or default)")
     ap.add_argument("--socket", help="socket path (overrides --cluster)")
     ap.add_argument("--ber", type=float, default=0.0, help="bit-error rate of every cable (default 0)")
+    ap.add_argument("--ber-cable", action="append", default=[], metavar="K=RATE",
+                    help="bit-error rate of cable K (Topology.cables() numbering; repeatable)")
+    ap.add_argument("--cut", action="append", default=[], metavar="K@CYCLE",
+                    help="pull cable K at CYCLE (repeatable)")
+    ap.add_argument("--mend", action="append", default=[], metavar="K@CYCLE",
+                    help="plug cable K back in at CYCLE (repeatable)")
     ap.add_argument("--soc", action="store_true",
                     help="a cluster of whole SoCs brought up by their firmware (docs/simulator.md)")
     ap.add_argument("--firmware", metavar="PATH|probe",
@@ -40,6 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     try:
         threshold = ber_to_threshold(a.ber)
+        faults = fault_args(a.topo, a.ber_cable, a.cut, a.mend)
     except ValueError as e:
         ap.error(str(e))
     if a.firmware and not a.soc:
@@ -68,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     sock = a.socket or str(socket_path(a.cluster))
     Path(sock).parent.mkdir(parents=True, exist_ok=True)
     extra = [x for x in a.args if x != "--"]
-    os.execv(str(exe), [str(exe), "--socket", sock, "--ber-threshold", str(threshold), *fw, *extra])
+    os.execv(str(exe), [str(exe), "--socket", sock, "--ber-threshold", str(threshold), *faults, *fw, *extra])
     return 1
 
 

@@ -8,6 +8,10 @@ rate into that threshold. The random numbers come from a 64-bit xorshift generat
 instance, seeded by ``seed``. It stands where a board has a PHY adapter and a cable;
 only the simulator and the tests use it.
 
+``cut`` pulls the cable: while it is 1 nothing enters or leaves (``source.valid=0``),
+so words in flight when it was cut are lost and none arrive after it is mended
+before new ones have crossed.
+
 ``flip_mask`` is a test hook: it is XORed into the word leaving ``source`` in the
 same cycle (bit 64 is the control flag), so a test that watched a word enter
 ``sink`` can corrupt exactly that word ``delay`` cycles later.
@@ -45,6 +49,7 @@ class SimPhy(LiteXModule):
     * ``ber_threshold`` (32 bits, input): error probability per word times 2**32.
     * ``errors_injected`` (32 bits): bits flipped so far (random and ``flip_mask``).
     * ``flip_mask`` (65 bits, input, test hook): XORed into the outgoing word.
+    * ``cut`` (input): while 1 the cable carries nothing.
     """
 
     def __init__(self, delay: int = 8, seed: int = 1):
@@ -56,6 +61,7 @@ class SimPhy(LiteXModule):
         self.ber_threshold = Signal(32)
         self.errors_injected = Signal(32)
         self.flip_mask = Signal(LINE_WORD_BITS)
+        self.cut = Signal()
 
         # xorshift64 random source.
         rng = Signal(64, reset=_splitmix64(seed))
@@ -73,7 +79,7 @@ class SimPhy(LiteXModule):
         index = Signal(7)
         flip = Signal(LINE_WORD_BITS)
         self.comb += [
-            hit.eq(sink.valid & (rng[:32] < self.ber_threshold)),
+            hit.eq(sink.valid & ~self.cut & (rng[:32] < self.ber_threshold)),
             prod.eq(rng[32:48] * LINE_WORD_BITS),
             index.eq(prod[16:]),
             flip[:P.WORD_BITS].eq(Mux(hit & ~index[6], Constant(1, P.WORD_BITS) << index[:6], 0)),
@@ -85,7 +91,7 @@ class SimPhy(LiteXModule):
         stages = [(Signal(), Signal(P.WORD_BITS), Signal()) for _ in range(delay)]
         v0, d0, c0 = stages[0]
         self.sync += [
-            v0.eq(sink.valid),
+            v0.eq(sink.valid & ~self.cut),
             d0.eq(sink.data ^ flip[:P.WORD_BITS]),
             c0.eq(sink.ctrl ^ flip[P.WORD_BITS]),
         ]
@@ -93,9 +99,9 @@ class SimPhy(LiteXModule):
             self.sync += [c.eq(p) for c, p in zip(cur, prev)]
         v_out, d_out, c_out = stages[-1]
         self.comb += [
-            source.valid.eq(v_out),
+            source.valid.eq(v_out & ~self.cut),
             source.data.eq(d_out ^ self.flip_mask[:P.WORD_BITS]),
             source.ctrl.eq(c_out ^ self.flip_mask[P.WORD_BITS]),
         ]
         self.sync += self.errors_injected.eq(self.errors_injected + hit +
-                                             (v_out & (self.flip_mask != 0)))
+                                             (v_out & ~self.cut & (self.flip_mask != 0)))

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from types import SimpleNamespace
 
-from migen import ClockSignal, Instance, ResetSignal, Signal
+from migen import ClockSignal, Instance, Mux, ResetSignal, Signal
 from litex.gen import LiteXModule
 from litex.soc.interconnect import stream
 
@@ -71,7 +71,13 @@ class _Ports:
 
 class NicCluster(LiteXModule):
     """``topo.nodes`` NicCores; ``phy_delay`` cycles per cable; ``ber`` the initial bit-error
-    rate (also settable at run time through the ``ber_threshold`` port)."""
+    rate (also settable at run time through the ``ber_threshold`` port).
+
+    Per cable ``k`` (numbered as :meth:`Topology.cables`), the inputs ``cable<k>_cut``
+    (1: both directions carry nothing) and ``cable<k>_ber`` (32-bit threshold, both
+    directions). A cable's threshold is the larger of ``ber_threshold`` and its own, so
+    ``ber_threshold`` alone still sets every cable (the harness drives it 0 and each
+    cable's own)."""
 
     def __init__(self, topo: Topology, n_ctx: int = P.DEFAULT_CONTEXTS, mtu: int = P.DEFAULT_MTU,
                  phy_delay: int = 8, ber: float = 0.0, table_nodes: int | None = None,
@@ -87,6 +93,18 @@ class NicCluster(LiteXModule):
 
         self.ber_threshold = Signal(32, name="ber_threshold", reset=ber_to_threshold(ber))
         ports.ios.append(self.ber_threshold)
+        # Cables: a cut and a threshold each, for both of its directions.
+        cable_at = {}
+        self.cable_cut, self.cable_ber = [], []
+        for c, (n, pn, m, pm) in enumerate(topo.cables()):
+            cable_at[(n, pn)] = cable_at[(m, pm)] = c
+            cut = Signal(name=f"cable{c}_cut")
+            ber_c = Signal(32, name=f"cable{c}_ber")
+            thr = Signal(32, name=f"cable{c}_threshold")
+            self.comb += thr.eq(Mux(ber_c > self.ber_threshold, ber_c, self.ber_threshold))
+            ports.ios += [cut, ber_c]
+            self.cable_cut.append(cut)
+            self.cable_ber.append((ber_c, thr))
         self.phys = []
         for k, (n, pn, m, pm) in enumerate(topo.links()):
             phy = SimPhy(delay=phy_delay, seed=k + 1)
@@ -94,8 +112,10 @@ class NicCluster(LiteXModule):
             self.phys.append(phy)
             tx, _ = self.nodes[n].nic.phys[pn - 1]
             _, rx = self.nodes[m].nic.phys[pm - 1]
+            c = cable_at[(n, pn)]
             self.comb += [tx.connect(phy.sink), phy.source.connect(rx),
-                          phy.ber_threshold.eq(self.ber_threshold)]
+                          phy.ber_threshold.eq(self.cable_ber[c][1]),
+                          phy.cut.eq(self.cable_cut[c])]
         # Total bits flipped on all cables, for tests to see that errors were injected.
         self.errors_injected = Signal(32, name="errors_injected")
         self.comb += self.errors_injected.eq(sum(p.errors_injected for p in self.phys))

@@ -24,6 +24,7 @@ from paranic.spec import sim as S
 from paranic.spec.topo import Topology
 
 from .build import build
+from .faults import SimControl, fault_args
 from .paths import RUN_DIR
 
 
@@ -108,6 +109,11 @@ class SimCluster:
         base = S.trace_offset(node, ctx, n_ctx)
         return {k: S.TRACE.read(self._map(), k, base) for k in S.TRACE_FIELDS}
 
+    def control(self) -> "SimControl":
+        """A fault client of this simulator: cut, mend, set the error rate of a cable
+        (:class:`paranic.sim.faults.SimControl`; close it, or use it in ``with``)."""
+        return SimControl(self.socket)
+
     def counters(self) -> dict[str, int]:
         """The simulator's global counters (cycle, clients, dma_refused, mmio_ops, job_nodes ...)."""
         return {k: S.GLOBAL.read(self._map(), k) for k in S.GLOBAL_COUNTERS}
@@ -154,13 +160,18 @@ def start(topo: str | Topology = "ring:4", *, cluster: str | None = None, socket
           ber: float = 0.0, mmio_write_ns: float | None = None, mmio_read_ns: float | None = None,
           dma_read_ns: float | None = None, dma_write_ns: float | None = None,
           extra_args: Sequence[str] = (), timeout: float = 120.0, die_with_parent: bool = True,
-          quiet_build: bool = False, soc: bool = False, firmware: str | Path | None = None,
+          quiet_build: bool = False, ber_cable: Sequence[str] = (), cut: Sequence[str] = (),
+          mend: Sequence[str] = (), soc: bool = False, firmware: str | Path | None = None,
           node_ids: Mapping[int, int] | None = None, dnas: Mapping[int, int] | None = None,
           bringup_timeout: int | None = None, **build_kwargs) -> SimCluster:
     """Build (cached) and start the simulator; returns once its links are up and its
     socket listens. The socket is ``socket``, else the one the sim backend derives from
     ``cluster`` (:func:`socket_path`). Output goes to ``<socket>.log`` (or a name of its
     own when the socket file exists already: a simulator may be running there).
+
+    Faults (:func:`paranic.sim.faults.fault_args`): ``ber_cable`` ``["K=RATE", ...]``,
+    ``cut``/``mend`` ``["K@CYCLE", ...]``; links of cables cut from the start do not
+    hold up the start.
 
     ``soc``: a cluster of whole SoCs (docs/simulator.md, "SoC clusters"), ready once
     their firmware routed it. ``firmware``: its ROM image (``.init``), or ``"probe"`` for
@@ -170,6 +181,7 @@ def start(topo: str | Topology = "ring:4", *, cluster: str | None = None, socket
     """
     threshold = S.ber_to_threshold(ber)   # refuses a bad rate before anything is built
     t = topo if isinstance(topo, Topology) else Topology.parse(topo)
+    faults = fault_args(t, ber_cable, cut, mend)
     fw_args: list[str] = []
     if not soc:
         if firmware is not None or node_ids or dnas or bringup_timeout is not None:
@@ -208,7 +220,7 @@ def start(topo: str | Topology = "ring:4", *, cluster: str | None = None, socket
                    ("--dma-read-ns", dma_read_ns), ("--dma-write-ns", dma_write_ns)):
         if v is not None:
             cmd += [opt, repr(float(v))]
-    cmd += fw_args + list(extra_args)
+    cmd += faults + fw_args + list(extra_args)
     with open(log, "w") as lf:
         proc = subprocess.Popen(cmd, stdout=lf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 preexec_fn=_set_pdeathsig if die_with_parent else None)

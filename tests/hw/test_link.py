@@ -548,4 +548,6 @@ def test_add_csrs():
     ll = LinkLayer(mtu=MTU)
     ll.add_csrs()
     names = {c.name for c in ll.get_csrs()}
-    assert names == {"link_state"} | {n for n, _, _ in COUNTERS}
+    fault = {"down_reason", "downs", "take_down", "restart", "max_replays", "rx_expect",
+             "evac_first", "evac_end", "evac_seq", "evac_len", "evac_word", "evac_data"}
+    assert names == {"link_state"} | {n for n, _, _ in COUNTERS} | fault

@@ -1,5 +1,7 @@
 """Routing tables: every route reaches its destination along a shortest X-then-Y path."""
 
+import re
+
 import pytest
 
 from paranic.spec.protocol import Port, port_dimension
@@ -53,3 +55,35 @@ def test_patterns_are_in_range(pattern):
         assert all(0 <= d < t.nodes for d in dsts)
         if pattern != "all-to-one":
             assert sorted(dsts) == list(range(t.nodes)), "permutation"
+
+
+@pytest.mark.parametrize("text", ["ring:1", "ring:2", "ring:4", "ring:7", "torus:2x2", "torus:3x3", "torus:4x2"])
+def test_cables_each_once_numbered_from_the_plus_end(text):
+    t = Topology.parse(text)
+    cables = t.cables()
+    # One cable per pair of directed links, each directed link in exactly one cable.
+    assert 2 * len(cables) == len(t.links())
+    ends = [(n, p) for n, p, _, _ in cables] + [(m, q) for _, _, m, q in cables]
+    assert sorted(ends) == sorted((n, p) for n, p, _, _ in t.links())
+    for k, (n, p, m, q) in enumerate(cables):
+        assert p in (Port.XP, Port.YP) and t.neighbor(n, p) == (m, q)
+        assert t.cable_of(n, p) == k == t.cable_of(m, q)
+    if not t.is_torus:
+        assert cables == [(k, Port.XP, (k + 1) % t.x, Port.XM) for k in range(t.x)]
+    else:
+        assert [c[:2] for c in cables[::2]] == [(n, Port.XP) for n in range(t.nodes)]
+        assert [c[:2] for c in cables[1::2]] == [(n, Port.YP) for n in range(t.nodes)]
+
+
+def test_fault_options_checked():
+    from paranic.sim.faults import fault_args
+    from paranic.spec.sim import ber_to_threshold
+
+    assert fault_args("ring:4", ["2=1e-4"], ["1@100"], ["1@0x200"]) == [
+        "--ber-cable", f"2={ber_to_threshold(1e-4)}", "--cut", "1@100", "--mend", "1@512"]
+    for kw, msg in ((dict(cut=["4@1"]), "no cable '4' (ring:4 has cables 0..3"),
+                    (dict(cut=["1@-1"]), "non-negative"), (dict(mend=["1"]), "K@CYCLE"),
+                    (dict(ber_cable=["0=1.5"]), "0..1"), (dict(ber_cable=["0=nan"]), "0..1"),
+                    (dict(ber_cable=["x=0"]), "no cable 'x'")):
+        with pytest.raises(ValueError, match=re.escape(msg)):
+            fault_args("ring:4", **kw)

@@ -25,6 +25,12 @@
  *
  * While the harness sleeps (nothing in flight) it sets pn_sim_global.sleeping; a
  * client that pushed an entry then sends one byte on its socket to wake it.
+ *
+ * **Fault requests**: a connection whose first message is a pn_sim_fault (magic
+ * PN_SIM_MAGIC_FAULT, no fds) is a fault-injection client, not a process of a job:
+ * every message it sends is a request (enum pn_sim_fault_op: cut, mend, set the
+ * bit-error threshold of a cable, or query it, now or at a cycle) and gets one
+ * pn_sim_fault_reply. Cables are numbered as paranic.spec.topo.Topology.cables().
  */
 #ifndef PN_SIM_SHM_H
 #define PN_SIM_SHM_H
@@ -43,6 +49,8 @@
 #define PN_SIM_MAGIC_WELCOME 0x454d4f434c574d53ull
 #define PN_SIM_MAGIC_CTL 0x4c54434d49534e50ull
 #define PN_SIM_MAGIC_GLOBAL 0x4c424c474d49534eull
+#define PN_SIM_MAGIC_FAULT 0x544c5541464d4953ull
+#define PN_SIM_MAGIC_FAULT_REPLY 0x594c5052464d4953ull
 
 /* DMA address of byte 0 of context c's shared memory (every node has its own space):
  * 64 GiB per context, so a DMA address names the context it belongs to. */
@@ -58,6 +66,14 @@ enum pn_sim_op_kind {
 	PN_SIM_OP_R32 = 3,          /* 32-bit load from the context page; value = sequence number */
 	PN_SIM_OP_RCSR = 4,         /* 32-bit load of a read-only CSR word at byte address `off` */
 	PN_SIM_OP_WINDOW = 5,       /* driver call: DMA window = heap base .. + value bytes */
+};
+
+/* Fault request operations. */
+enum pn_sim_fault_op {
+	PN_SIM_FAULT_CUT = 1,       /* pull cable `cable`: both directions carry nothing (SimPhy.cut) */
+	PN_SIM_FAULT_MEND = 2,      /* plug it back in */
+	PN_SIM_FAULT_BER = 3,       /* set the cable's bit-error threshold (both directions) to `value` (< 2^32) */
+	PN_SIM_FAULT_QUERY = 4,     /* change nothing: the reply shows the cable's state */
 };
 
 /*
@@ -275,5 +291,47 @@ PN_SIM_STATIC_ASSERT(offsetof(struct pn_sim_global, clients) == 196, "pn_sim_glo
 PN_SIM_STATIC_ASSERT(offsetof(struct pn_sim_global, dma_refused) == 200, "pn_sim_global.dma_refused");
 PN_SIM_STATIC_ASSERT(offsetof(struct pn_sim_global, mmio_ops) == 208, "pn_sim_global.mmio_ops");
 PN_SIM_STATIC_ASSERT(offsetof(struct pn_sim_global, job_nodes) == 216, "pn_sim_global.job_nodes");
+
+/* Fault client -> harness: one request (a cable cut, mended, or its error rate set). */
+struct pn_sim_fault {
+	uint64_t magic;                    /* PN_SIM_MAGIC_FAULT */
+	uint32_t version;
+	uint32_t op;                       /* enum pn_sim_fault_op */
+	uint32_t cable;                    /* 0 .. cables-1 (Topology.cables() order) */
+	uint32_t rsvd;
+	uint64_t at_cycle;                 /* apply at this cycle; 0 or a cycle already past: now */
+	uint64_t value;                    /* FAULT_BER: the threshold, P(bit flipped in a line word) * 2^32 */
+};
+PN_SIM_STATIC_ASSERT(sizeof(struct pn_sim_fault) == 40, "pn_sim_fault size");
+PN_SIM_STATIC_ASSERT(offsetof(struct pn_sim_fault, magic) == 0, "pn_sim_fault.magic");
+PN_SIM_STATIC_ASSERT(offsetof(struct pn_sim_fault, version) == 8, "pn_sim_fault.version");
+PN_SIM_STATIC_ASSERT(offsetof(struct pn_sim_fault, op) == 12, "pn_sim_fault.op");
+PN_SIM_STATIC_ASSERT(offsetof(struct pn_sim_fault, cable) == 16, "pn_sim_fault.cable");
+PN_SIM_STATIC_ASSERT(offsetof(struct pn_sim_fault, rsvd) == 20, "pn_sim_fault.rsvd");
+PN_SIM_STATIC_ASSERT(offsetof(struct pn_sim_fault, at_cycle) == 24, "pn_sim_fault.at_cycle");
+PN_SIM_STATIC_ASSERT(offsetof(struct pn_sim_fault, value) == 32, "pn_sim_fault.value");
+
+/* Harness -> fault client: the answer to each pn_sim_fault. */
+struct pn_sim_fault_reply {
+	uint64_t magic;                    /* PN_SIM_MAGIC_FAULT_REPLY */
+	uint32_t version;
+	int32_t status;                    /* 0 or -errno (-EINVAL: bad op, cable or value) */
+	uint32_t cable;
+	uint32_t cables;                   /* cables of the cluster */
+	uint32_t cut;                      /* the cable is cut now */
+	uint32_t ber;                      /* its threshold now */
+	uint64_t cycle;                    /* the harness's cycle when it answered */
+	uint64_t at_cycle;                 /* the cycle the request takes (or took) effect */
+};
+PN_SIM_STATIC_ASSERT(sizeof(struct pn_sim_fault_reply) == 48, "pn_sim_fault_reply size");
+PN_SIM_STATIC_ASSERT(offsetof(struct pn_sim_fault_reply, magic) == 0, "pn_sim_fault_reply.magic");
+PN_SIM_STATIC_ASSERT(offsetof(struct pn_sim_fault_reply, version) == 8, "pn_sim_fault_reply.version");
+PN_SIM_STATIC_ASSERT(offsetof(struct pn_sim_fault_reply, status) == 12, "pn_sim_fault_reply.status");
+PN_SIM_STATIC_ASSERT(offsetof(struct pn_sim_fault_reply, cable) == 16, "pn_sim_fault_reply.cable");
+PN_SIM_STATIC_ASSERT(offsetof(struct pn_sim_fault_reply, cables) == 20, "pn_sim_fault_reply.cables");
+PN_SIM_STATIC_ASSERT(offsetof(struct pn_sim_fault_reply, cut) == 24, "pn_sim_fault_reply.cut");
+PN_SIM_STATIC_ASSERT(offsetof(struct pn_sim_fault_reply, ber) == 28, "pn_sim_fault_reply.ber");
+PN_SIM_STATIC_ASSERT(offsetof(struct pn_sim_fault_reply, cycle) == 32, "pn_sim_fault_reply.cycle");
+PN_SIM_STATIC_ASSERT(offsetof(struct pn_sim_fault_reply, at_cycle) == 40, "pn_sim_fault_reply.at_cycle");
 
 #endif /* PN_SIM_SHM_H */

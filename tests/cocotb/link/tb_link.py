@@ -24,7 +24,7 @@ from cocotb.triggers import FallingEdge, RisingEdge
 
 from paranic.spec import protocol as P
 from paranic.hw.link import COUNTERS
-from paranic.spec.link import CtlKind, frame_words, link_efficiency, unpack_ctl
+from paranic.spec.link import CtlKind, LinkState, frame_words, link_efficiency, unpack_ctl
 from paranic.spec.sim import ber_to_threshold
 
 COUNTER_NAMES = [name for name, _, _ in COUNTERS]
@@ -192,6 +192,10 @@ async def link_traffic(dut):
                 up_at = cycles
             else:
                 continue
+        if cycles % 1024 == 0:
+            # Errors at 1e-5..1e-4 are replayed, never escalated (default max_replays).
+            assert int(dut.a_downs.value) == 0 and int(dut.b_downs.value) == 0, \
+                f"link went DOWN at cycle {cycles}: a {counters(dut, 'a')} b {counters(dut, 'b')}"
         A.step(0.05, 0.95, 0.0005)
         B.step(0.05, 0.6, 0.0005)
         if (len(A.received) == npk and len(B.received) == npk and A.occupancy == 0
@@ -218,6 +222,8 @@ async def link_traffic(dut):
     assert ca["tx_bytes"] == sum(P.unpack_header(P.words_to_bytes(p[:2], 16))["length"] for p in pa)
     assert cb["rx_bytes"] == ca["tx_bytes"]
     assert ca["rx_overflows"] == 0 and cb["rx_overflows"] == 0
+    assert int(dut.a_downs.value) == 0 and int(dut.b_downs.value) == 0
+    assert int(dut.a_link_state.value) == LinkState.UP and int(dut.b_link_state.value) == LinkState.UP
     if expect_errors:
         assert inj > 0
         for c in (ca, cb):

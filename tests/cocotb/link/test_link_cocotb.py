@@ -25,7 +25,8 @@ class LinkBench(Module):
 
     Pins: ``{a,b}_tx_*`` (router source into the channel), ``{a,b}_rx_*`` (channel
     into the router's input buffer), ``{a,b}_credit_valid/_credit_words``,
-    ``{a,b}_drained``, ``{a,b}_up``, ``{a,b}_<counter>``, ``ber_threshold`` (input),
+    ``{a,b}_drained``, ``{a,b}_up``, ``{a,b}_<counter>``, ``{a,b}_downs``,
+    ``{a,b}_link_state``, ``ber_threshold`` (input),
     ``ab_/ba_errors_injected``, and the words entering the a->b wire
     (``ab_ctrl``, ``ab_data``).
     """
@@ -60,6 +61,10 @@ class LinkBench(Module):
             ]
             for name, width, _ in COUNTERS:
                 self.comb += pin(f"{side}_{name}", width).eq(getattr(link, name))
+            self.comb += [
+                pin(f"{side}_downs", 32).eq(link.downs),
+                pin(f"{side}_link_state", 2).eq(link.link_state),
+            ]
         self.comb += [
             ch.ber_threshold.eq(pin("ber_threshold", 32)),
             pin("ab_errors_injected", 32).eq(ch.phy_ab.errors_injected),
@@ -88,6 +93,12 @@ def test_link_ber0():
 def test_link_ber1e4():
     """2000 random packets each way at BER 1e-4: exact delivery despite many bad frames."""
     _run("link_traffic", LINK_PACKETS=2000, LINK_BER=1e-4, LINK_SEED=2, LINK_EXPECT_ERRORS=1)
+
+
+def test_link_ber1e5():
+    """1000 random packets each way at BER 1e-5: exact delivery, and (as at 1e-4) the
+    link never escalates to DOWN with the default max_replays."""
+    _run("link_traffic", LINK_PACKETS=1000, LINK_BER=1e-5, LINK_SEED=5, LINK_EXPECT_ERRORS=1)
 
 
 def test_link_efficiency():

@@ -85,6 +85,24 @@
 #define PN_STATUS_RX_FULL 0x8
 #define PN_STATUS_IRQ_ARMED 0x10
 
+/* FwState */
+#define PN_FW_STATE_NONE 0x0
+#define PN_FW_STATE_BOOT 0x1
+#define PN_FW_STATE_DISCOVER 0x2
+#define PN_FW_STATE_ROUTED 0x3
+#define PN_FW_STATE_DEGRADED 0x4
+#define PN_FW_STATE_ERROR 0x5
+
+/* FwError */
+#define PN_FW_ERROR_NONE 0x0
+#define PN_FW_ERROR_NO_LINKS 0x1
+#define PN_FW_ERROR_TOPOLOGY 0x2
+#define PN_FW_ERROR_ID_CONFLICT 0x3
+#define PN_FW_ERROR_TOO_MANY 0x4
+#define PN_FW_ERROR_DISAGREE 0x5
+#define PN_FW_ERROR_PARTITIONED 0x6
+#define PN_FW_ERROR_INTERNAL 0x7
+
 /* Bits of the privileged host_ctx_state CSR (context selected by host_ctx_sel) */
 #define PN_CTX_STATE_ENABLED (1u << 0)  /* context enabled */
 #define PN_CTX_STATE_PIO_BUSY (1u << 1)  /* a PIO doorbell is pending or being sent */
@@ -97,11 +115,22 @@
 /* None of these set: the NIC no longer touches the context's memory */
 #define PN_CTX_STATE_BUSY 0x96u
 
+/* Link layer: sequence numbers are modulo 2^PN_LINK_SEQ_BITS (docs/link-layer.md) */
+#define PN_LINK_SEQ_BITS 8
+
 /* Values of a link port's link_state CSR, and their names (sysfs) */
 #define PN_LINK_STATE_TRAINING 0
 #define PN_LINK_STATE_SEEN 1
 #define PN_LINK_STATE_UP 2
-#define PN_LINK_STATE_NAMES { "training", "seen", "up" }
+#define PN_LINK_STATE_DOWN 3
+#define PN_LINK_STATE_NAMES { "training", "seen", "up", "down" }
+
+/* Values of a link port's down_reason CSR, and their names */
+#define PN_LINK_DOWN_NONE 0
+#define PN_LINK_DOWN_LOS 1
+#define PN_LINK_DOWN_REPLAY_LIMIT 2
+#define PN_LINK_DOWN_SOFTWARE 3
+#define PN_LINK_DOWN_NAMES { "none", "los", "replay_limit", "software" }
 
 /* Packet header: two little-endian 64-bit words. */
 /* destination node id */
@@ -144,6 +173,11 @@
 #define PN_HDR_FLAGS_SHIFT 54
 #define PN_HDR_FLAGS_WIDTH 4
 #define PN_HDR_FLAGS_MASK 0xfULL
+/* CONTROL packets: 0 routed by table; 1..4 link-local on this link port */
+#define PN_HDR_DIRECT_WORD 0
+#define PN_HDR_DIRECT_SHIFT 58
+#define PN_HDR_DIRECT_WIDTH 3
+#define PN_HDR_DIRECT_MASK 0x7ULL
 /* tag or immediate word, opaque to the network */
 #define PN_HDR_TAG_WORD 1
 #define PN_HDR_TAG_SHIFT 0

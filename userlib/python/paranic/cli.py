@@ -31,9 +31,26 @@ def _cmd_info(a: argparse.Namespace) -> int:
     return 0
 
 
+def _parse_down(t: Topology, text: str) -> list[tuple[int, int]]:
+    """``NODE:PORT[,NODE:PORT...]`` (PORT a name: xp, xm, yp, ym) -> (node, port) pairs."""
+    out = []
+    for item in filter(None, text.split(",")):
+        node, _, port = item.partition(":")
+        try:
+            n, p = int(node), P.Port[port.strip().upper()]
+        except (ValueError, KeyError):
+            raise ValueError(f"bad failed link {item!r}: use NODE:PORT, PORT one of "
+                             f"{', '.join(P.Port(q).name.lower() for q in t.ports)}") from None
+        if not 0 <= n < t.nodes or p not in t.ports:
+            raise ValueError(f"{t} has no link port {p.name.lower()} on node {n}")
+        out.append((n, int(p)))
+    return out
+
+
 def _cmd_topo(a: argparse.Namespace) -> int:
     try:
         t = Topology.parse(a.topology)
+        down = _parse_down(t, a.down or "")
     except ValueError as e:
         print(f"paranic topo: {e}", file=sys.stderr)
         return 2
@@ -41,11 +58,15 @@ def _cmd_topo(a: argparse.Namespace) -> int:
     if a.node is not None and not 0 <= a.node < t.nodes:
         print(f"paranic topo: node {a.node} not in {t}", file=sys.stderr)
         return 2
-    tables = {n: [P.Port(p).name for p in t.table(n)] for n in nodes}
+    tables = {n: [P.Port(p).name for p in t.table(n, down=down)] for n in nodes}
     if a.json:
-        print(json.dumps({"topology": str(t), "tables": tables}))
+        print(json.dumps({"topology": str(t), "down": [[n, P.Port(p).name] for n, p in down],
+                          "tables": tables}))
         return 0
     print(f"{t}: {t.nodes} nodes, {t.link_ports} link ports per router, X-then-Y routing")
+    if down:
+        print("failed links: " + ", ".join(f"{n}:{P.Port(p).name.lower()}" for n, p in down)
+              + " (their rings become lines; DROP: cut off)")
     print("node  " + " ".join(f"{d:>5d}" for d in range(t.nodes)))
     for n, row in tables.items():
         print(f"{n:4d}  " + " ".join(f"{p:>5s}" for p in row))
@@ -113,6 +134,9 @@ def main(argv: list[str] | None = None) -> int:
 
     p = sub.add_parser("topo", help="routing tables of a ring or torus (ring:N, torus:XxY)")
     p.add_argument("topology")
+    p.add_argument("--down", metavar="NODE:PORT,...",
+                   help="failed links (either end of a cable), e.g. 0:xp,5:ym: route around them "
+                        "as the firmware does")
     p.add_argument("--node", type=int)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=_cmd_topo)

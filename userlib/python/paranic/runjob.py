@@ -39,6 +39,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cluster", help="cluster name (default run-<pid>)")
     p.add_argument("--timeout", type=int, default=0, help="kill everything after S seconds (default: never)")
     p.add_argument("--ber", type=float, default=0.0, help="sim: bit-error rate of every cable")
+    p.add_argument("--ber-cable", action="append", default=[], metavar="K=RATE",
+                   help="sim: bit-error rate of cable K (paranic.spec.topo.Topology.cables(); repeatable)")
+    p.add_argument("--cut", action="append", default=[], metavar="K@CYCLE",
+                   help="sim: pull cable K at CYCLE (repeatable)")
+    p.add_argument("--mend", action="append", default=[], metavar="K@CYCLE",
+                   help="sim: plug cable K back in at CYCLE (repeatable)")
     p.add_argument("--soc", action="store_true",
                    help="sim: a cluster of whole SoCs brought up by their firmware (docs/simulator.md)")
     p.add_argument("--firmware", metavar="PATH|probe",
@@ -117,6 +123,8 @@ def run(a: argparse.Namespace) -> int:
                 try:
                     topo = Topology.parse(a.topo) if a.topo else Topology.parse(barrier_topology(a.nodes))
                     ber_to_threshold(a.ber)
+                    from paranic.sim.faults import fault_args
+                    fault_args(topo, a.ber_cable, a.cut, a.mend)
                 except ValueError as e:
                     print(f"paranic run: {e}", file=sys.stderr)
                     return 2
@@ -127,6 +135,7 @@ def run(a: argparse.Namespace) -> int:
                 print(f"paranic run: starting the {topo} simulator", file=sys.stderr, flush=True)
                 sock = simrun.RUN_DIR / f"sim-{cluster}.sock"
                 sim = simrun.start(str(topo), socket=sock, ber=a.ber, timeout=300,
+                                   ber_cable=a.ber_cable, cut=a.cut, mend=a.mend,
                                    soc=getattr(a, "soc", False), firmware=getattr(a, "firmware", None))
                 if sim.soc:
                     print(f"paranic run: the firmware brought the cluster up in {sim.bringup_cycles} cycles "

@@ -1,0 +1,125 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The ParaNIC firmware's portable core: links, neighbours, topology and node ids,
+ * routing tables, link faults (docs/firmware.md).
+ *
+ * The core never touches hardware itself: it calls the operations of struct fw_hw, which
+ * the SoC implements with NicCore CSR accesses (firmware/hw_soc.c) and the native test
+ * harness with a model of several NICs (tests/firmware/fwnet.c). fw_poll() does one
+ * round of work and never waits, so several instances can run side by side in one
+ * process. Freestanding: no library calls beyond what fw_util.c provides.
+ */
+#ifndef PN_FW_H
+#define PN_FW_H
+
+#include <errno.h>
+#include <stdint.h>
+
+#include "paranic/pn_protocol.h"
+#include "pn_route.h"
+#include "fw_msg.h"
+
+/* Largest cluster the firmware's topology database holds. */
+#define FW_MAX_NODES 64
+/* Largest routing table the firmware writes (entries beyond the cluster are DROP). */
+#define FW_MAX_TABLE 256
+/* Link ports: PN_PORT_XP .. PN_PORT_YM. */
+#define FW_PORTS 4
+
+/* Firmware status registers (the NicCore fw_* CSRs, spec FwState/FwError). */
+enum fw_reg {
+	FW_REG_STATE, FW_REG_ERROR, FW_REG_TOPO, FW_REG_COORDS, FW_REG_EPOCH, FW_REG_LINKS_IN,
+	FW_REG_REROUTES, FW_REG_LINK_DOWNS, FW_REG_EVACUATED, FW_REG_LOST, FW_REG_HEARTBEAT,
+	FW_REG_FINGERPRINT, FW_REG_COUNT
+};
+
+/* What the core needs from the NIC. `port` is a link port, PN_PORT_XP..PN_PORT_YM. */
+struct fw_hw {
+	void *ctx;
+	uint64_t (*now)(void *ctx);                            /* cycles of the NIC clock */
+	uint64_t (*dna)(void *ctx);                            /* unique device id, 0: none */
+	uint32_t (*cfg_node)(void *ctx);                       /* bit 15: configured; 11..0 id */
+	unsigned int (*link_ports)(void *ctx);                 /* 2 (ring) or 4 (torus) */
+	unsigned int (*table_depth)(void *ctx);                /* routing-table entries */
+	unsigned int (*link_state)(void *ctx, unsigned int port);   /* PN_LINK_STATE_* */
+	void (*link_restart)(void *ctx, unsigned int port);
+	uint32_t (*rx_expect)(void *ctx, unsigned int port);
+	uint32_t (*evac_first)(void *ctx, unsigned int port);
+	uint32_t (*evac_end)(void *ctx, unsigned int port);
+	unsigned int (*evac_len)(void *ctx, unsigned int port, uint32_t seq);   /* words */
+	uint64_t (*evac_word)(void *ctx, unsigned int port, uint32_t seq, unsigned int i);
+	void (*set_node)(void *ctx, unsigned int id);
+	void (*route_write)(void *ctx, unsigned int dst, unsigned int port);
+	unsigned int (*tx_free)(void *ctx);                    /* words the mgmt TX FIFO takes */
+	void (*tx_word)(void *ctx, uint64_t w);
+	void (*tx_send)(void *ctx);
+	unsigned int (*rx_len)(void *ctx);                     /* words of the head packet, 0: none */
+	uint64_t (*rx_word)(void *ctx);                        /* the head word; pops it */
+	void (*status)(void *ctx, enum fw_reg reg, uint32_t value);
+	void (*ctx_reset_all)(void *ctx);                      /* every context closed (ctxseq) */
+};
+
+/* Timing (cycles of the NIC clock, 8 ns at 125 MHz). */
+#define FW_PROBATION_MIN   1000ull       /* a link that failed is used again after this long up */
+#define FW_PROBATION_MAX   1000000ull    /* ... doubled for a flapping link, up to this */
+#define FW_FLAP_WINDOW     2000000ull    /* down again within this time of coming up: flapping */
+#define FW_EVAC_TIMEOUT    2000000ull    /* waiting for the far end's receive count */
+
+struct fw_port {
+	unsigned int hw;         /* last PN_LINK_STATE_* read */
+	uint8_t up;              /* link layer UP */
+	uint8_t usable;          /* carries routes */
+	uint8_t frozen;          /* went DOWN; replay buffer not yet evacuated */
+	uint8_t nbr_known;
+	uint64_t nbr_uid;        /* who is at the other end (kept while the link is down) */
+	uint8_t nbr_port;
+	uint16_t downs;          /* times this end went DOWN */
+	uint16_t rx_expect;      /* receive count when it went DOWN */
+	uint64_t up_since, down_at, probation;
+	/* evacuation in progress */
+	uint8_t evac_go;
+	uint32_t evac_seq, evac_end;
+	uint64_t evac_deadline;
+	uint8_t hello_due;       /* HELLO to send on this port */
+};
+
+struct fw_node {             /* one entry of the topology database */
+	struct fw_lsa lsa;
+	uint64_t pend;           /* bit p-1: to be sent on port p (flooding) */
+	int id;                  /* assigned node id, -1: none */
+};
+
+struct fw {
+	const struct fw_hw *hw;
+	uint64_t uid;
+	uint32_t cfg;
+	unsigned int nports, depth;
+	struct fw_port port[FW_PORTS + 1];       /* [PN_PORT_XP .. PN_PORT_YM] */
+	struct fw_node db[FW_MAX_NODES];
+	unsigned int ndb;
+	uint32_t seq;                            /* of our own LSA */
+	uint8_t self_dirty, db_dirty, dirty_status;
+	/* result of the last topology recognition */
+	uint32_t state, error;
+	unsigned int X, Y, id, cx, cy;
+	uint8_t down[FW_MAX_NODES];              /* by node id: link ports out of service */
+	uint8_t table[FW_MAX_TABLE];
+	uint8_t table_valid;
+	uint32_t fingerprint;
+	/* counters */
+	uint32_t epoch, reroutes, link_downs, evacuated, lost, heartbeat, polls;
+};
+
+void fw_init(struct fw *f, const struct fw_hw *hw);
+void fw_poll(struct fw *f);
+
+/* Topology recognition over the database (fw_topo.c): 0 and f->X/Y/id/cx/cy/down set,
+ * -EAGAIN when the database is not yet complete, or another negative FwError code. */
+int fw_recognise(struct fw *f);
+
+/* Database (fw_db.c). */
+struct fw_node *fw_db_find(struct fw *f, uint64_t uid);
+int fw_db_update(struct fw *f, const struct fw_lsa *l, unsigned int from_port);
+void fw_db_self(struct fw *f);
+
+#endif /* PN_FW_H */

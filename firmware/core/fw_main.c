@@ -1,0 +1,359 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The firmware's main loop: links, neighbours, routes, link faults. docs/firmware.md.
+ */
+#include "fw.h"
+
+#define SEQ_MASK ((1u << PN_LINK_SEQ_BITS) - 1)
+#define CFG_SET 0x8000u
+
+static void zero(void *p, unsigned int n)
+{
+	uint8_t *b = p;
+
+	while (n--)
+		*b++ = 0;
+}
+
+static void status(struct fw *f, enum fw_reg r, uint32_t v)
+{
+	f->hw->status(f->hw->ctx, r, v);
+}
+
+static void publish(struct fw *f)
+{
+	uint32_t in = 0;
+	unsigned int p;
+
+	for (p = 1; p <= f->nports; p++)
+		in |= (uint32_t)f->port[p].usable << (p - 1);
+	status(f, FW_REG_STATE, f->state);
+	status(f, FW_REG_ERROR, f->error);
+	status(f, FW_REG_TOPO, f->X | f->Y << 16);
+	status(f, FW_REG_COORDS, f->cx | f->cy << 16);
+	status(f, FW_REG_EPOCH, f->epoch);
+	status(f, FW_REG_LINKS_IN, in);
+	status(f, FW_REG_REROUTES, f->reroutes);
+	status(f, FW_REG_LINK_DOWNS, f->link_downs);
+	status(f, FW_REG_EVACUATED, f->evacuated);
+	status(f, FW_REG_LOST, f->lost);
+	status(f, FW_REG_FINGERPRINT, f->fingerprint);
+}
+
+void fw_init(struct fw *f, const struct fw_hw *hw)
+{
+	void *ctx = hw->ctx;
+
+	zero(f, sizeof(*f));
+	f->hw = hw;
+	f->cfg = hw->cfg_node(ctx) & (CFG_SET | 0xfff);
+	f->uid = hw->dna(ctx);
+	if (!f->uid)   /* no device DNA: the configured id must stand in for it */
+		f->uid = (f->cfg & CFG_SET) ? 0xffff000000000000ull | (f->cfg & 0xfff) : 0;
+	f->nports = hw->link_ports(ctx);
+	if (f->nports > FW_PORTS)
+		f->nports = FW_PORTS;
+	f->depth = hw->table_depth(ctx);
+	if (f->depth > FW_MAX_TABLE)
+		f->depth = FW_MAX_TABLE;
+	hw->ctx_reset_all(ctx);
+	f->state = PN_FW_STATE_BOOT;
+	if (!f->uid) {
+		f->state = PN_FW_STATE_ERROR;
+		f->error = PN_FW_ERROR_ID_CONFLICT;   /* neither DNA nor a configured id */
+	}
+	f->self_dirty = 1;
+	publish(f);
+}
+
+/* -- packets ------------------------------------------------------------------------- */
+
+static void send_direct(struct fw *f, unsigned int port, enum fw_msg_kind k, const uint64_t *w,
+			unsigned int n)
+{
+	const struct fw_hw *hw = f->hw;
+	uint64_t h[2] = {0, fw_msg_tag(k)};
+	unsigned int i;
+
+	PN_SET(h, PN_HDR_TYPE, PN_TYPE_CONTROL);
+	PN_SET(h, PN_HDR_LENGTH, n * 8);
+	PN_SET(h, PN_HDR_DIRECT, port);
+	PN_SET(h, PN_HDR_SRC_NODE, f->id);
+	hw->tx_word(hw->ctx, h[0]);
+	hw->tx_word(hw->ctx, h[1]);
+	for (i = 0; i < n; i++)
+		hw->tx_word(hw->ctx, w[i]);
+	hw->tx_send(hw->ctx);
+}
+
+static void receive(struct fw *f)
+{
+	const struct fw_hw *hw = f->hw;
+	uint64_t w[2 + FW_LSA_WORDS];
+	unsigned int n, i, port;
+
+	while ((n = hw->rx_len(hw->ctx)) != 0) {
+		for (i = 0; i < n; i++) {
+			uint64_t v = hw->rx_word(hw->ctx);
+
+			if (i < 2 + FW_LSA_WORDS)
+				w[i] = v;
+		}
+		port = (unsigned int)PN_GET(w, PN_HDR_DIRECT);
+		if (n < 2 || PN_GET(w, PN_HDR_TYPE) != PN_TYPE_CONTROL || (w[1] >> 32) != FW_MSG_MAGIC ||
+		    port < 1 || port > f->nports)
+			continue;
+		if ((uint16_t)w[1] == FW_MSG_HELLO && n >= 2 + FW_HELLO_WORDS) {
+			struct fw_port *q = &f->port[port];
+			uint64_t uid = w[2];
+			uint8_t far = (uint8_t)(w[3] >> 16);
+
+			if (!q->nbr_known || q->nbr_uid != uid || q->nbr_port != far) {
+				q->nbr_known = 1;
+				q->nbr_uid = uid;
+				q->nbr_port = far;
+				f->self_dirty = 1;
+			}
+		} else if ((uint16_t)w[1] == FW_MSG_LSA && n >= 2 + FW_LSA_WORDS) {
+			struct fw_lsa l;
+
+			fw_lsa_unpack(&l, &w[2]);
+			fw_db_update(f, &l, port);
+		}
+	}
+}
+
+static void transmit(struct fw *f)
+{
+	const struct fw_hw *hw = f->hw;
+	unsigned int p, i;
+	uint64_t w[FW_LSA_WORDS];
+
+	for (p = 1; p <= f->nports; p++) {
+		struct fw_port *q = &f->port[p];
+		uint64_t bit = 1u << (p - 1);
+
+		if (!q->up) {
+			for (i = 0; i < f->ndb; i++)
+				f->db[i].pend &= ~bit;
+			continue;
+		}
+		if (q->hello_due) {
+			if (hw->tx_free(hw->ctx) < 2 + FW_HELLO_WORDS)
+				return;
+			w[0] = f->uid;
+			w[1] = (f->cfg & 0xffff) | (uint64_t)p << 16 | (uint64_t)f->nports << 24;
+			send_direct(f, p, FW_MSG_HELLO, w, FW_HELLO_WORDS);
+			q->hello_due = 0;
+		}
+		for (i = 0; i < f->ndb; i++) {
+			if (!(f->db[i].pend & bit))
+				continue;
+			if (hw->tx_free(hw->ctx) < 2 + FW_LSA_WORDS)
+				return;
+			fw_lsa_pack(&f->db[i].lsa, w);
+			send_direct(f, p, FW_MSG_LSA, w, FW_LSA_WORDS);
+			f->db[i].pend &= ~bit;
+		}
+	}
+}
+
+/* -- links --------------------------------------------------------------------------- */
+
+static const struct fw_lsa_port *far_end(struct fw *f, const struct fw_port *q)
+{
+	struct fw_node *n = q->nbr_known ? fw_db_find(f, q->nbr_uid) : 0;
+
+	return n && q->nbr_port >= 1 && q->nbr_port <= FW_PORTS ? &n->lsa.port[q->nbr_port] : 0;
+}
+
+static void links(struct fw *f, uint64_t now)
+{
+	const struct fw_hw *hw = f->hw;
+	unsigned int p, i;
+
+	for (p = 1; p <= f->nports; p++) {
+		struct fw_port *q = &f->port[p];
+		unsigned int st = hw->link_state(hw->ctx, p);
+
+		q->hw = st;
+		if (st == PN_LINK_STATE_DOWN) {
+			if (q->frozen)
+				continue;
+			/* Taken out: everything it held waits in its replay buffer (evacuate()). */
+			/* A link that comes back is used again after a probation time,
+			 * doubled while it keeps failing soon after coming up. */
+			if (q->up && now - q->up_since < FW_FLAP_WINDOW && q->probation) {
+				q->probation *= 2;
+				if (q->probation > FW_PROBATION_MAX)
+					q->probation = FW_PROBATION_MAX;
+			} else {
+				q->probation = FW_PROBATION_MIN;
+			}
+			q->frozen = 1;
+			q->up = q->usable = 0;
+			q->downs++;
+			q->rx_expect = (uint16_t)hw->rx_expect(hw->ctx, p);
+			q->down_at = now;
+			q->evac_go = 0;
+			q->evac_deadline = now + FW_EVAC_TIMEOUT;
+			f->link_downs++;
+			f->self_dirty = 1;
+		} else if (st == PN_LINK_STATE_UP) {
+			if (!q->up) {
+				q->up = 1;
+				q->up_since = now;
+				q->hello_due = 1;
+				for (i = 0; i < f->ndb; i++)
+					f->db[i].pend |= 1u << (p - 1);
+			}
+			if (!q->usable && q->nbr_known && now - q->up_since >= q->probation) {
+				q->usable = 1;
+				f->self_dirty = 1;
+			}
+		} else if (q->up) {
+			q->up = q->usable = 0;
+			f->self_dirty = 1;
+		}
+	}
+}
+
+/*
+ * Replay what a failed link held by another path. The far end's receive count at its
+ * DOWN (in its LSA) tells which of our unacknowledged frames arrived: those before it
+ * did, the rest are re-injected into our router, which now routes around the link. Then
+ * the link restarts (and comes back when its cable does).
+ */
+static void evacuate(struct fw *f, uint64_t now)
+{
+	const struct fw_hw *hw = f->hw;
+	unsigned int p;
+
+	for (p = 1; p <= f->nports; p++) {
+		struct fw_port *q = &f->port[p];
+
+		if (!q->frozen || !f->table_valid)
+			continue;
+		if (!q->evac_go) {
+			const struct fw_lsa_port *far = far_end(f, q);
+			uint32_t first = hw->evac_first(hw->ctx, p), end = hw->evac_end(hw->ctx, p);
+			uint32_t all = (end - first) & SEQ_MASK, got;
+
+			/* Both ends of a cable go DOWN once per failure (loss of signal
+			 * propagates), so equal down counts name the same failure. */
+			if (far && far->downs == q->downs && far->state != FW_PORT_UP) {
+				got = (far->rx_expect - first) & SEQ_MASK;
+				if (got > all)    /* cannot be: count none as arrived, report all */
+					got = all;
+				q->evac_seq = (first + got) & SEQ_MASK;
+				q->evac_end = end;
+				q->evac_go = 1;
+			} else if ((int64_t)(now - q->evac_deadline) >= 0) {
+				/* The far end never told: nothing can be replayed without risking a
+				 * duplicate. Count them as lost (fw_lost) and go on. */
+				f->lost += all;
+				q->evac_seq = q->evac_end = end;
+				q->evac_go = 1;
+			} else {
+				continue;
+			}
+		}
+		while (q->evac_seq != q->evac_end) {
+			unsigned int len = hw->evac_len(hw->ctx, p, q->evac_seq), i;
+			uint64_t w0 = hw->evac_word(hw->ctx, p, q->evac_seq, 0);
+			uint64_t h[1] = {w0};
+
+			/* Link-local control packets were for that link only: drop them (the
+			 * neighbours exchange everything again when it returns). */
+			if (!(PN_GET(h, PN_HDR_TYPE) == PN_TYPE_CONTROL && PN_GET(h, PN_HDR_DIRECT))) {
+				if (hw->tx_free(hw->ctx) < len)
+					break;
+				hw->tx_word(hw->ctx, w0);
+				for (i = 1; i < len; i++)
+					hw->tx_word(hw->ctx, hw->evac_word(hw->ctx, p, q->evac_seq, i));
+				hw->tx_send(hw->ctx);
+				f->evacuated++;
+			}
+			q->evac_seq = (q->evac_seq + 1) & SEQ_MASK;
+		}
+		if (q->evac_seq == q->evac_end) {
+			hw->link_restart(hw->ctx, p);
+			q->frozen = 0;
+			q->evac_go = 0;
+			f->self_dirty = 1;
+			f->dirty_status = 1;
+		}
+	}
+}
+
+/* -- routes -------------------------------------------------------------------------- */
+
+static void route(struct fw *f)
+{
+	const struct fw_hw *hw = f->hw;
+	struct pn_route_topo t;
+	uint8_t table[FW_MAX_TABLE];
+	unsigned int d, lost, changed = 0, anydown = 0;
+	int r = fw_recognise(f);
+
+	if (r == -EAGAIN) {
+		if (!f->table_valid)
+			f->state = PN_FW_STATE_DISCOVER;
+		return;
+	}
+	if (r < 0) {
+		f->state = PN_FW_STATE_ERROR;
+		f->error = (uint32_t)-r;
+		return;
+	}
+	t.x = (uint16_t)f->X;
+	t.y = (uint16_t)f->Y;
+	t.down = f->down;
+	lost = pn_route_table(&t, f->id, table, f->depth);
+	if (!f->table_valid)
+		hw->set_node(hw->ctx, f->id);
+	for (d = 0; d < f->depth; d++)
+		if (!f->table_valid || table[d] != f->table[d]) {
+			hw->route_write(hw->ctx, d, table[d]);
+			f->table[d] = table[d];
+			changed = 1;
+		}
+	for (d = 0; d < f->X * f->Y; d++)
+		anydown |= f->down[d];
+	if (changed) {
+		if (f->table_valid)
+			f->reroutes++;
+		f->epoch++;
+	}
+	f->table_valid = 1;
+	f->state = anydown ? PN_FW_STATE_DEGRADED : PN_FW_STATE_ROUTED;
+	f->error = lost ? PN_FW_ERROR_PARTITIONED : PN_FW_ERROR_NONE;
+}
+
+void fw_poll(struct fw *f)
+{
+	const struct fw_hw *hw = f->hw;
+	uint64_t now = hw->now(hw->ctx);
+
+	if (!f->uid)
+		return;
+	links(f, now);
+	receive(f);
+	if (f->self_dirty)
+		fw_db_self(f);
+	if (f->db_dirty) {
+		f->db_dirty = 0;
+		route(f);
+		f->dirty_status = 1;
+	}
+	evacuate(f, now);
+	if (f->self_dirty)
+		fw_db_self(f);
+	transmit(f);
+	if (f->dirty_status) {
+		f->dirty_status = 0;
+		publish(f);
+	}
+	if ((++f->polls & 63) == 0)
+		status(f, FW_REG_HEARTBEAT, ++f->heartbeat);
+}
