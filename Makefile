@@ -3,7 +3,7 @@ PY      := .venv/bin/python
 PYTEST  := .venv/bin/pytest
 PARANIC := .venv/bin/paranic
 
-.PHONY: all deps test test-all demo bench headers clean help driver driver-sparse \
+.PHONY: all deps test test-all demo bench headers clean help driver driver-sparse firmware \
         bitstream flash load resources lint-boards
 
 help:
@@ -13,6 +13,7 @@ help:
 	@echo "make bench     every benchmark and the demo, plots into docs/img (router, messages, barrier up to 16 nodes, layers)"
 	@echo "make headers   regenerate the C headers and doc tables generated from the spec (spec/)"
 	@echo "make driver    build driver/paranic.ko (W=1, warnings fail; docs/driver.md)"
+	@echo "make firmware  the SoC's VexRiscv firmware (firmware/, rv32im, LiteX's libs) for the ring and torus SoC nodes"
 	@echo "make driver-sparse  the same under sparse"
 	@echo "make bitstream BOARD=kc705 [LINKS=sfp,ribbon]  generate the board's gateware; runs Vivado if installed (docs/boards.md)"
 	@echo "make load|flash BOARD=kc705  program the board with openFPGALoader (SRAM / SPI flash)"
@@ -25,6 +26,12 @@ deps:
 
 headers: deps
 	$(PY) -m paranic.spec
+
+# The SoC's firmware against the simulator's SoC nodes (2 links: ring, 4: torus); the
+# nodes' LiteX builds (headers, libraries) are made and cached by paranic.sim.socbuild.
+firmware: deps
+	$(MAKE) -C firmware LINKS=2 PY=$(abspath $(PY))
+	$(MAKE) -C firmware LINKS=4 PY=$(abspath $(PY))
 
 # paranic.ko against Debian's linux-headers-amd64 (driver/Makefile: KDIR, CSR_JSON, LINKS).
 driver: deps

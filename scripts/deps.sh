@@ -16,10 +16,12 @@ cd "$(dirname "$0")/.."
 #  linux-image-amd64 qemu-system-x86 busybox-static cpio  the driver in a QEMU guest
 #  valgrind                  instruction counts of the ports layer (tests)
 #  yosys openfpgaloader      board resource reports and programming (docs/boards.md)
+#  gcc-riscv64-unknown-elf   the SoC's VexRiscv firmware and LiteX's libraries (make firmware, docs/soc.md)
 APT_PACKAGES=(python3-venv python3-dev build-essential perl iverilog
               libevent-dev libjson-c-dev zlib1g-dev netpipe-tcp iperf3
               pvm pvm-dev pvm-examples linux-headers-amd64 sparse linux-image-amd64
-              qemu-system-x86 busybox-static cpio valgrind yosys openfpgaloader)
+              qemu-system-x86 busybox-static cpio valgrind yosys openfpgaloader
+              gcc-riscv64-unknown-elf)
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do

@@ -211,7 +211,7 @@ void Harness::on_hello(Client *cl, const pn_sim_hello &h, int memfd)
 	cl->tx_bytes = tx_bytes;
 	cl->rx_slots = 1u << h.rx_log2;
 	cl->slot_bytes = (uint32_t)slot;
-	cl->node = h.node;
+	cl->node = node_index[h.node];   /* clients name nodes by id (firmware mode: any order) */
 	cl->want_ctx = h.ctx;
 	cl->st = CState::Waiting;
 	try_attach(cl);
@@ -227,7 +227,7 @@ void Harness::try_attach(Client *cl)
 		reject(cl, -EBUSY);   /* another job (of another size) is running */
 		return;
 	}
-	if (cl->node >= want) {
+	if (h.node >= want) {   /* a job spans node ids 0 .. want-1 */
 		reject(cl, -EINVAL);
 		return;
 	}
@@ -294,7 +294,7 @@ void Harness::try_attach(Client *cl)
 	cl->ctx = ctx;
 	owner[cl->node][ctx] = cl;
 	cl->gen = ++ctx_gen[cl->node][ctx];
-	cl->trace = trace_of(g, cl->node, ctx);
+	cl->trace = trace_of(g, node_id[cl->node], ctx);
 	memset((void *)cl->trace, 0, sizeof(pn_sim_trace));
 	store64(&cl->trace->generation, cl->gen);
 	cl->st = CState::Config;
@@ -323,7 +323,7 @@ bool Harness::take_queue(Client *cl, uint64_t end)
 void Harness::send_attached(Client *cl, pn_sim_welcome &w)
 {
 	w.status = 0;
-	w.node = (uint32_t)cl->node;
+	w.node = (uint32_t)node_id[cl->node];
 	w.nodes = (uint32_t)job_nodes;
 	w.global_bytes = shm_bytes;
 	int rofd = open(cfg.shm_path.c_str(), O_RDONLY | O_CLOEXEC);

@@ -57,7 +57,7 @@ void Harness::on_device_hello(Client *cl, const pn_sim_hello &h, int ramfd)
 		reject(cl, -EINVAL);
 		return;
 	}
-	cl->node = h.node;
+	cl->node = node_index[h.node];
 	cl->want_ctx = -1;
 	cl->st = CState::Waiting;
 	try_attach(cl);

@@ -44,6 +44,8 @@ struct NodePorts {
 	QData *w_adr;
 	SData *w_len;
 	QData *w_dat;
+	QData *dna;        /* SoC cluster only: identity inputs (NULL otherwise) */
+	SData *cfg_node;
 };
 
 /* A cable fault (faults.cpp): at cycle `at`, cable `cable` is cut, mended or gets the
@@ -79,6 +81,14 @@ struct Config {
 	int verbose = 0;
 	double stats_s = 0;           /* print a statistics line every stats_s seconds */
 	bool free_run = false;        /* never throttle (speed measurements) */
+	/* SoC cluster (firmware mode): ROM image, identity inputs per node index, and how
+	 * long the firmware may take to bring the cluster up. */
+	std::string firmware;             /* ROM init file (firmware.init); default: SIM_ROM_DEFAULT */
+	uint64_t dna[SIM_NODES] = {};     /* unless dna_set: SIM_DNA_DEFAULT (cluster_gen.h) */
+	bool dna_set[SIM_NODES] = {};
+	int cfg_id[SIM_NODES];            /* -1: no configured id */
+	uint64_t bringup_timeout = 50000000; /* cycles */
+	Config() { for (int &c : cfg_id) c = -1; }
 	std::vector<FaultEvent> faults;   /* --cut, --mend, --ber-cable */
 
 	uint32_t c_mmio_w = 0, c_mmio_r = 0, c_dma_r = 0, c_dma_w = 0;
@@ -300,6 +310,9 @@ private:
 	void bring_up();
 	void link_poll(int node, uint64_t due);
 	void start_job(int nodes);
+	void fw_poll(int node, uint64_t due);
+	void fw_routed();
+	void barrier_setup(int node);
 	uint32_t barrier_mode(int nodes) const;
 	/* clients.cpp: the client protocol */
 	void accept_clients();
@@ -354,6 +367,16 @@ private:
 	uint64_t next_client_id = 1;
 	volatile int stop = 0;
 	bool links_up = false;
+	/* Node ids: node_id[index] (read from each node's `node` CSR in firmware mode, the
+	 * index otherwise) and its inverse; clients attach by id. */
+	int node_id[SIM_NODES];
+	int node_index[SIM_NODES];
+	int exit_status = 0;           /* set with stop: the bring-up failed */
+	bool fw_ready = false;
+	uint64_t reset_cycle = 0;      /* the cycle reset was released */
+	uint64_t bringup_cycles = 0;   /* firmware mode: reset -> every node routed */
+	int fw_done = 0;               /* nodes whose firmware reported ROUTED/DEGRADED */
+	uint32_t fw_state_of[SIM_NODES] = {}, fw_fp_of[SIM_NODES] = {}, fw_node_of[SIM_NODES] = {};
 	int nodes_up = 0;
 	int job_nodes = 0;           /* 0: no job */
 	int job_pending = 0;         /* scripts of a job set-up still running */

@@ -13,11 +13,98 @@
 
 static Harness *the_harness;
 
+/* The SoC cluster's options (getopt codes above main's own). */
+enum { O_FW_ = 1000, O_DNA_, O_NODEID_, O_BUTO_ };
+
 static void on_signal(int)
 {
 	if (the_harness)
 		the_harness->request_stop();
 }
+
+#ifdef SIM_SOC
+/* "I=V": node index I (0 .. SIM_NODES-1) and an unsigned value up to max. */
+static bool index_value(const char *opt, const char *arg, int *i, uint64_t *v, uint64_t max)
+{
+	char *end;
+	errno = 0;
+	long idx = strtol(arg, &end, 10);
+	if (end == arg || *end != '=' || idx < 0 || idx >= SIM_NODES) {
+		fprintf(stderr, "paranic-sim: --%s %s: give INDEX=VALUE with INDEX in 0..%d\n", opt, arg, SIM_NODES - 1);
+		return false;
+	}
+	const char *val = end + 1;
+	unsigned long long x = strtoull(val, &end, 0);
+	if (errno || *end || !*val || x > max) {
+		fprintf(stderr, "paranic-sim: --%s %s: the value must be an integer in 0..%llu\n", opt, arg,
+			(unsigned long long)max);
+		return false;
+	}
+	*i = (int)idx;
+	*v = x;
+	return true;
+}
+
+static bool soc_option(Config &c, int o, const char *arg)
+{
+	int i;
+	uint64_t v;
+	switch (o) {
+	case O_FW_: {
+		FILE *f = fopen(arg, "r");
+		unsigned w;
+		if (!f) {
+			fprintf(stderr, "paranic-sim: --firmware %s: %s\n", arg, strerror(errno));
+			return false;
+		}
+		unsigned long words = 0;
+		int r;
+		while ((r = fscanf(f, "%8x", &w)) == 1)
+			words++;
+		bool ok = r == EOF && words > 0;
+		fclose(f);
+		if (!ok) {
+			fprintf(stderr, "paranic-sim: --firmware %s: not a ROM image (hex words, one per line: "
+				"firmware.init from `make firmware`)\n", arg);
+			return false;
+		}
+		if (words > SIM_ROM_WORDS) {
+			fprintf(stderr, "paranic-sim: --firmware %s: %lu words, the ROM holds %d\n", arg, words,
+				SIM_ROM_WORDS);
+			return false;
+		}
+		c.firmware = arg;
+		return true;
+	}
+	case O_DNA_:
+		if (!index_value("dna", arg, &i, &v, ~0ull))
+			return false;
+		if (!v) {
+			fprintf(stderr, "paranic-sim: --dna %s: 0 means \"no DNA\"; give a non-zero value\n", arg);
+			return false;
+		}
+		c.dna[i] = v;
+		c.dna_set[i] = true;
+		return true;
+	case O_NODEID_:
+		if (!index_value("node-id", arg, &i, &v, 0xfff))
+			return false;
+		c.cfg_id[i] = (int)v;
+		return true;
+	default: {
+		char *end;
+		errno = 0;
+		unsigned long long x = strtoull(arg, &end, 0);
+		if (errno || *end || !*arg || !x) {
+			fprintf(stderr, "paranic-sim: --bringup-timeout takes a positive number of cycles\n");
+			return false;
+		}
+		c.bringup_timeout = x;
+		return true;
+	}
+	}
+}
+#endif
 
 static void usage(FILE *f)
 {
@@ -53,6 +140,13 @@ static void usage(FILE *f)
 		"  --max-cycles N       stop after N cycles\n"
 		"  --stats S            print a statistics line every S seconds\n"
 		"  --free-run           run the clock at full speed even when idle (speed tests)\n"
+		"SoC clusters (firmware mode; docs/simulator.md):\n"
+		"  --firmware PATH      ROM image (firmware.init: hex words) for every node\n"
+		"                       (default: the build's placeholder, which does nothing)\n"
+		"  --dna I=V            DNA of node index I (default: paranic.spec.sim.sim_dna(I))\n"
+		"  --node-id I=ID       configured node id of node index I (default: none)\n"
+		"  --bringup-timeout N  give up (exit 4) when the firmware has not routed the\n"
+		"                       cluster after N cycles (default 50000000)\n"
 		"  -v, --verbose\n",
 		SIM_NODES, SIM_N_CTX, SIM_MTU, SIM_CABLES - 1);
 }
@@ -83,6 +177,10 @@ int main(int argc, char **argv)
 		{"max-cycles", required_argument, nullptr, O_MAXC},
 		{"stats", required_argument, nullptr, O_STATS},
 		{"free-run", no_argument, nullptr, O_FREE},
+		{"firmware", required_argument, nullptr, O_FW_},
+		{"dna", required_argument, nullptr, O_DNA_},
+		{"node-id", required_argument, nullptr, O_NODEID_},
+		{"bringup-timeout", required_argument, nullptr, O_BUTO_},
 		{"ber-cable", required_argument, nullptr, O_FAULT},
 		{"cut", required_argument, nullptr, O_FAULT},
 		{"mend", required_argument, nullptr, O_FAULT},
@@ -131,6 +229,20 @@ int main(int argc, char **argv)
 		case O_MAXC: c.max_cycles = strtoull(optarg, nullptr, 0); break;
 		case O_STATS: c.stats_s = atof(optarg); break;
 		case O_FREE: c.free_run = true; break;
+		case O_FW_:
+		case O_DNA_:
+		case O_NODEID_:
+		case O_BUTO_:
+#ifndef SIM_SOC
+			fprintf(stderr, "paranic-sim: --%s: this simulator is a NicCore cluster, not a SoC cluster "
+				"(build it with `python -m paranic.sim --soc`)\n", o == O_FW_ ? "firmware" : o == O_DNA_ ? "dna" :
+				o == O_NODEID_ ? "node-id" : "bringup-timeout");
+			return 2;
+#else
+			if (!soc_option(c, o, optarg))
+				return 2;
+			break;
+#endif
 		case 'v': sim_verbose++; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;

@@ -2,12 +2,48 @@
 /*
  * paranic-sim: the nodes' bring-up (node id, routing table, barrier unit), waiting
  * for the links, and a job's barrier set-up, as CSR scripts on each node's bus. See
- * docs/simulator.md ("Jobs and the barrier").
+ * docs/simulator.md ("Jobs and the barrier"). A SoC cluster (SIM_SOC) is brought up
+ * by its firmware: the harness only waits for it ("SoC clusters").
  */
 #include "harness.h"
 
+#ifdef SIM_SOC
+/* Firmware status registers: NicCore's fw_* CSRs (hw/mgmt.py) when the build has them,
+ * else the SoC node's TEMPORARY simtmp_* CSRs (hw/socnode.py: SimIdTemp). */
+#if defined(PN_CSR_FW_STATE)
+#define FW_STATE_OFF PN_CSR_FW_STATE
+#define FW_FP_OFF PN_CSR_FW_FINGERPRINT
+#else
+#define FW_STATE_OFF SIM_TMP_FW_STATE
+#define FW_FP_OFF SIM_TMP_FW_FINGERPRINT
+#endif
+#ifndef PN_FW_STATE_ROUTED   /* TEMPORARY: spec/fw.py's FwState (mgmt helper) once merged */
+#define PN_FW_STATE_ROUTED 3
+#define PN_FW_STATE_DEGRADED 4
+#define PN_FW_STATE_ERROR 5
+#endif
+#endif
+
+/* The barrier unit of a cluster of SIM_NODES nodes (the whole cluster is the first job). */
+static void barrier_init(Script *s, uint32_t radix_log2, uint32_t mode)
+{
+	s->csr_write(PN_CSR_BARRIER_ENABLE, 1, 0);
+	s->csr_write(PN_CSR_BARRIER_NODES, PN_CSR_BARRIER_NODES_SIZE, SIM_NODES);
+	s->csr_write(PN_CSR_BARRIER_RADIX_LOG2, PN_CSR_BARRIER_RADIX_LOG2_SIZE, radix_log2);
+	s->csr_write(PN_CSR_BARRIER_MODE, PN_CSR_BARRIER_MODE_SIZE, mode);
+	s->csr_write(PN_CSR_BARRIER_ENABLE, 1, 1);
+}
+
 void Harness::bring_up()
 {
+	for (int n = 0; n < SIM_NODES; n++)
+		node_id[n] = node_index[n] = n;
+#ifdef SIM_SOC
+	/* Firmware mode: no node ids, no routes; wait for the firmware. */
+	for (int n = 0; n < SIM_NODES; n++)
+		fw_poll(n, cycle);
+	return;
+#endif
 	for (int n = 0; n < SIM_NODES; n++) {
 		Script *s = new Script;
 		s->csr_write(PN_CSR_NODE, PN_CSR_NODE_SIZE, (uint64_t)n);
@@ -16,11 +52,89 @@ void Harness::bring_up()
 			s->csr_write(PN_CSR_ROUTER_ROUTE_PORT, PN_CSR_ROUTER_ROUTE_PORT_SIZE, SIM_ROUTES[n][d]);
 			s->csr_write(PN_CSR_ROUTER_ROUTE_WRITE, 1, 1);
 		}
-		s->csr_write(PN_CSR_BARRIER_ENABLE, 1, 0);
-		s->csr_write(PN_CSR_BARRIER_NODES, PN_CSR_BARRIER_NODES_SIZE, SIM_NODES);
-		s->csr_write(PN_CSR_BARRIER_RADIX_LOG2, PN_CSR_BARRIER_RADIX_LOG2_SIZE, cfg.radix_log2);
-		s->csr_write(PN_CSR_BARRIER_MODE, PN_CSR_BARRIER_MODE_SIZE, barrier_mode(SIM_NODES));
-		s->csr_write(PN_CSR_BARRIER_ENABLE, 1, 1);
+		barrier_init(s, cfg.radix_log2, barrier_mode(SIM_NODES));
+		hosts[n]->push_script(s, cycle);
+		link_poll(n, cycle);
+	}
+}
+
+/* Firmware mode: read node n's fw_state, fw_fingerprint and node id every 64 cycles
+ * until every node is ROUTED or DEGRADED with one fingerprint (fw_routed), the firmware
+ * reports ERROR, or --bringup-timeout cycles pass (both stop the simulator, status 4). */
+void Harness::fw_poll(int n, uint64_t due)
+{
+#ifdef SIM_SOC
+	Script *p = new Script;
+	p->csr_read(FW_STATE_OFF);
+	p->csr_read(FW_FP_OFF);
+	p->csr_read(PN_CSR_NODE);
+	p->done = [this, n](Script &sc) {
+		if (fw_ready || stop)
+			return;
+		uint32_t st = sc.reads[0] & 0xff;
+		if (st != fw_state_of[n])
+			sim_log("node %d: fw_state %u at cycle %llu", n, st, (unsigned long long)(cycle - reset_cycle));
+		fw_state_of[n] = st;
+		fw_fp_of[n] = sc.reads[1];
+		fw_node_of[n] = sc.reads[2];
+		if (st == PN_FW_STATE_ERROR) {
+			sim_log("node %d: the firmware reports ERROR at cycle %llu: bring-up failed", n,
+				(unsigned long long)(cycle - reset_cycle));
+			exit_status = 4;
+			stop = 1;
+			return;
+		}
+		if (cycle - reset_cycle > cfg.bringup_timeout) {
+			sim_log("bring-up timeout: no routed cluster after %llu cycles", (unsigned long long)cfg.bringup_timeout);
+			for (int k = 0; k < SIM_NODES; k++)
+				sim_log("  node index %d: fw_state %u, fingerprint 0x%08x, node id %u", k, fw_state_of[k],
+					fw_fp_of[k], fw_node_of[k]);
+			exit_status = 4;
+			stop = 1;
+			return;
+		}
+		bool all = true;
+		for (int k = 0; k < SIM_NODES; k++)
+			all &= (fw_state_of[k] == PN_FW_STATE_ROUTED || fw_state_of[k] == PN_FW_STATE_DEGRADED) &&
+			       fw_fp_of[k] == fw_fp_of[0];
+		if (all)
+			fw_routed();
+		else
+			fw_poll(n, cycle + 64);
+	};
+	hosts[n]->push_script(p, due);
+#else
+	(void)n;
+	(void)due;
+#endif
+}
+
+/* Every node's firmware reported a routed cluster: take the node ids it assigned (each
+ * of 0 .. SIM_NODES-1 exactly once), set the barrier units up, then wait for the links. */
+void Harness::fw_routed()
+{
+	fw_ready = true;
+	bringup_cycles = cycle - reset_cycle;
+	bool seen[SIM_NODES] = {};
+	for (int n = 0; n < SIM_NODES; n++) {
+		uint32_t id = fw_node_of[n];
+		if (id >= SIM_NODES || seen[id]) {
+			sim_log("node index %d: the firmware set node id %u: the simulator needs ids 0..%d, each once", n,
+				id, SIM_NODES - 1);
+			exit_status = 4;
+			stop = 1;
+			return;
+		}
+		seen[id] = true;
+		node_id[n] = (int)id;
+		node_index[id] = n;
+	}
+	sim_log("firmware brought the cluster up in %llu cycles (%.1f us): fingerprint 0x%08x", (unsigned long long)bringup_cycles,
+		bringup_cycles * 1e6 / PN_TARGET_CLK_HZ, fw_fp_of[0]);
+	for (int n = 0; n < SIM_NODES; n++) {
+		sim_log("  node index %d: node id %d, fw_state %u", n, node_id[n], fw_state_of[n]);
+		Script *s = new Script;
+		barrier_init(s, cfg.radix_log2, barrier_mode(SIM_NODES));
 		hosts[n]->push_script(s, cycle);
 		link_poll(n, cycle);
 	}

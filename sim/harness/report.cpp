@@ -50,9 +50,19 @@ void Harness::write_ready()
 	j += buf;
 	snprintf(buf, sizeof(buf),
 		 "\"latency_cycles\": {\"mmio_write\": %u, \"mmio_read\": %u, \"dma_read\": %u, \"dma_write\": %u}, "
-		 "\"ber_threshold\": %u}\n",
+		 "\"ber_threshold\": %u, ",
 		 cfg.c_mmio_w, cfg.c_mmio_r, cfg.c_dma_r, cfg.c_dma_w, cfg.ber_threshold);
 	j += buf;
+	/* Firmware mode: the cycles from reset to a routed cluster, and node ids by index. */
+#ifdef SIM_SOC
+	j += "\"soc\": true, ";
+#else
+	j += "\"soc\": false, ";
+#endif
+	snprintf(buf, sizeof(buf), "\"bringup_cycles\": %llu, \"node_ids\": [", (unsigned long long)bringup_cycles);
+	j += buf;
+	for (int n = 0; n < SIM_NODES; n++)
+		j += std::to_string(node_id[n]) + (n + 1 < SIM_NODES ? ", " : "]}\n");
 	if (!cfg.ready_file.empty()) {
 		std::string tmp = cfg.ready_file + ".tmp";
 		FILE *f = fopen(tmp.c_str(), "w");

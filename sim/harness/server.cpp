@@ -189,6 +189,13 @@ int Harness::run()
 	setup_socket();   /* first: refuses to start when another simulator listens there */
 	setup_shm();
 	VerilatedContext *vctx = new VerilatedContext;
+#ifdef SIM_SOC
+	/* The nodes' ROM loads the firmware image named by a plusarg (hw/socnode.py). */
+	std::string rom_arg = std::string("+" SIM_ROM_PLUSARG "=") +
+			      (cfg.firmware.empty() ? SIM_ROM_DEFAULT : cfg.firmware.c_str());
+	const char *vargs[] = {"paranic-sim", rom_arg.c_str()};
+	vctx->commandArgs(2, vargs);
+#endif
 	m = new Vcluster{vctx};
 	NodePorts ports[SIM_NODES];
 	sim_bind_ports(m, ports);
@@ -198,6 +205,15 @@ int Harness::run()
 		*ports[n].w_ready = 1;    /* writes are posted */
 	}
 	m->ber_threshold = cfg.ber_threshold;
+#ifdef SIM_SOC
+	/* Identity inputs, set before reset is released. */
+	for (int n = 0; n < SIM_NODES; n++) {
+		*ports[n].dna = cfg.dna_set[n] ? cfg.dna[n] : SIM_DNA_DEFAULT[n];
+		*ports[n].cfg_node = cfg.cfg_id[n] >= 0 ? (uint16_t)(0x8000u | (unsigned)cfg.cfg_id[n]) : 0;
+		sim_log("node index %d: dna 0x%016llx, %s%d", n, (unsigned long long)*ports[n].dna,
+			cfg.cfg_id[n] >= 0 ? "configured id " : "no configured id", cfg.cfg_id[n] >= 0 ? cfg.cfg_id[n] : 0);
+	}
+#endif
 	faults_init();   /* per-cable thresholds and cuts (faults.cpp) */
 	m->sys_rst = 1;
 	for (int i = 0; i < 8; i++) {
@@ -207,6 +223,7 @@ int Harness::run()
 		m->eval();
 	}
 	m->sys_rst = 0;
+	reset_cycle = cycle;
 	bring_up();
 
 	double t0 = wall_s(), next_stats = t0 + cfg.stats_s;
@@ -264,5 +281,5 @@ int Harness::run()
 	cleanup();
 	delete m;
 	delete vctx;
-	return errors ? 3 : 0;
+	return exit_status ? exit_status : (errors ? 3 : 0);
 }

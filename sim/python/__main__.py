@@ -3,6 +3,7 @@
     python -m paranic.sim --topo ring:4 --build-only
     python -m paranic.sim --topo torus:4x4 --cluster demo [--ber 1e-6] [-- HARNESS OPTIONS]
     python -m paranic.sim --topo ring:4 --ber-cable 2=1e-4 --cut 1@200000 --mend 1@400000
+    python -m paranic.sim --soc --topo ring:4 [--firmware probe|PATH] [-- --node-id 0=3 ...]
 
 Harness options (after ``--``) are those of ``paranic-sim --help``.
 """
@@ -15,6 +16,7 @@ from pathlib import Path
 
 from paranic.spec import protocol as P
 from paranic.spec.sim import ber_to_threshold
+from paranic.spec.topo import Topology
 
 from .build import build
 from .faults import fault_args
@@ -37,6 +39,11 @@ def main(argv: list[str] | None = None) -> int:
                     help="pull cable K at CYCLE (repeatable)")
     ap.add_argument("--mend", action="append", default=[], metavar="K@CYCLE",
                     help="plug cable K back in at CYCLE (repeatable)")
+    ap.add_argument("--soc", action="store_true",
+                    help="a cluster of whole SoCs brought up by their firmware (docs/simulator.md)")
+    ap.add_argument("--firmware", metavar="PATH|probe",
+                    help="--soc: the ROM image (firmware.init; default: `make firmware`'s), or 'probe' "
+                         "for the bring-up probe (give every node an id: -- --node-id I=ID ...)")
     ap.add_argument("args", nargs=argparse.REMAINDER, help="-- options for paranic-sim (see --help there)")
     a = ap.parse_args(argv)
     try:
@@ -44,14 +51,33 @@ def main(argv: list[str] | None = None) -> int:
         faults = fault_args(a.topo, a.ber_cable, a.cut, a.mend)
     except ValueError as e:
         ap.error(str(e))
-    exe = build(a.topo, mtu=a.mtu, n_ctx=a.contexts)
+    if a.firmware and not a.soc:
+        ap.error("--firmware needs --soc")
+    try:
+        topo = Topology.parse(a.topo)
+    except ValueError as e:
+        ap.error(str(e))
+    exe = build(topo, mtu=a.mtu, n_ctx=a.contexts, soc=a.soc)
     if a.build_only:
         print(exe)
         return 0
+    fw: list[str] = []
+    if a.soc:
+        from .socbuild import make_firmware
+
+        if a.firmware == "probe":
+            image = make_firmware(topo.link_ports, probe_topo=str(topo))
+        elif a.firmware:
+            image = Path(a.firmware)
+            if not image.is_file():
+                ap.error(f"--firmware {a.firmware}: no such file")
+        else:
+            image = make_firmware(topo.link_ports)
+        fw = ["--firmware", str(image.resolve())]
     sock = a.socket or str(socket_path(a.cluster))
     Path(sock).parent.mkdir(parents=True, exist_ok=True)
     extra = [x for x in a.args if x != "--"]
-    os.execv(str(exe), [str(exe), "--socket", sock, "--ber-threshold", str(threshold), *faults, *extra])
+    os.execv(str(exe), [str(exe), "--socket", sock, "--ber-threshold", str(threshold), *faults, *fw, *extra])
     return 1
 
 

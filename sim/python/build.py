@@ -74,9 +74,16 @@ def _sha(*parts: bytes | str) -> str:
     return h.hexdigest()
 
 
-def topo_tag(topo: Topology) -> str:
-    """``ring4``, ``torus4x4``: the topology part of build directory names."""
-    return f"torus{topo.x}x{topo.y}" if topo.is_torus else f"ring{topo.x}"
+def topo_tag(topo: Topology, soc: bool = False) -> str:
+    """``ring4``, ``torus4x4`` (``soc-ring4`` for a SoC cluster): the topology part of
+    build directory names."""
+    t = f"torus{topo.x}x{topo.y}" if topo.is_torus else f"ring{topo.x}"
+    return f"soc-{t}" if soc else t
+
+
+def table_nodes_of(topo: Topology) -> int:
+    """Routing-table entries of a cluster's NicCores (NicCluster's default)."""
+    return max(16, 1 << (topo.nodes - 1).bit_length())
 
 
 def harness_sources() -> list[Path]:
@@ -101,6 +108,25 @@ def _gateware_key(topo: Topology, mtu: int, n_ctx: int, phy_delay: int) -> str:
     for f in files:
         parts += [str(f.relative_to(TREE)), f.read_bytes()]
     return _sha(*parts)[:20]
+
+
+def _soc_verilog(topo: Topology, mtu: int, n_ctx: int, phy_delay: int, quiet: bool):
+    """The SoC cluster's Verilog sources (top first), NicCore CSR map, top name, node build."""
+    from .cluster import soc_cluster_verilog
+    from .socbuild import build_node
+
+    node = build_node(n_links=topo.link_ports, n_ctx=n_ctx, mtu=mtu, table_nodes=table_nodes_of(topo),
+                      quiet=quiet)
+    name = "cluster_soc"
+    out = BUILD_ROOT / "verilog" / f"sim-{topo_tag(topo, True)}-m{mtu}-c{n_ctx}-d{phy_delay}"
+    key = _sha(_gateware_key(topo, mtu, n_ctx, phy_delay), str(node.dir))[:20]
+    stamp = out / ".srckey"
+    v = out / f"{name}.v"
+    if not (v.exists() and stamp.exists() and stamp.read_text() == key):
+        _log(f"generating the SoC cluster's top for {topo}", quiet)
+        v, _, _, _ = soc_cluster_verilog(topo, node, out, name, n_ctx=n_ctx, mtu=mtu, phy_delay=phy_delay)
+        stamp.write_text(key)
+    return [v, *node.sources], node.nic_csr_json, name, node
 
 
 def _verilog(topo: Topology, mtu: int, n_ctx: int, phy_delay: int, quiet: bool) -> tuple[Path, Path, str]:
@@ -141,7 +167,8 @@ def _run_logged(cmd: Sequence[str], cwd: Path, log: Path, quiet: bool, progress=
         raise RuntimeError(f"{cmd[0]} failed (exit {rc}); see {log}:\n" + "\n".join(tail))
 
 
-def _build_model(v: Path, top: str, obj: Path, vhash: str, jobs: int, quiet: bool) -> None:
+def _build_model(v: Path, top: str, obj: Path, vhash: str, jobs: int, quiet: bool,
+                 extra_sources: Sequence[Path] = ()) -> None:
     stamp = obj / ".stamp"
     if stamp.exists() and stamp.read_text() == vhash and (obj / f"{MODEL}__ALL.a").exists() \
             and (obj / "libverilated.a").exists():
@@ -153,7 +180,7 @@ def _build_model(v: Path, top: str, obj: Path, vhash: str, jobs: int, quiet: boo
     log = obj.parent / "build.log"
     t0 = time.time()
     _log(f"verilating {v.name} -> {obj} (log: {log})", quiet)
-    _run_logged(["verilator", "--cc", str(v), "--top-module", top, "--prefix", MODEL,
+    _run_logged(["verilator", "--cc", str(v), *map(str, extra_sources), "--top-module", top, "--prefix", MODEL,
                  "--Mdir", str(obj), *VERILATOR_FLAGS], obj, log, quiet)
     cpps = sorted(p.name for p in obj.glob(f"{MODEL}*.cpp"))
     _log(f"verilated in {time.time() - t0:.0f} s: {len(cpps)} C++ files; compiling with -j{jobs} "
@@ -173,9 +200,9 @@ def _build_model(v: Path, top: str, obj: Path, vhash: str, jobs: int, quiet: boo
     _log(f"model built in {time.time() - t0:.0f} s", quiet)
 
 
-def model_hash(v: Path, csr: Path) -> str:
+def model_hash(v: Path, csr: Path, *extra: Path) -> str:
     """Key of a Verilated model: the Verilog, the CSR map, the flags, the Verilator."""
-    return _sha(v.read_bytes(), csr.read_bytes(), " ".join(VERILATOR_FLAGS),
+    return _sha(v.read_bytes(), csr.read_bytes(), *[p.read_bytes() for p in extra], " ".join(VERILATOR_FLAGS),
                 " ".join(MODEL_MAKE_VARS), str(verilator_root()))[:12]
 
 
@@ -183,10 +210,43 @@ def _c_ident(s: str) -> str:
     return re.sub(r"\W", "_", s)
 
 
-def gen_glue(topo: Topology, csr_json: Path, mtu: int, n_ctx: int, out: Path) -> list[Path]:
+def default_dna(index: int) -> int:
+    """The DNA of SoC node index ``index`` when ``--dna`` does not set one:
+    ``paranic.spec.sim.sim_dna`` (the NicCore cluster's per-node device id), or, while
+    that is not in this tree, the same rule (TEMPORARY: 0x53494D444E410000 + index + 1)."""
+    from paranic.spec import sim as S
+
+    f = getattr(S, "sim_dna", None)
+    return f(index) if f else 0x5349_4D44_4E41_0000 + index + 1
+
+
+def _soc_glue(node, nodes: int) -> list[str]:
+    """cluster_gen.h's lines of a SoC cluster: firmware mode, the ROM plusarg and its
+    default image, and (TEMPORARY, while NicCore has no fw_* / id_* CSRs) the BAR0
+    offsets of the SoC node's ``simtmp`` CSRs (hw/socnode.py: SimIdTemp)."""
+    from .socbuild import ROM_PLUSARG
+
+    soc = json.loads(node.soc_csr_json.read_text())
+    csr_base = soc["memories"]["csr"]["base"]   # BAR0_SOC_CSR_OFFSET maps here (Bar0Window)
+    H = ["/* SoC cluster: the firmware brings the nodes up (paranic.hw.socnode) */",
+         "#define SIM_SOC 1", f'#define SIM_ROM_PLUSARG "{ROM_PLUSARG}"',
+         f'#define SIM_ROM_DEFAULT "{node.rom_placeholder}"', f"#define SIM_ROM_WORDS {node.rom_bytes // 4}",
+         "/* default DNA of each node index (paranic.sim.build.default_dna) */",
+         "static const uint64_t SIM_DNA_DEFAULT[SIM_NODES] = {"
+         + ", ".join(f"0x{default_dna(i):016x}ull" for i in range(nodes)) + "};"]
+    for name in ("fw_state", "fw_fingerprint"):
+        reg = soc["csr_registers"].get(f"simtmp_{name}")
+        if reg:
+            off = P.BAR0_SOC_CSR_OFFSET + reg["addr"] - csr_base
+            H += [f"#define SIM_TMP_{name.upper()} 0x{off:x}u   /* TEMPORARY: BAR0 offset of simtmp_{name} */"]
+    return H + [""]
+
+
+def gen_glue(topo: Topology, csr_json: Path, mtu: int, n_ctx: int, out: Path, node=None) -> list[Path]:
     """The per-build C++ glue: ``pn_csr.h`` (the build's CSR map, the same generator as
     the driver's), ``cluster_gen.h`` (cluster constants and routing tables) and
-    ``cluster_gen.cpp`` (binding each node's ports of the Verilated model)."""
+    ``cluster_gen.cpp`` (binding each node's ports of the Verilated model). ``node``: the
+    SoC node build of a SoC cluster (adds its identity ports and firmware-mode facts)."""
     regs = json.loads(Path(csr_json).read_text())
     table_nodes = 1 << regs["router_route_adr"]["size"]
     out.mkdir(parents=True, exist_ok=True)
@@ -207,6 +267,8 @@ def gen_glue(topo: Topology, csr_json: Path, mtu: int, n_ctx: int, out: Path) ->
           "static const uint8_t SIM_CABLE_ENDS[SIM_CABLES][4] = {"]
     H += ["\t{" + ", ".join(str(int(x)) for x in c) + "}," for c in cables]
     H += ["};", ""]
+    if node is not None:
+        H += _soc_glue(node, topo.nodes)
     H += ["struct NodePorts;", "class " + MODEL + ";",
           f"void sim_bind_ports({MODEL} *m, NodePorts *p);",
           "/* each cable's cut (1 bit) and bit-error threshold (32 bits) inputs */",
@@ -231,6 +293,8 @@ def gen_glue(topo: Topology, csr_json: Path, mtu: int, n_ctx: int, out: Path) ->
               ("w_first", "dma_wr_source_first"), ("w_last", "dma_wr_source_last"),
               ("w_we", "dma_wr_source_payload_we"), ("w_adr", "dma_wr_source_payload_adr"),
               ("w_len", "dma_wr_source_payload_len"), ("w_dat", "dma_wr_source_payload_dat")]
+    if node is not None:
+        fields += [("dna", "dna"), ("cfg_node", "cfg_node")]
     for n in range(topo.nodes):
         for f, port in fields:
             C.append(f"\tp[{n}].{f} = &m->n{n}_{port};")
@@ -293,8 +357,11 @@ def _prune(simroot: Path, tag: str, keep: Path, quiet: bool, older_to_keep: int 
 
 
 def build(topo: str | Topology = "ring:4", mtu: int = P.DEFAULT_MTU, n_ctx: int = P.DEFAULT_CONTEXTS,
-          phy_delay: int = DEFAULT_PHY_DELAY, jobs: int | None = None, quiet: bool = False) -> Path:
+          phy_delay: int = DEFAULT_PHY_DELAY, jobs: int | None = None, quiet: bool = False,
+          soc: bool = False) -> Path:
     """Build (or reuse) the simulator of ``topo``; returns the ``paranic-sim`` binary.
+    ``soc``: a cluster of whole SoCs booting firmware (:class:`paranic.sim.cluster.SocCluster`)
+    instead of NicCores the harness configures.
 
     Progress goes to stderr (``quiet`` silences it). ``jobs``: parallel compiler jobs
     for the model (default ``$PARANIC_SIM_JOBS`` or 1: the machine is shared).
@@ -304,25 +371,32 @@ def build(topo: str | Topology = "ring:4", mtu: int = P.DEFAULT_MTU, n_ctx: int 
     if t.nodes > 16 or (t.is_torus and (t.x > 4 or t.y > 4)):
         raise ValueError(f"{t}: the simulator supports rings up to 16 nodes and tori up to 4x4")
     jobs = jobs or int(os.environ.get("PARANIC_SIM_JOBS", "1"))
-    _TAG.value = topo_tag(t)
+    tag = topo_tag(t, soc)
+    _TAG.value = tag
     simroot = BUILD_ROOT / "sim"
     simroot.mkdir(parents=True, exist_ok=True)
-    lock = open(simroot / f"cluster-{topo_tag(t)}.lock", "w")
+    lock = open(simroot / f"cluster-{tag}.lock", "w")
     try:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        v, csr, top = _verilog(t, mtu, n_ctx, phy_delay, quiet)
-        vhash = model_hash(v, csr)
-        bdir = simroot / f"cluster-{topo_tag(t)}-{vhash}"
+        node, extra = None, []
+        if soc:
+            srcs, csr, top, node = _soc_verilog(t, mtu, n_ctx, phy_delay, quiet)
+            v, extra = srcs[0], srcs[1:]
+        else:
+            v, csr, top = _verilog(t, mtu, n_ctx, phy_delay, quiet)
+        vhash = model_hash(v, csr, *extra)
+        bdir = simroot / f"cluster-{tag}-{vhash}"
         bdir.mkdir(exist_ok=True)
         obj = bdir / "obj"
-        _build_model(v, top, obj, vhash, jobs, quiet)
-        gen = gen_glue(t, csr, mtu, n_ctx, bdir / "gen")
+        _build_model(v, top, obj, vhash, jobs, quiet, extra)
+        gen = gen_glue(t, csr, mtu, n_ctx, bdir / "gen", node)
         shutil.copyfile(csr, bdir / "csr.json")
         exe = _build_harness(bdir, obj, gen, vhash, quiet)
         (bdir / "info.json").write_text(json.dumps(
             {"topo": str(t), "nodes": t.nodes, "mtu": mtu, "n_ctx": n_ctx, "phy_delay": phy_delay,
-             "verilog": str(v), "binary": str(exe)}, indent=1))
-        _prune(simroot, topo_tag(t), bdir, quiet)
+             "verilog": str(v), "binary": str(exe), "soc": soc,
+             "socnode": str(node.dir) if node else None}, indent=1))
+        _prune(simroot, tag, bdir, quiet)
         return exe
     finally:
         lock.close()

@@ -3,14 +3,26 @@
 Each node's host side (Wishbone slave, two DMA master ports, MSI lines) becomes a
 set of top-level ports named ``n<i>_<name>``, so one Verilog model serves a cocotb
 bench with one Python host model per node and the C++ cluster harness.
+
+:class:`NicCluster` builds its nodes as NicCores; :class:`SocCluster` instantiates a
+whole SoC node module (:class:`paranic.hw.socnode.ParaNicSocNode`, built once by
+:func:`paranic.sim.socbuild.build_node`) N times, with the same host-side ports (the
+host's bus enters each SoC through its Bar0Window), the identity inputs ``n<i>_dna`` and
+``n<i>_cfg_node``, and the same cables (the cable loop is NicCluster's).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from migen import Mux, Signal
+from types import SimpleNamespace
+
+from migen import ClockSignal, Instance, Mux, ResetSignal, Signal
 from litex.gen import LiteXModule
+from litex.soc.interconnect import stream
+
+from paranic.hw.phy import phy_layout
+from paranic.hw.socnode import endpoint_signals
 
 from paranic.hw.standalone import NicCoreStandalone, write_csr_json
 from paranic.spec import protocol as P
@@ -73,19 +85,11 @@ class NicCluster(LiteXModule):
         self.topo = topo
         ports = _Ports()
         table_nodes = table_nodes or max(16, 1 << (topo.nodes - 1).bit_length())
-        self.nodes: list[NicCoreStandalone] = []
+        self.nodes: list = []
         for i in range(topo.nodes):
-            node = NicCoreStandalone(n_links=topo.link_ports, n_ctx=n_ctx, mtu=mtu,
-                                     table_nodes=table_nodes, **nic_kwargs)
+            node = self.add_node(i, ports, n_ctx=n_ctx, mtu=mtu, table_nodes=table_nodes, **nic_kwargs)
             setattr(self, f"node{i}", node)
             self.nodes.append(node)
-            p = f"n{i}_"
-            ports.wishbone_slave(node.bus, p + "bus")
-            ports.endpoint(node.nic.dma_rd.source, p + "dma_rd_source", master=True)
-            ports.endpoint(node.nic.dma_rd.sink, p + "dma_rd_sink", master=False)
-            ports.endpoint(node.nic.dma_wr.source, p + "dma_wr_source", master=True)
-            ports.endpoint(node.nic.dma_wr.sink, p + "dma_wr_sink", master=False)
-            ports.out(node.nic.irq, p + "irq")
 
         self.ber_threshold = Signal(32, name="ber_threshold", reset=ber_to_threshold(ber))
         ports.ios.append(self.ber_threshold)
@@ -124,6 +128,59 @@ class NicCluster(LiteXModule):
         self.comb += ports.comb
         self.ios = set(ports.ios)
 
+    def add_node(self, i: int, ports: _Ports, *, n_ctx: int, mtu: int, table_nodes: int,
+                 **nic_kwargs):
+        """Node ``i`` and its host-side top-level ports ``n<i>_*``; returns an object whose
+        ``nic.phys[p]`` is link port ``p``'s (tx, rx) ``phy_layout`` endpoint pair (what the
+        cable loop wires). :class:`SocCluster` overrides it."""
+        node = NicCoreStandalone(n_links=self.topo.link_ports, n_ctx=n_ctx, mtu=mtu,
+                                 table_nodes=table_nodes, **nic_kwargs)
+        p = f"n{i}_"
+        ports.wishbone_slave(node.bus, p + "bus")
+        ports.endpoint(node.nic.dma_rd.source, p + "dma_rd_source", master=True)
+        ports.endpoint(node.nic.dma_rd.sink, p + "dma_rd_sink", master=False)
+        ports.endpoint(node.nic.dma_wr.source, p + "dma_wr_source", master=True)
+        ports.endpoint(node.nic.dma_wr.sink, p + "dma_wr_sink", master=False)
+        ports.out(node.nic.irq, p + "irq")
+        return node
+
+
+class SocCluster(NicCluster):
+    """``topo.nodes`` instances of the SoC node module of ``node`` (a
+    :class:`~paranic.sim.socbuild.SocNodeBuild`), cabled as NicCluster cables its NicCores."""
+
+    def __init__(self, topo: Topology, node, phy_delay: int = 8, ber: float = 0.0,
+                 n_ctx: int = P.DEFAULT_CONTEXTS, mtu: int = P.DEFAULT_MTU,
+                 table_nodes: int | None = None) -> None:
+        if node.n_links != topo.link_ports:
+            raise ValueError(f"{topo} needs {topo.link_ports} link ports per node, the SoC node "
+                             f"has {node.n_links}")
+        self.node_build = node
+        super().__init__(topo, n_ctx=n_ctx, mtu=mtu, phy_delay=phy_delay, ber=ber,
+                         table_nodes=table_nodes)
+
+    def add_node(self, i: int, ports: _Ports, **_kwargs):
+        from .socbuild import NODE_MODULE
+
+        links = [(stream.Endpoint(phy_layout()), stream.Endpoint(phy_layout()))
+                 for _ in range(self.node_build.n_links)]
+        link_sigs = {f"link{p}_{d}_{suffix}": sig
+                     for p, (tx, rx) in enumerate(links) for d, ep in (("tx", tx), ("rx", rx))
+                     for suffix, sig, _ in endpoint_signals(ep)}
+        conns: dict = {"i_sys_clk": ClockSignal(), "i_sys_rst": ResetSignal()}
+        for name, width, direction in self.node_build.ports:
+            if name in ("sys_clk", "sys_rst"):
+                continue
+            sig = link_sigs.get(name)
+            if sig is None:          # a host-side or identity port: top level, n<i>_<name>
+                sig = Signal(width, name=f"n{i}_{name}")
+                ports.ios.append(sig)
+            elif len(sig) != width:
+                raise ValueError(f"SoC node port {name}: {width} bits, the cable's {len(sig)}")
+            conns[f"{'i' if direction == 'in' else 'o'}_{name}"] = sig
+        self.specials += Instance(NODE_MODULE, name=f"soc{i}", **conns)
+        return SimpleNamespace(nic=SimpleNamespace(phys=links))
+
 
 def cluster_verilog(topo: Topology, out_dir: Path, name: str | None = None, **kwargs):
     """Write the cluster's Verilog and its CSR map; return (verilog path, toplevel, csr json)."""
@@ -136,3 +193,13 @@ def cluster_verilog(topo: Topology, out_dir: Path, name: str | None = None, **kw
     csr_json = out_dir / f"{name}.csr.json"
     write_csr_json(top.nodes[0].csr_map(), csr_json)
     return v, name, csr_json
+
+
+def soc_cluster_verilog(topo: Topology, node, out_dir: Path, name: str, **kwargs):
+    """The SoC cluster's top (instantiating ``node``'s module); returns (verilog path,
+    toplevel, NicCore csr json, every Verilog source)."""
+    from .hdl import write_verilog
+
+    top = SocCluster(topo, node, **kwargs)
+    v = write_verilog(top, top.ios, name, out_dir)
+    return v, name, node.nic_csr_json, [v, *node.sources]

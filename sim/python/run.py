@@ -18,7 +18,7 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from paranic.spec import sim as S
 from paranic.spec.topo import Topology
@@ -71,6 +71,23 @@ class SimCluster:
     @property
     def pid(self) -> int:
         return self.proc.pid
+
+    @property
+    def soc(self) -> bool:
+        """A cluster of SoCs brought up by their firmware."""
+        return bool(self.info.get("soc"))
+
+    @property
+    def bringup_cycles(self) -> int:
+        """SoC cluster: cycles from reset to every node's firmware reporting a routed
+        cluster (0 for a NicCore cluster, which the harness configures)."""
+        return int(self.info.get("bringup_cycles", 0))
+
+    @property
+    def node_ids(self) -> list[int]:
+        """Node id of each node index (the firmware's choice on a SoC cluster; clients
+        attach by node id)."""
+        return [int(x) for x in self.info.get("node_ids", range(self.nodes))]
 
     # -- the shared clock and trace records ------------------------------------------------
     def _map(self):
@@ -144,17 +161,52 @@ def start(topo: str | Topology = "ring:4", *, cluster: str | None = None, socket
           dma_read_ns: float | None = None, dma_write_ns: float | None = None,
           extra_args: Sequence[str] = (), timeout: float = 120.0, die_with_parent: bool = True,
           quiet_build: bool = False, ber_cable: Sequence[str] = (), cut: Sequence[str] = (),
-          mend: Sequence[str] = (), **build_kwargs) -> SimCluster:
+          mend: Sequence[str] = (), soc: bool = False, firmware: str | Path | None = None,
+          node_ids: Mapping[int, int] | None = None, dnas: Mapping[int, int] | None = None,
+          bringup_timeout: int | None = None, **build_kwargs) -> SimCluster:
     """Build (cached) and start the simulator; returns once its links are up and its
     socket listens. The socket is ``socket``, else the one the sim backend derives from
     ``cluster`` (:func:`socket_path`). Output goes to ``<socket>.log`` (or a name of its
     own when the socket file exists already: a simulator may be running there).
+
     Faults (:func:`paranic.sim.faults.fault_args`): ``ber_cable`` ``["K=RATE", ...]``,
     ``cut``/``mend`` ``["K@CYCLE", ...]``; links of cables cut from the start do not
-    hold up the start."""
+    hold up the start.
+
+    ``soc``: a cluster of whole SoCs (docs/simulator.md, "SoC clusters"), ready once
+    their firmware routed it. ``firmware``: its ROM image (``.init``), or ``"probe"`` for
+    the bring-up probe of ``topo`` (which needs configured ids: ``node_ids`` defaults to
+    index = id then); default: ``make firmware``'s image. ``node_ids``/``dnas``: node
+    index -> configured id / DNA (``--node-id``/``--dna``); ``bringup_timeout`` in cycles.
+    """
     threshold = S.ber_to_threshold(ber)   # refuses a bad rate before anything is built
-    faults = fault_args(topo, ber_cable, cut, mend)
-    exe = build(topo, quiet=quiet_build, **build_kwargs)
+    t = topo if isinstance(topo, Topology) else Topology.parse(topo)
+    faults = fault_args(t, ber_cable, cut, mend)
+    fw_args: list[str] = []
+    if not soc:
+        if firmware is not None or node_ids or dnas or bringup_timeout is not None:
+            raise ValueError("firmware, node_ids, dnas and bringup_timeout need a SoC cluster (soc=True)")
+    else:
+        from .socbuild import make_firmware
+
+        for what, m in (("node_ids", node_ids or {}), ("dnas", dnas or {})):
+            for i in m:
+                if not 0 <= int(i) < t.nodes:
+                    raise ValueError(f"{what}: no node index {i} in {t} (0..{t.nodes - 1})")
+        if firmware == "probe":
+            firmware = make_firmware(t.link_ports, probe_topo=str(t), quiet=quiet_build)
+            if node_ids is None:
+                node_ids = {i: i for i in range(t.nodes)}
+        elif firmware is None:
+            firmware = make_firmware(t.link_ports, quiet=quiet_build)
+        elif not Path(firmware).is_file():
+            raise ValueError(f"firmware {firmware}: no such file (a ROM image: firmware.init)")
+        fw_args = ["--firmware", str(Path(firmware).resolve())]
+        fw_args += [a for i, v in sorted((node_ids or {}).items()) for a in ("--node-id", f"{i}={v}")]
+        fw_args += [a for i, v in sorted((dnas or {}).items()) for a in ("--dna", f"{i}={v}")]
+        if bringup_timeout is not None:
+            fw_args += ["--bringup-timeout", str(int(bringup_timeout))]
+    exe = build(t, quiet=quiet_build, soc=soc, **build_kwargs)
     sock = Path(socket) if socket else socket_path(cluster)
     sock.parent.mkdir(parents=True, exist_ok=True)
     # Per start, so that a second start on the same socket cannot touch a running one's.
@@ -168,7 +220,7 @@ def start(topo: str | Topology = "ring:4", *, cluster: str | None = None, socket
                    ("--dma-read-ns", dma_read_ns), ("--dma-write-ns", dma_write_ns)):
         if v is not None:
             cmd += [opt, repr(float(v))]
-    cmd += faults + list(extra_args)
+    cmd += faults + fw_args + list(extra_args)
     with open(log, "w") as lf:
         proc = subprocess.Popen(cmd, stdout=lf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 preexec_fn=_set_pdeathsig if die_with_parent else None)

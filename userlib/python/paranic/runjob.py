@@ -45,6 +45,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="sim: pull cable K at CYCLE (repeatable)")
     p.add_argument("--mend", action="append", default=[], metavar="K@CYCLE",
                    help="sim: plug cable K back in at CYCLE (repeatable)")
+    p.add_argument("--soc", action="store_true",
+                   help="sim: a cluster of whole SoCs brought up by their firmware (docs/simulator.md)")
+    p.add_argument("--firmware", metavar="PATH|probe",
+                   help="sim --soc: ROM image (default: `make firmware`'s; 'probe': the bring-up probe)")
     p.add_argument("--no-daemon", action="store_true",
                    help="do not start paranicd on the job's nodes (development mode)")
     p.add_argument("program", nargs=argparse.REMAINDER, help="-- PROGRAM ARGS...")
@@ -73,6 +77,12 @@ def run(a: argparse.Namespace) -> int:
         return 2
     if not 1 <= a.nodes <= P.MAX_NODES:
         print(f"paranic run: --nodes must be 1..{P.MAX_NODES}", file=sys.stderr)
+        return 2
+    if (getattr(a, "soc", False) or getattr(a, "firmware", None)) and a.backend != "sim":
+        print("paranic run: --soc/--firmware need --backend sim", file=sys.stderr)
+        return 2
+    if getattr(a, "firmware", None) and not getattr(a, "soc", False):
+        print("paranic run: --firmware needs --soc", file=sys.stderr)
         return 2
     if a.timeout < 0:
         print("paranic run: --timeout must be >= 0", file=sys.stderr)
@@ -125,7 +135,11 @@ def run(a: argparse.Namespace) -> int:
                 print(f"paranic run: starting the {topo} simulator", file=sys.stderr, flush=True)
                 sock = simrun.RUN_DIR / f"sim-{cluster}.sock"
                 sim = simrun.start(str(topo), socket=sock, ber=a.ber, timeout=300,
-                                   ber_cable=a.ber_cable, cut=a.cut, mend=a.mend)
+                                   ber_cable=a.ber_cable, cut=a.cut, mend=a.mend,
+                                   soc=getattr(a, "soc", False), firmware=getattr(a, "firmware", None))
+                if sim.soc:
+                    print(f"paranic run: the firmware brought the cluster up in {sim.bringup_cycles} cycles "
+                          f"(node ids by index: {sim.node_ids})", file=sys.stderr, flush=True)
                 env = sim.env(env)
         extra = None
         if not getattr(a, "no_daemon", False):
