@@ -20,6 +20,7 @@ import re
 import textwrap
 from typing import Iterable
 
+from . import fw as FW
 from . import link as LK
 from . import protocol as P
 from . import sim as S
@@ -50,7 +51,7 @@ def _c_field_macros(prefix: str, fields: Iterable[Field], word_bits: int = 64) -
 
 
 def protocol_header() -> str:
-    L: list[str] = [_SPDX_BSD, *_generated("paranic/spec/protocol.py and link.py"),
+    L: list[str] = [_SPDX_BSD, *_generated("paranic/spec/protocol.py, link.py and fw.py"),
                     "#ifndef PN_PROTOCOL_H", "#define PN_PROTOCOL_H", ""]
     consts = dict(
         WORD_BYTES=P.WORD_BYTES, HEADER_BYTES=P.HEADER_BYTES, DEFAULT_MTU=P.DEFAULT_MTU, MAX_MTU=P.MAX_MTU,
@@ -90,6 +91,12 @@ def protocol_header() -> str:
     L += [f"#define PN_LINK_STATE_{s.name} {int(s)}" for s in LK.LinkState]
     L += ["#define PN_LINK_STATE_NAMES { " +
           ", ".join(f'"{s.name.lower()}"' for s in sorted(LK.LinkState, key=int)) + " }", ""]
+    L.append("/* Firmware status (fw_state, fw_error CSRs) and their names (sysfs, tools) */")
+    for enum, prefix in ((FW.FwState, "PN_FW_STATE"), (FW.FwError, "PN_FW_ERROR")):
+        L += [f"#define {prefix}_{m.name} {int(m)}" for m in enum]
+        L += [f"#define {prefix}_NAMES {{ " +
+              ", ".join(f'"{m.name.lower()}"' for m in sorted(enum, key=int)) + " }"]
+    L += [f"#define PN_CFG_NODE_VALID 0x{FW.CFG_NODE_VALID:x}u", ""]
     L.append("/* Packet header: two little-endian 64-bit words. */")
     L += _c_field_macros("PN_HDR", P.HEADER_FIELDS)
     L += ["", "/* DMA TX descriptor: four little-endian 64-bit words. */"]
@@ -213,6 +220,20 @@ def csr_header(regs: dict[str, dict]) -> str:
     L += ["", f"#define PN_CSR_LINK_PORTS {len(links)}", "/* link states: X(port, offset) */",
           "#define PN_CSR_LINK_STATES(X) \\"]
     L += [f"\tX({n[4:n.index('_')]}, PN_CSR_{ident(n)}) \\" for n in links]
+    # Firmware status and identity (hw/mgmt.py; paranic.spec.fw): the driver's sysfs
+    # attributes and the simulator's status snapshot are generated from these lists.
+    fw = [n for n, r in sorted(regs.items(), key=lambda kv: kv[1]["addr"]) if n.startswith("fw_")]
+    L += ["", "/* firmware status registers: X(name, offset, bits) */", "#define PN_CSR_FW(X) \\"]
+    L += [f"\tX({n[3:]}, PN_CSR_{ident(n)}, {regs[n]['size']}) \\" for n in fw]
+    ids = [n for n in sorted(regs) if n.startswith("id_")]
+    L += ["", "/* identity inputs: X(name, offset, bits) */", "#define PN_CSR_ID(X) \\"]
+    L += [f"\tX({n[3:]}, PN_CSR_{ident(n)}, {regs[n]['size']}) \\" for n in ids]
+    # Link faults (spec/link.py, issue 12): per port the reason it went down and how often.
+    faults = [n[4:n.index("_")] for n in links
+              if f"link{n[4:n.index('_')]}_down_reason" in regs and f"link{n[4:n.index('_')]}_downs" in regs]
+    L += ["", "/* link faults: X(port, down_reason offset, downs offset) */",
+          "#define PN_CSR_LINK_FAULTS(X) \\"]
+    L += [f"\tX({p}, PN_CSR_LINK{p}_DOWN_REASON, PN_CSR_LINK{p}_DOWNS) \\" for p in faults]
     L += ["", "#endif /* PN_CSR_H */"]
     return "\n".join(L) + "\n"
 

@@ -110,10 +110,20 @@ HEADER_FIELDS: tuple[Field, ...] = (
     Field("vc", 39, 1, "virtual channel (0; reserved for dateline VCs)"),
     Field("length", 40, 14, "payload length in bytes, 0..MTU"),
     Field("flags", 54, 4, "Flags: SOM, EOM, BAR_RELEASE"),
-    Field("rsvd", 58, 6, "reserved, zero"),
+    Field("direct", 58, 3, "0: routed by table; 1..4: link-local CONTROL packet (DIRECT_DOC)"),
+    Field("rsvd", 61, 3, "reserved, zero"),
     Field("tag", 64, 64, "tag or immediate word, opaque to the network"),
 )
 HEADER_FIELD = {f.name: f for f in HEADER_FIELDS}
+
+#: The header's ``direct`` field (docs/mgmt.md, "Link-local packets").
+DIRECT_DOC = (
+    "0: the packet is routed by the routing table. 1..4: a link-local packet. The sending "
+    "router puts it out on link port `direct` (whatever its dst_node); the receiving router "
+    "delivers it to its local port and rewrites `direct` to the port it arrived on, so the "
+    "receiver learns its own port. Only CONTROL packets (the management port's) are "
+    "link-local: on any other type the routers ignore the field, and the host interface "
+    "refuses CONTROL and zeroes the field in every header it sends.")
 
 
 def pack_header(**values: int) -> bytes:
@@ -321,4 +331,4 @@ BAR0_MSIX_PBA_OFFSET = BAR0_SOC_CSR_OFFSET + 0xF008
 #: pn_csr.h): the driver refuses a BAR0 whose ``ident`` is not NIC_IDENT ("PNIC") and
 #: reports ``version``, bumped whenever the CSR map or a register's meaning changes.
 NIC_IDENT = 0x504E4943
-NIC_VERSION = 1
+NIC_VERSION = 2  # 2: management port, identity and fw_* CSRs (issue 12)
