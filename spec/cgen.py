@@ -96,6 +96,9 @@ def protocol_header() -> str:
         L += [f"#define {prefix}_{m.name} {int(m)}" for m in enum]
         L += [f"#define {prefix}_NAMES {{ " +
               ", ".join(f'"{m.name.lower()}"' for m in sorted(enum, key=int)) + " }"]
+    L += ["/* Index of each fw_* register in FW_STATUS order (status snapshots) */"]
+    L += [f"#define PN_FW_REG_{n.upper()} {i}" for i, n in enumerate(FW.FW_STATUS_NAMES)]
+    L += [f"#define PN_FW_REGS {len(FW.FW_STATUS_NAMES)}"]
     L += [f"#define PN_CFG_NODE_VALID 0x{FW.CFG_NODE_VALID:x}u", ""]
     L.append("/* Packet header: two little-endian 64-bit words. */")
     L += _c_field_macros("PN_HDR", P.HEADER_FIELDS)
@@ -152,7 +155,12 @@ def sim_shm_header() -> str:
          f"#define PN_SIM_DMA_SHIFT {S.DMA_SHIFT}",
          "#define PN_SIM_DMA_BASE(c) (((uint64_t)(c) + 1) << PN_SIM_DMA_SHIFT)",
          "#define PN_SIM_MAX_MEM (1ull << PN_SIM_DMA_SHIFT)",
-         f"#define PN_SIM_TRACE_OFF {S.TRACE_OFF}u", "", "/* Queue entry kinds. */",
+         f"#define PN_SIM_TRACE_OFF {S.TRACE_OFF}u", "",
+         "/* pn_sim_node_status: link ports per record, and the index k of each link field */",
+         f"#define PN_SIM_STATUS_LINKS {S.STATUS_LINKS}",
+         *[f"#define PN_SIM_LINK_{n.upper()} {k}" for k, (n, _) in enumerate(S.STATUS_LINK_FIELDS)],
+         f"#define PN_SIM_LINK_FIELDS {len(S.STATUS_LINK_FIELDS)}",
+         "", "/* Queue entry kinds. */",
          "enum pn_sim_op_kind {"]
     L += [f"\t{f'PN_SIM_OP_{k.name} = {int(k)},':<28}/* {S.OP_KIND_DOC[k]} */" for k in S.OpKind]
     L += ["};", "", *_c_comment(textwrap.fill(S.HELLO_DEVICE_DOC, 86)),
@@ -234,6 +242,14 @@ def csr_header(regs: dict[str, dict]) -> str:
     L += ["", "/* link faults: X(port, down_reason offset, downs offset) */",
           "#define PN_CSR_LINK_FAULTS(X) \\"]
     L += [f"\tX({p}, PN_CSR_LINK{p}_DOWN_REASON, PN_CSR_LINK{p}_DOWNS) \\" for p in faults]
+    # Per-link values of the simulator's status snapshot (paranic.spec.sim), those the
+    # gateware has: X(port, k, offset) with k the field's PN_SIM_LINK_* index.
+    L += ["", "/* link status values: X(port, field index, offset) */", "#define PN_CSR_LINK_STATUS(X) \\"]
+    for n in links:
+        port = n[4:n.index("_")]
+        for k, (_, csr) in enumerate(S.STATUS_LINK_FIELDS):
+            if f"link{port}_{csr}" in regs and regs[f"link{port}_{csr}"]["size"] <= 32:
+                L.append(f"\tX({port}, {k}, PN_CSR_{ident(f'link{port}_{csr}')}) \\")
     L += ["", "#endif /* PN_CSR_H */"]
     return "\n".join(L) + "\n"
 

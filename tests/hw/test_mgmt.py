@@ -117,6 +117,9 @@ def load_routes(nic: NicCore, table: dict[int, int]):
     yield
 
 
+# The two tests below simulate two whole NicCores in Migen's simulator: about 12 minutes
+# each here. The same behaviour is tested on Verilated clusters in tests/cocotb/mgmt.
+@pytest.mark.slow
 @pytest.mark.parametrize("n_links", [2, 4])
 def test_link_local_every_port(n_links):
     """A link-local CONTROL packet sent on each port of each NIC arrives at the other
@@ -155,6 +158,7 @@ def test_link_local_every_port(n_links):
     assert res["host_rx"] == [n_links, n_links]   # every ejected packet went to mgmt
 
 
+@pytest.mark.slow
 def test_routed_control_and_slow_cpu():
     """Routed CONTROL packets (direct = 0) reach the management port of the node the
     table names; with the receiving CPU slow, the RX FIFO fills and back-pressures

@@ -120,6 +120,20 @@
 #define PN_FW_ERROR_PARTITIONED 6
 #define PN_FW_ERROR_INTERNAL 7
 #define PN_FW_ERROR_NAMES { "none", "no_links", "topology", "id_conflict", "too_many", "disagree", "partitioned", "internal" }
+/* Index of each fw_* register in FW_STATUS order (status snapshots) */
+#define PN_FW_REG_STATE 0
+#define PN_FW_REG_ERROR 1
+#define PN_FW_REG_TOPO 2
+#define PN_FW_REG_COORDS 3
+#define PN_FW_REG_EPOCH 4
+#define PN_FW_REG_LINKS_IN 5
+#define PN_FW_REG_REROUTES 6
+#define PN_FW_REG_LINK_DOWNS 7
+#define PN_FW_REG_EVACUATED 8
+#define PN_FW_REG_LOST 9
+#define PN_FW_REG_HEARTBEAT 10
+#define PN_FW_REG_FINGERPRINT 11
+#define PN_FW_REGS 12
 #define PN_CFG_NODE_VALID 0x8000u
 
 /* Packet header: two little-endian 64-bit words. */
