@@ -70,6 +70,7 @@ struct Config {
 	int verbose = 0;
 	double stats_s = 0;           /* print a statistics line every stats_s seconds */
 	bool free_run = false;        /* never throttle (speed measurements) */
+	uint32_t status_period = 16384; /* cycles between status snapshots of a node (0: none) */
 
 	uint32_t c_mmio_w = 0, c_mmio_r = 0, c_dma_r = 0, c_dma_w = 0;
 };
@@ -91,6 +92,7 @@ struct Script {
 	std::vector<uint32_t> reads;
 	std::function<void(Script &)> done;
 	std::function<void(Script &)> build;   /* optional: fill `steps` when it starts */
+	bool background = false;   /* the status snapshot's reads: never keep the clock busy */
 
 	void csr_write(uint32_t addr, unsigned bits, uint64_t value);
 	void csr_read(uint32_t addr);   /* one 32-bit word */
@@ -287,6 +289,13 @@ private:
 	void link_poll(int node, uint64_t due);
 	void start_job(int nodes);
 	uint32_t barrier_mode(int nodes) const;
+	/* status.cpp: the status snapshot in the global shm */
+	static size_t status_off();
+	pn_sim_node_status *status_rec(int n);
+	void status_start();
+	void status_tick();
+	void status_poll(int n);
+	void status_publish(int n, const std::vector<uint32_t> &vals);
 	/* clients.cpp: the client protocol */
 	void accept_clients();
 	void on_readable(Client *cl);
@@ -340,4 +349,7 @@ private:
 	uint64_t last_activity = 0;
 	uint64_t ctx_gen[SIM_NODES][SIM_N_CTX] = {};
 	std::vector<CtxRun *> ctx_waiting;   /* context runs in a SETTLE wait */
+	std::vector<uint64_t> status_next;   /* status.cpp: when node n's next refresh is due */
+	std::vector<bool> status_pending;    /* ... and whether one is under way */
+	uint64_t status_due = UINT64_MAX;    /* the earliest status_next not under way */
 };

@@ -49,6 +49,8 @@ static void usage(FILE *f)
 		"  --max-cycles N       stop after N cycles\n"
 		"  --stats S            print a statistics line every S seconds\n"
 		"  --free-run           run the clock at full speed even when idle (speed tests)\n"
+		"  --status-period N    refresh each node's status snapshot (identity, fw_*, links;\n"
+		"                       `paranic cluster status`) every N cycles (default 16384; 0: never)\n"
 		"  -v, --verbose\n",
 		SIM_NODES, SIM_N_CTX, SIM_MTU);
 }
@@ -57,7 +59,7 @@ int main(int argc, char **argv)
 {
 	Config c;
 	enum { O_READY = 256, O_SHM, O_LOG, O_MW, O_MR, O_DR, O_DW, O_BER, O_RCB, O_MAXR, O_MAXP, O_RADIX,
-	       O_A2A, O_IDLE, O_BURST, O_TICK, O_MAXC, O_STATS, O_SOCK, O_FREE };
+	       O_A2A, O_IDLE, O_BURST, O_TICK, O_MAXC, O_STATS, O_SOCK, O_FREE, O_STATUS };
 	static const struct option opts[] = {
 		{"socket", required_argument, nullptr, O_SOCK},
 		{"ready-file", required_argument, nullptr, O_READY},
@@ -79,6 +81,7 @@ int main(int argc, char **argv)
 		{"max-cycles", required_argument, nullptr, O_MAXC},
 		{"stats", required_argument, nullptr, O_STATS},
 		{"free-run", no_argument, nullptr, O_FREE},
+		{"status-period", required_argument, nullptr, O_STATUS},
 		{"verbose", no_argument, nullptr, 'v'},
 		{"help", no_argument, nullptr, 'h'},
 		{nullptr, 0, nullptr, 0},
@@ -116,6 +119,17 @@ int main(int argc, char **argv)
 		case O_MAXC: c.max_cycles = strtoull(optarg, nullptr, 0); break;
 		case O_STATS: c.stats_s = atof(optarg); break;
 		case O_FREE: c.free_run = true; break;
+		case O_STATUS: {
+			char *end;
+			errno = 0;
+			unsigned long v = strtoul(optarg, &end, 0);
+			if (errno || *end || !*optarg || v > 0xffffffffull) {
+				fprintf(stderr, "paranic-sim: --status-period takes a cycle count (0: off)\n");
+				return 2;
+			}
+			c.status_period = (uint32_t)v;
+			break;
+		}
 		case 'v': sim_verbose++; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
