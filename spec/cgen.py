@@ -98,7 +98,8 @@ def protocol_header() -> str:
               ", ".join(f'"{m.name.lower()}"' for m in sorted(enum, key=int)) + " }"]
     L += ["/* Index of each fw_* register in FW_STATUS order (status snapshots) */"]
     L += [f"#define PN_FW_REG_{n.upper()} {i}" for i, n in enumerate(FW.FW_STATUS_NAMES)]
-    L += [f"#define PN_FW_REGS {len(FW.FW_STATUS_NAMES)}"]
+    L += [f"#define PN_FW_REGS {len(FW.FW_STATUS_NAMES)}",
+          "#define PN_FW_REG_NAMES { " + ", ".join(f'"{n}"' for n in FW.FW_STATUS_NAMES) + " }"]
     L += [f"#define PN_CFG_NODE_VALID 0x{FW.CFG_NODE_VALID:x}u", ""]
     L.append("/* Packet header: two little-endian 64-bit words. */")
     L += _c_field_macros("PN_HDR", P.HEADER_FIELDS)

@@ -134,6 +134,7 @@
 #define PN_FW_REG_HEARTBEAT 10
 #define PN_FW_REG_FINGERPRINT 11
 #define PN_FW_REGS 12
+#define PN_FW_REG_NAMES { "state", "error", "topo", "coords", "epoch", "links_in", "reroutes", "link_downs", "evacuated", "lost", "heartbeat", "fingerprint" }
 #define PN_CFG_NODE_VALID 0x8000u
 
 /* Packet header: two little-endian 64-bit words. */
