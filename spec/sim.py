@@ -255,12 +255,6 @@ def sim_dna(index: int) -> int:
     return SIM_DNA_BASE + index + 1
 
 
-def status_offset(nodes: int, n_ctx: int) -> int:
-    """Byte offset of the node status records in the global shared memory: after the
-    trace records, 256-byte aligned."""
-    return (TRACE_OFF + nodes * n_ctx * TRACE.size + 255) // 256 * 256
-
-
 def ber_to_threshold(ber: float, bits: int = LINE_WORD_BITS) -> int:
     """A cable's ``ber_threshold``: it flips one bit of a line word with probability
     ``1 - (1 - ber)**bits`` (about ``bits * ber``), i.e. ``threshold / 2**32``."""

@@ -14,7 +14,7 @@
 size_t Harness::status_off()
 {
 	size_t off = PN_SIM_TRACE_OFF + (size_t)SIM_NODES * SIM_N_CTX * sizeof(pn_sim_trace);
-	return (off + 255) & ~(size_t)255;   /* paranic.spec.sim.status_offset */
+	return (off + 255) & ~(size_t)255;   /* 256-byte aligned; clients read g->status_off */
 }
 
 pn_sim_node_status *Harness::status_rec(int n)
