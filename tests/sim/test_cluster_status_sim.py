@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
 import sys
 
 import pytest
@@ -79,3 +80,20 @@ def test_cli_cluster_status_sim(sim4):
     assert r.returncode == 0, r.stderr
     assert "backend sim: 4 node(s)" in r.stdout
     assert r.stdout.count("XP  up") == 4 and r.stdout.count("XM  up") == 4
+
+
+def test_snapshot_reads_let_the_harness_sleep(sim4, hal):
+    """The snapshot's CSR reads are background work: with a client attached and nothing
+    in flight the harness still goes to sleep (slow ticks), and a later call still gets a
+    fresh snapshot (it wakes the clock)."""
+    hal.cluster_status(0)
+    deadline = time.monotonic() + 20
+    while not sim4.counters()["sleeping"] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert sim4.counters()["sleeping"] == 1
+    c0 = sim4.cycle()
+    time.sleep(0.5)
+    # slow ticks: 100 cycles per 20 ms tick at most, not the full-speed clock
+    assert sim4.cycle() - c0 < 100 * 0.5 / 0.02 * 2
+    t = sim4.cycle()
+    assert hal.cluster_status(2)["cycle"] >= t
