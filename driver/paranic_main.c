@@ -300,8 +300,13 @@ static ssize_t pn_fw_show(struct device *dev, struct device_attribute *attr, cha
 	static struct pn_fw_attr pn_fw_##name = { __ATTR(name, 0444, pn_fw_show, NULL), (off), (bits) };
 PN_CSR_FW(PN_FW_ATTR)
 PN_CSR_ID(PN_FW_ATTR)
+/* firmware/node: the node CSR itself (the firmware may have set it; node_id above is
+ * what SET_NODE_ID last wrote). */
+PN_FW_ATTR(node, PN_CSR_NODE, PN_CSR_NODE_SIZE)
 #define PN_FW_PTR(name, off, bits) &pn_fw_##name.attr.attr,
-static struct attribute *pn_fw_attrs[] = { PN_CSR_FW(PN_FW_PTR) PN_CSR_ID(PN_FW_PTR) NULL };
+static struct attribute *pn_fw_attrs[] = {
+	PN_CSR_FW(PN_FW_PTR) PN_CSR_ID(PN_FW_PTR) PN_FW_PTR(node, 0, 0) NULL
+};
 
 static const struct attribute_group pn_fw_group = {
 	.name = "firmware",

@@ -353,7 +353,9 @@ static int pci_node_status(pn_hal_t *h, unsigned index, pn_node_status_t *out)
 		return r;
 	base = strrchr(dev, '/') ? strrchr(dev, '/') + 1 : dev;
 	snprintf(dir, sizeof(dir), "/sys/class/misc/%s", base);
-	r = pci_sysfs_u64(dir, "node_id", NULL, 0, &v);
+	r = pci_sysfs_u64(dir, "firmware/node", NULL, 0, &v);   /* the node CSR */
+	if (r)
+		r = pci_sysfs_u64(dir, "node_id", NULL, 0, &v);    /* older driver: SET_NODE_ID's */
 	if (r)
 		return r;
 	out->node_id = (uint32_t)v;
