@@ -110,7 +110,7 @@ HEADER_FIELDS: tuple[Field, ...] = (
     Field("vc", 39, 1, "virtual channel (0; reserved for dateline VCs)"),
     Field("length", 40, 14, "payload length in bytes, 0..MTU"),
     Field("flags", 54, 4, "Flags: SOM, EOM, BAR_RELEASE"),
-    Field("direct", 58, 3, "0: routed by table; 1..4: link-local CONTROL packet (DIRECT_DOC)"),
+    Field("direct", 58, 3, "0: routed by table; 1..4: link-local CONTROL packet, out on that port (docs/mgmt.md)"),
     Field("rsvd", 61, 3, "reserved, zero"),
     Field("tag", 64, 64, "tag or immediate word, opaque to the network"),
 )

@@ -178,7 +178,7 @@
 #define PN_HDR_FLAGS_SHIFT 54
 #define PN_HDR_FLAGS_WIDTH 4
 #define PN_HDR_FLAGS_MASK 0xfULL
-/* 0: routed by table; 1..4: link-local CONTROL packet (DIRECT_DOC) */
+/* 0: routed by table; 1..4: link-local CONTROL packet, out on that port (docs/mgmt.md) */
 #define PN_HDR_DIRECT_WORD 0
 #define PN_HDR_DIRECT_SHIFT 58
 #define PN_HDR_DIRECT_WIDTH 3
