@@ -247,12 +247,27 @@ def add_links(soc, board: "Board", links, leds=None, leds_active_low: bool = Fal
         connector = soc._ribbon_connectors[0]
         soc.platform.add_extension(sync_io(connector, platform=soc.platform))
         soc.add_sync_line(soc.platform.request("ribbon_sync"))
+    add_dna(soc, board)
     if leds is not None:
         if leds_active_low:
             up = Signal(len(ports))
             soc.comb += leds.eq(~up)
             leds = up
         soc.add_link_leds(leds)
+
+
+def add_dna(soc, board: "Board") -> None:
+    """NicCore's ``dna`` identity input from the FPGA's device DNA (LiteX's XilinxDNA:
+    DNA_PORT, 57 bits, on 7 series; DNA_PORTE2, 96 bits of which the low 64 are used, on
+    UltraScale(+)); the firmware reads it as ``id_dna`` (docs/mgmt.md). No configured
+    node id: ``cfg_node`` stays 0."""
+    from litex.soc.cores.dna import XilinxDNA
+
+    if board.part.yosys_family == "xc7":
+        soc.dna = XilinxDNA(nbits=57, primitive="DNA_PORT")
+    else:
+        soc.dna = XilinxDNA(nbits=96, primitive="DNA_PORTE2")
+    soc.comb += soc.nic.nic.dna.eq(soc.dna._id.status[:64])
 
 
 # Argument parser -----------------------------------------------------------------------------------

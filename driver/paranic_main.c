@@ -227,17 +227,97 @@ static ssize_t pn_link_show(struct device *dev, struct device_attribute *attr, c
 		__ATTR(link##port, 0444, pn_link_show, NULL), (void *)(uintptr_t)(off) };
 PN_CSR_LINK_STATES(PN_LINK_ATTR)
 #define PN_LINK_PTR(port, off) &pn_link_##port.attr.attr,
-static struct attribute *pn_link_attrs[] = { PN_CSR_LINK_STATES(PN_LINK_PTR) NULL };
+
+/* links/link<N>_down_reason, links/link<N>_downs: why a link went down and how often
+ * (the link layer's fault CSRs; the list is generated from the CSR map, empty on gateware
+ * without them). */
+static ssize_t __maybe_unused pn_link_u32_show(struct device *dev, struct device_attribute *attr,
+						char *buf)
+{
+	struct dev_ext_attribute *ea = container_of(attr, struct dev_ext_attribute, attr);
+	u32 v;
+	int r = pn_sysfs_csr(pn_from_dev(dev), (u32)(uintptr_t)ea->var, &v);
+
+	return r ? r : sysfs_emit(buf, "%u\n", v);
+}
+
+#define PN_FAULT_ATTR(port, reason, downs) \
+	static struct dev_ext_attribute pn_link_reason_##port = { \
+		__ATTR(link##port##_down_reason, 0444, pn_link_u32_show, NULL), (void *)(uintptr_t)(reason) }; \
+	static struct dev_ext_attribute pn_link_downs_##port = { \
+		__ATTR(link##port##_downs, 0444, pn_link_u32_show, NULL), (void *)(uintptr_t)(downs) };
+PN_CSR_LINK_FAULTS(PN_FAULT_ATTR)
+#define PN_FAULT_PTR(port, reason, downs) &pn_link_reason_##port.attr.attr, &pn_link_downs_##port.attr.attr,
+
+static struct attribute *pn_link_attrs[] = {
+	PN_CSR_LINK_STATES(PN_LINK_PTR)
+	PN_CSR_LINK_FAULTS(PN_FAULT_PTR)
+	NULL
+};
 
 static const struct attribute_group pn_link_group = {
 	.name = "links",
 	.attrs = pn_link_attrs,
 };
 
+/* firmware/<name>: the firmware's status registers (fw_*, paranic/spec/fw.py) and the
+ * identity inputs (id_*): state and error by name, topo and coords as "x y", dna in hex,
+ * the rest in decimal. 0 / "none" on a board without firmware. */
+struct pn_fw_attr {
+	struct device_attribute attr;
+	u32 off;
+	u32 bits;
+};
+
+static ssize_t pn_fw_show(struct device *dev, struct device_attribute *attr, char *buf)
+{
+	static const char *const states[] = PN_FW_STATE_NAMES;
+	static const char *const errors[] = PN_FW_ERROR_NAMES;
+	struct pn_fw_attr *fa = container_of(attr, struct pn_fw_attr, attr);
+	struct pn_dev *d = pn_from_dev(dev);
+	const char *name = attr->attr.name;
+	u32 v, lo;
+	int r = pn_sysfs_csr(d, fa->off, &v);
+
+	if (r)
+		return r;
+	if (fa->bits > 32) {   /* 64-bit CSR: most significant word first */
+		r = pn_sysfs_csr(d, fa->off + 4, &lo);
+		return r ? r : sysfs_emit(buf, "0x%016llx\n", (unsigned long long)v << 32 | lo);
+	}
+	if (!strcmp(name, "state") && v < ARRAY_SIZE(states))
+		return sysfs_emit(buf, "%s\n", states[v]);
+	if (!strcmp(name, "error") && v < ARRAY_SIZE(errors))
+		return sysfs_emit(buf, "%s\n", errors[v]);
+	if (!strcmp(name, "topo") || !strcmp(name, "coords"))
+		return sysfs_emit(buf, "%u %u\n", v & 0xffff, v >> 16);
+	if (!strcmp(name, "fingerprint") || !strcmp(name, "cfg_node"))
+		return sysfs_emit(buf, "0x%x\n", v);
+	return sysfs_emit(buf, "%u\n", v);
+}
+
+#define PN_FW_ATTR(name, off, bits) \
+	static struct pn_fw_attr pn_fw_##name = { __ATTR(name, 0444, pn_fw_show, NULL), (off), (bits) };
+PN_CSR_FW(PN_FW_ATTR)
+PN_CSR_ID(PN_FW_ATTR)
+/* firmware/node: the node CSR itself (the firmware may have set it; node_id above is
+ * what SET_NODE_ID last wrote). */
+PN_FW_ATTR(node, PN_CSR_NODE, PN_CSR_NODE_SIZE)
+#define PN_FW_PTR(name, off, bits) &pn_fw_##name.attr.attr,
+static struct attribute *pn_fw_attrs[] = {
+	PN_CSR_FW(PN_FW_PTR) PN_CSR_ID(PN_FW_PTR) PN_FW_PTR(node, 0, 0) NULL
+};
+
+static const struct attribute_group pn_fw_group = {
+	.name = "firmware",
+	.attrs = pn_fw_attrs,
+};
+
 static const struct attribute_group *pn_groups[] = {
 	&pn_attr_group,
 	&pn_counter_group,
 	&pn_link_group,
+	&pn_fw_group,
 	NULL
 };
 

@@ -1,7 +1,8 @@
 """NicCore: everything on a ParaNIC board that is not board-specific.
 
-Router + one LinkLayer per link port + HostInterface + BarrierUnit, joined by
-packet streams. The board (or the simulator) supplies the PHY adapters for the
+Router + one LinkLayer per link port + HostInterface + BarrierUnit + MgmtPort (the
+firmware's CONTROL packets), joined by packet streams; the identity inputs ``dna`` and
+``cfg_node`` (driven by the board or the simulator) and the firmware status registers. The board (or the simulator) supplies the PHY adapters for the
 link ports' ``phy_tx``/``phy_rx`` streams, a Wishbone master for ``bus`` (the
 context pages; privileged CSRs are collected by LiteX from the submodules), and
 two LitePCIe master ports for ``dma_rd``/``dma_wr``.
@@ -9,6 +10,7 @@ two LitePCIe master ports for ``dma_rd``/``dma_wr``.
 
 from __future__ import annotations
 
+from migen import If
 from litex.gen import LiteXModule
 from litex.soc.interconnect import packet
 from litex.soc.interconnect.csr import CSRStatus, CSRStorage
@@ -19,6 +21,7 @@ from .barrier import BarrierUnit
 from .common import hdr
 from .host import HostInterface
 from .link import LinkLayer
+from .mgmt import FwStatus, Identity, MgmtPort
 from .router import Router, default_buf_words
 
 
@@ -63,6 +66,12 @@ class NicCore(LiteXModule):
         # Node identity, written by the driver/firmware at bring-up.
         self.node = CSRStorage(P.NODE_BITS, description="This node's id (stamped into headers)")
         node_id = self.node.storage
+        # What the board/simulator says this node is (inputs; CSRs id_dna, id_cfg_node).
+        self.id = Identity()
+        self.dna = self.id.dna
+        self.cfg_node = self.id.cfg_node
+        # The firmware's status registers (fw_*; 0 without firmware).
+        self.fw = FwStatus()
 
         # Blocks ------------------------------------------------------------------------------
         self.router = Router(n_links=n_links, mtu=mtu,
@@ -71,6 +80,7 @@ class NicCore(LiteXModule):
                              inject_words=default_buf_words(mtu), table_nodes=table_nodes)
         self.host = HostInterface(n_ctx=n_ctx, mtu=mtu, **(host_kwargs or {}))
         self.barrier = BarrierUnit(n_ctx=n_ctx, with_sync_line=with_sync_line)
+        self.mgmt = MgmtPort(mtu=mtu)
         self.links = []
         for i in range(n_links):
             link = LinkLayer(mtu=mtu, **(link_kwargs or {}))
@@ -79,6 +89,7 @@ class NicCore(LiteXModule):
         self.router.add_csrs()
         self.host.add_csrs()
         self.barrier.add_csrs()
+        self.mgmt.add_csrs()
         for link in self.links:
             link.add_csrs()
 
@@ -92,15 +103,19 @@ class NicCore(LiteXModule):
         for port, link in zip(self.router.links, self.links):
             self.comb += link.port_connections(port)
 
-        # Injection: barrier packets and host packets share the router's local input. -------
-        self.inject = packet.Arbiter([self.barrier.source, self.host.tx_source],
+        # Injection: barrier packets, the management port's packets and host packets
+        # share the router's local input (packet round-robin). -----------------------------
+        self.inject = packet.Arbiter([self.barrier.source, self.mgmt.source, self.host.tx_source],
                                      self.router.local_sink)
 
-        # Ejection: BARRIER packets to the barrier unit, everything else to the host. --------
+        # Ejection by type: BARRIER to the barrier unit, CONTROL to the management port
+        # (which back-pressures, never drops), everything else to the host. -----------------
         self.eject = packet.Dispatcher(self.router.local_source,
-                                       [self.host.rx_sink, self.barrier.sink])
-        self.comb += self.eject.sel.eq(
-            hdr(self.router.local_source.data, "type") == P.PacketType.BARRIER)
+                                       [self.host.rx_sink, self.barrier.sink, self.mgmt.sink])
+        ptype = hdr(self.router.local_source.data, "type")
+        self.comb += If(ptype == P.PacketType.BARRIER, self.eject.sel.eq(1)
+                        ).Elif(ptype == P.PacketType.CONTROL, self.eject.sel.eq(2)
+                        ).Else(self.eject.sel.eq(0))
 
         # Host <-> barrier ------------------------------------------------------------------
         self.comb += [

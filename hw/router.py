@@ -197,6 +197,7 @@ class Router(LiteXModule):
         req = []
         drop_now = []
         badlen = []
+        directs = []
         for k, f in enumerate(self.inputs):
             rp = table.get_port(mode=READ_FIRST)
             self.specials += rp
@@ -213,19 +214,24 @@ class Router(LiteXModule):
                 rp.adr.eq(dst[:tbits]),
                 pw.eq(P.HEADER_WORDS + ((length + (P.WORD_BYTES - 1)) >> 3)),
             ]
+            # Link-local packets (header ``direct`` != 0, CONTROL only): from the local
+            # port out on link port ``direct``; from a link port to the local port.
+            dr = Signal(len(hdr(w0, "direct")), name=f"direct_{PORT_NAMES[k]}")
             self.sync += [
                 oob.eq(dst[tbits:] != 0) if P.NODE_BITS > tbits else oob.eq(0),
                 bl.eq((length > mtu) | (pw != f.head_words)),
                 nw.eq(f.head_words),
+                dr.eq(Mux(hdr(w0, "type") == P.PacketType.CONTROL, hdr(w0, "direct"), 0)),
             ]
             r = Signal(P.ROUTE_BITS, name=f"route_{PORT_NAMES[k]}")
             dn = Signal(name=f"drop_{PORT_NAMES[k]}")
             rq = Signal(name=f"req_{PORT_NAMES[k]}")
             self.comb += [
-                r.eq(rp.dat_r),
-                dn.eq(look[k] & (oob | bl | (r > n_links))),
+                If(dr == 0, r.eq(rp.dat_r)).Else(r.eq(dr if k == 0 else P.Port.LOCAL)),
+                dn.eq(look[k] & ((oob & (dr == 0)) | bl | (r > n_links))),
                 rq.eq(look[k] & ~dn),
             ]
+            directs.append(dr)
             route.append(r)
             words.append(nw)
             req.append(rq)
@@ -309,11 +315,21 @@ class Router(LiteXModule):
             self.err_unknown.eq(self.err_unknown + n_unk),
         ]
 
+        # The receiving router rewrites a link-local packet's ``direct`` to the port it
+        # arrived on (its header word 0 passes while ``first``), so the receiver knows its port.
+        dlo = P.HEADER_FIELD["direct"].offset
+        dhi = dlo + P.HEADER_FIELD["direct"].width
         for o in range(nports):
             p = pipes[o]
-            src = {k: [p.sink.valid.eq(f.source.valid), p.sink.data.eq(f.source.data),
-                       p.sink.first.eq(f.source.first), p.sink.last.eq(f.source.last)]
-                   for k, f in enumerate(self.inputs)}
+            src = {}
+            for k, f in enumerate(self.inputs):
+                data = f.source.data
+                if o == 0 and k != 0:
+                    data = Signal(P.WORD_BITS, name=f"eject_data_{PORT_NAMES[k]}")
+                    self.comb += [data.eq(f.source.data),
+                                  If(f.source.first & (directs[k] != 0), data[dlo:dhi].eq(k))]
+                src[k] = [p.sink.valid.eq(f.source.valid), p.sink.data.eq(data),
+                          p.sink.first.eq(f.source.first), p.sink.last.eq(f.source.last)]
             self.comb += If(busy[o], Case(owner[o], src))
             ended = Signal(name=f"ended_{PORT_NAMES[o]}")
             self.comb += ended.eq(busy[o] & p.sink.valid & p.sink.ready & p.sink.last)

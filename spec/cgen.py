@@ -20,6 +20,7 @@ import re
 import textwrap
 from typing import Iterable
 
+from . import fw as FW
 from . import link as LK
 from . import protocol as P
 from . import sim as S
@@ -50,7 +51,7 @@ def _c_field_macros(prefix: str, fields: Iterable[Field], word_bits: int = 64) -
 
 
 def protocol_header() -> str:
-    L: list[str] = [_SPDX_BSD, *_generated("paranic/spec/protocol.py and link.py"),
+    L: list[str] = [_SPDX_BSD, *_generated("paranic/spec/protocol.py, link.py and fw.py"),
                     "#ifndef PN_PROTOCOL_H", "#define PN_PROTOCOL_H", ""]
     consts = dict(
         WORD_BYTES=P.WORD_BYTES, HEADER_BYTES=P.HEADER_BYTES, DEFAULT_MTU=P.DEFAULT_MTU, MAX_MTU=P.MAX_MTU,
@@ -77,8 +78,7 @@ def protocol_header() -> str:
           "#define PN_RX_SLOT_BYTES(mtu) ((((mtu) + PN_HEADER_BYTES + PN_RX_VALID_BYTES) + 63) & ~63)",
           "#define PN_RX_VALID_OFFSET(mtu) (PN_RX_SLOT_BYTES(mtu) - PN_RX_VALID_BYTES)", ""]
     for enum, prefix in ((P.PacketType, "PN_TYPE"), (P.Flags, "PN_FLAG"), (P.Port, "PN_PORT"),
-                         (P.CtxReg, "PN_REG"), (P.StatusBit, "PN_STATUS"),
-                         (P.FwState, "PN_FW_STATE"), (P.FwError, "PN_FW_ERROR")):
+                         (P.CtxReg, "PN_REG"), (P.StatusBit, "PN_STATUS")):
         L.append(f"/* {enum.__name__} */")
         L += [f"#define {prefix}_{m.name} 0x{int(m.value):x}" for m in enum]
         L.append("")
@@ -97,6 +97,16 @@ def protocol_header() -> str:
     L += [f"#define PN_LINK_DOWN_{s.name} {int(s)}" for s in LK.LinkDownReason]
     L += ["#define PN_LINK_DOWN_NAMES { " +
           ", ".join(f'"{s.name.lower()}"' for s in sorted(LK.LinkDownReason, key=int)) + " }", ""]
+    L.append("/* Firmware status (fw_state, fw_error CSRs) and their names (sysfs, tools) */")
+    for enum, prefix in ((FW.FwState, "PN_FW_STATE"), (FW.FwError, "PN_FW_ERROR")):
+        L += [f"#define {prefix}_{m.name} {int(m)}" for m in enum]
+        L += [f"#define {prefix}_NAMES {{ " +
+              ", ".join(f'"{m.name.lower()}"' for m in sorted(enum, key=int)) + " }"]
+    L += ["/* Index of each fw_* register in FW_STATUS order (status snapshots) */"]
+    L += [f"#define PN_FW_REG_{n.upper()} {i}" for i, n in enumerate(FW.FW_STATUS_NAMES)]
+    L += [f"#define PN_FW_REGS {len(FW.FW_STATUS_NAMES)}",
+          "#define PN_FW_REG_NAMES { " + ", ".join(f'"{n}"' for n in FW.FW_STATUS_NAMES) + " }"]
+    L += [f"#define PN_CFG_NODE_VALID 0x{FW.CFG_NODE_VALID:x}u", ""]
     L.append("/* Packet header: two little-endian 64-bit words. */")
     L += _c_field_macros("PN_HDR", P.HEADER_FIELDS)
     L += ["", "/* DMA TX descriptor: four little-endian 64-bit words. */"]
@@ -154,7 +164,12 @@ def sim_shm_header() -> str:
          f"#define PN_SIM_DMA_SHIFT {S.DMA_SHIFT}",
          "#define PN_SIM_DMA_BASE(c) (((uint64_t)(c) + 1) << PN_SIM_DMA_SHIFT)",
          "#define PN_SIM_MAX_MEM (1ull << PN_SIM_DMA_SHIFT)",
-         f"#define PN_SIM_TRACE_OFF {S.TRACE_OFF}u", "", "/* Queue entry kinds. */",
+         f"#define PN_SIM_TRACE_OFF {S.TRACE_OFF}u", "",
+         "/* pn_sim_node_status: link ports per record, and the index k of each link field */",
+         f"#define PN_SIM_STATUS_LINKS {S.STATUS_LINKS}",
+         *[f"#define PN_SIM_LINK_{n.upper()} {k}" for k, (n, _) in enumerate(S.STATUS_LINK_FIELDS)],
+         f"#define PN_SIM_LINK_FIELDS {len(S.STATUS_LINK_FIELDS)}",
+         "", "/* Queue entry kinds. */",
          "enum pn_sim_op_kind {"]
     L += [f"\t{f'PN_SIM_OP_{k.name} = {int(k)},':<28}/* {S.OP_KIND_DOC[k]} */" for k in S.OpKind]
     L += ["};", "", "/* Fault request operations. */", "enum pn_sim_fault_op {"]
@@ -224,6 +239,28 @@ def csr_header(regs: dict[str, dict]) -> str:
     L += ["", f"#define PN_CSR_LINK_PORTS {len(links)}", "/* link states: X(port, offset) */",
           "#define PN_CSR_LINK_STATES(X) \\"]
     L += [f"\tX({n[4:n.index('_')]}, PN_CSR_{ident(n)}) \\" for n in links]
+    # Firmware status and identity (hw/mgmt.py; paranic.spec.fw): the driver's sysfs
+    # attributes and the simulator's status snapshot are generated from these lists.
+    fw = [n for n, r in sorted(regs.items(), key=lambda kv: kv[1]["addr"]) if n.startswith("fw_")]
+    L += ["", "/* firmware status registers: X(name, offset, bits) */", "#define PN_CSR_FW(X) \\"]
+    L += [f"\tX({n[3:]}, PN_CSR_{ident(n)}, {regs[n]['size']}) \\" for n in fw]
+    ids = [n for n in sorted(regs) if n.startswith("id_")]
+    L += ["", "/* identity inputs: X(name, offset, bits) */", "#define PN_CSR_ID(X) \\"]
+    L += [f"\tX({n[3:]}, PN_CSR_{ident(n)}, {regs[n]['size']}) \\" for n in ids]
+    # Link faults (spec/link.py, issue 12): per port the reason it went down and how often.
+    faults = [n[4:n.index("_")] for n in links
+              if f"link{n[4:n.index('_')]}_down_reason" in regs and f"link{n[4:n.index('_')]}_downs" in regs]
+    L += ["", "/* link faults: X(port, down_reason offset, downs offset) */",
+          "#define PN_CSR_LINK_FAULTS(X) \\"]
+    L += [f"\tX({p}, PN_CSR_LINK{p}_DOWN_REASON, PN_CSR_LINK{p}_DOWNS) \\" for p in faults]
+    # Per-link values of the simulator's status snapshot (paranic.spec.sim), those the
+    # gateware has: X(port, k, offset) with k the field's PN_SIM_LINK_* index.
+    L += ["", "/* link status values: X(port, field index, offset) */", "#define PN_CSR_LINK_STATUS(X) \\"]
+    for n in links:
+        port = n[4:n.index("_")]
+        for k, (_, csr) in enumerate(S.STATUS_LINK_FIELDS):
+            if f"link{port}_{csr}" in regs and regs[f"link{port}_{csr}"]["size"] <= 32:
+                L.append(f"\tX({port}, {k}, PN_CSR_{ident(f'link{port}_{csr}')}) \\")
     L += ["", "#endif /* PN_CSR_H */"]
     return "\n".join(L) + "\n"
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from typing import Callable, Iterable
 
+from . import fw as FW
 from . import link as LK
 from . import protocol as P
 from .fields import Field
@@ -78,12 +79,25 @@ def link_down_reason_table() -> str:
     return "\n".join(L) + "\n"
 
 
+def fw_tables() -> str:
+    """The firmware-status tables of docs/mgmt.md."""
+    L = ["| `fw_state` | name | meaning |", "|---|---|---|"]
+    L += [f"| {int(s)} | `{s.name}` | {FW.FW_STATE_DOC[s]} |" for s in FW.FwState]
+    L += ["", "| `fw_error` | name | meaning |", "|---|---|---|"]
+    L += [f"| {int(s)} | `{s.name}` | {FW.FW_ERROR_DOC[s]} |" for s in FW.FwError]
+    L += ["", "| CSR | bits | meaning |", "|---|---|---|"]
+    L += [f"| `fw_{n}` | {w} | {d} |" for n, w, d in FW.FW_STATUS]
+    L += [f"| `id_{n}` (ro) | {w} | {d} |" for n, w, d in FW.ID_REGS]
+    return "\n".join(L) + "\n"
+
+
 #: Generated block name -> generator.
 TABLES: dict[str, Callable[[], str]] = {
     "protocol": protocol_tables,
     "link-control-word": control_word_table,
     "link-state": link_state_table,
     "link-down-reason": link_down_reason_table,
+    "fw-status": fw_tables,
 }
 
 _BLOCK = re.compile(r"(<!-- BEGIN GENERATED: ([\w-]+) -->\n)(.*?)(<!-- END GENERATED -->)", re.S)

@@ -97,30 +97,6 @@ def port_dimension(port: int) -> int:
     return (port - 1) // 2
 
 
-class FwState(IntEnum):
-    """Value of the ``fw_state`` CSR: what the SoC firmware has made of the cluster."""
-
-    NONE = 0      #: no firmware (a host or the simulator's harness brings the node up)
-    BOOT = 1      #: firmware started, links training
-    DISCOVER = 2  #: exchanging neighbours and topology; no routes yet
-    ROUTED = 3    #: topology recognised, node id and routing table loaded, every link in use
-    DEGRADED = 4  #: routed around at least one link that is out of service
-    ERROR = 5     #: the cabling is not a ring or torus the firmware can route (fw_error)
-
-
-class FwError(IntEnum):
-    """Value of the ``fw_error`` CSR (temporary copy; spec/fw.py is the definition)."""
-
-    NONE = 0
-    NO_LINKS = 1
-    TOPOLOGY = 2
-    ID_CONFLICT = 3
-    TOO_MANY = 4
-    DISAGREE = 5
-    PARTITIONED = 6
-    INTERNAL = 7
-
-
 # ---------------------------------------------------------------------------
 # Packet header: 16 bytes = word 0 (routing and length) + word 1 (tag)
 # ---------------------------------------------------------------------------
@@ -134,11 +110,20 @@ HEADER_FIELDS: tuple[Field, ...] = (
     Field("vc", 39, 1, "virtual channel (0; reserved for dateline VCs)"),
     Field("length", 40, 14, "payload length in bytes, 0..MTU"),
     Field("flags", 54, 4, "Flags: SOM, EOM, BAR_RELEASE"),
-    Field("direct", 58, 3, "CONTROL packets: 0 routed by table; 1..4 link-local on this link port"),
+    Field("direct", 58, 3, "0: routed by table; 1..4: link-local CONTROL packet, out on that port (docs/mgmt.md)"),
     Field("rsvd", 61, 3, "reserved, zero"),
     Field("tag", 64, 64, "tag or immediate word, opaque to the network"),
 )
 HEADER_FIELD = {f.name: f for f in HEADER_FIELDS}
+
+#: The header's ``direct`` field (docs/mgmt.md, "Link-local packets").
+DIRECT_DOC = (
+    "0: the packet is routed by the routing table. 1..4: a link-local packet. The sending "
+    "router puts it out on link port `direct` (whatever its dst_node); the receiving router "
+    "delivers it to its local port and rewrites `direct` to the port it arrived on, so the "
+    "receiver learns its own port. Only CONTROL packets (the management port's) are "
+    "link-local: on any other type the routers ignore the field, and the host interface "
+    "refuses CONTROL and zeroes the field in every header it sends.")
 
 
 def pack_header(**values: int) -> bytes:
@@ -346,4 +331,4 @@ BAR0_MSIX_PBA_OFFSET = BAR0_SOC_CSR_OFFSET + 0xF008
 #: pn_csr.h): the driver refuses a BAR0 whose ``ident`` is not NIC_IDENT ("PNIC") and
 #: reports ``version``, bumped whenever the CSR map or a register's meaning changes.
 NIC_IDENT = 0x504E4943
-NIC_VERSION = 1
+NIC_VERSION = 2  # 2: management port, identity and fw_* CSRs (issue 12)

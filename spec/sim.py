@@ -214,7 +214,10 @@ GLOBAL = CStruct("pn_sim_global", (
     M("dma_read_cycles", "u32"),
     M("dma_write_cycles", "u32"),
     M("pid", "u32"),
-    M("pad0", "u8", 128 - 68),
+    M("status_off", "u32", doc="node status of harness node n: status_off + n * status_stride"),
+    M("status_stride", "u32"),
+    M("status_period", "u32", doc="cycles between two refreshes of a node's status"),
+    M("pad0", "u8", 128 - 80),
     M("cycle", "u64", doc="the clock: rising edges since the harness started"),
     M("pad1", "u8", 56),
     M("sleeping", "u32", doc="nothing in flight: the harness waits for a wake byte"),
@@ -224,6 +227,35 @@ GLOBAL = CStruct("pn_sim_global", (
     M("job_nodes", "u64", doc="size of the running job (0: none)"),
     M("pad2", "u8", 64 - 32),
 ), 256, "The harness's global shared memory (read-only for clients).")
+
+#: Link ports a node status record has room for (a torus router has 4).
+STATUS_LINKS = 4
+#: Per-link values of a node status record: (name, CSR ``link<i>_<name>``). A CSR the
+#: gateware lacks reads 0 and clears its bit in ``have``.
+STATUS_LINK_FIELDS: tuple[tuple[str, str], ...] = (
+    ("state", "link_state"), ("down_reason", "down_reason"), ("downs", "downs"),
+    ("tx_packets", "tx_packets"), ("rx_packets", "rx_packets"), ("crc_errors", "crc_errors"),
+    ("replays", "replays"), ("timeouts", "timeouts"),
+)
+#: The firmware status registers, in :data:`paranic.spec.fw.FW_STATUS` order.
+from .fw import FW_STATUS_NAMES as _FW_NAMES  # noqa: E402
+
+NODE_STATUS = CStruct("pn_sim_node_status", (
+    M("seq", "u64", doc="odd while the harness rewrites the record (seqlock)"),
+    M("cycle", "u64", doc="the cycle the CSR reads finished (0: never read)"),
+    M("dna", "u64", doc="id_dna"),
+    M("node_id", "u32", doc="the node CSR"),
+    M("cfg_node", "u32", doc="id_cfg_node"),
+    M("n_links", "u32", doc="link ports of the node"),
+    M("have", "u32", doc="bit k: link field k (PN_SIM_LINK_*) exists in the gateware"),
+    M("fw", "u32", len(_FW_NAMES), doc="fw_* CSRs in FW_STATUS order (PN_FW_REG_*)"),
+    M("link", "u32", STATUS_LINKS * len(STATUS_LINK_FIELDS),
+      doc="field k of link port p (0-based) at [k * PN_SIM_STATUS_LINKS + p]"),
+    M("pad", "u8", 256 - 40 - 4 * len(_FW_NAMES) - 4 * STATUS_LINKS * len(STATUS_LINK_FIELDS)),
+), 256, """Per node of the cluster (harness index), in the global shm at status_off: the node's
+identity, firmware status and links, refreshed by the harness's CSR reads every
+status_period cycles while the clock runs (docs/simulator.md, "Status snapshot").
+Read it as a seqlock: seq even and unchanged around the copy.""")
 
 #: The global counters a tool reads.
 GLOBAL_COUNTERS = ("cycle", "sleeping", "clients", "dma_refused", "mmio_ops", "job_nodes")
@@ -250,7 +282,7 @@ FAULT_REPLY = CStruct("pn_sim_fault_reply", (
     M("at_cycle", "u64", doc="the cycle the request takes (or took) effect"),
 ), 48, "Harness -> fault client: the answer to each pn_sim_fault.")
 
-STRUCTS = (OP, CTL, HELLO, WELCOME, TRACE, GLOBAL, FAULT, FAULT_REPLY)
+STRUCTS = (OP, CTL, HELLO, WELCOME, TRACE, GLOBAL, FAULT, FAULT_REPLY, NODE_STATUS)
 
 assert TRACE_OFF >= GLOBAL.size
 
@@ -258,6 +290,15 @@ assert TRACE_OFF >= GLOBAL.size
 def trace_offset(node: int, ctx: int, n_ctx: int) -> int:
     """Byte offset of (node, ctx)'s trace record in the global shared memory."""
     return TRACE_OFF + (node * n_ctx + ctx) * TRACE.size
+
+
+#: The simulator's per-node device id (a NicCore's ``dna`` input; a board wires its FPGA's
+#: DNA): harness node ``i`` gets ``SIM_DNA_BASE + i + 1`` (0 means "no id").
+SIM_DNA_BASE = 0x5349_4D44_4E41_0000  # "SIMDNA" << 16
+
+
+def sim_dna(index: int) -> int:
+    return SIM_DNA_BASE + index + 1
 
 
 def ber_to_threshold(ber: float, bits: int = LINE_WORD_BITS) -> int:

@@ -400,10 +400,47 @@ static void kill_during_dma(void)
 		close(fd);
 }
 
+/* pn_cluster_status through the pci backend (the driver's sysfs): one line for this
+ * board, one per link; index 1 must be -ENOENT (a board sees itself only). */
+static int cmd_status(void)
+{
+	pn_open_opts_t o;
+	pn_node_status_t st;
+	pn_hal_t *h;
+	unsigned p;
+	int r;
+
+	pn_open_opts_init(&o);
+	o.backend = "pci";
+	setenv("PARANIC_DEVICE", dev, 1);
+	r = pn_open(&h, &o);
+	if (r) {
+		printf("FAIL status open: %s\n", pn_strerror(r));
+		return 1;
+	}
+	r = pn_cluster_status(h, 0, &st);
+	if (r) {
+		printf("FAIL status: %s\n", pn_strerror(r));
+		pn_close(h);
+		return 1;
+	}
+	printf("PN-STATUS node %u dna 0x%016llx cfg_node %u fw_state %u fw_error %u epoch %u flags %u n_links %u\n",
+	       st.node_id, (unsigned long long)st.dna, st.cfg_node, st.fw_state, st.fw_error, st.epoch, st.flags,
+	       st.n_links);
+	for (p = 0; p < st.n_links; p++)
+		printf("PN-STATUS-LINK %u port %u state %u flags %u tx %u rx %u crc %u\n", p, st.links[p].port,
+		       st.links[p].state, st.links[p].flags, st.links[p].tx_packets, st.links[p].rx_packets,
+		       st.links[p].crc_errors);
+	r = pn_cluster_status(h, 1, &st);
+	printf("PN-STATUS index1 %d\n", r);
+	pn_close(h);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		fprintf(stderr, "usage: pn_guest info|setnode N NODES X Y|bad|killdma [DEV]\n");
+		fprintf(stderr, "usage: pn_guest info|status|setnode N NODES X Y|bad|killdma [DEV]\n");
 		return 2;
 	}
 	const char *cmd = argv[1];
@@ -414,6 +451,8 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (!strcmp(cmd, "info"))
 		return cmd_info();
+	if (!strcmp(cmd, "status"))
+		return cmd_status();
 	if (!strcmp(cmd, "setnode") && argc >= 6)
 		return cmd_setnode((unsigned)atoi(argv[2]), (unsigned)atoi(argv[3]), (unsigned)atoi(argv[4]),
 				   (unsigned)atoi(argv[5]));

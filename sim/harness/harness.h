@@ -90,6 +90,7 @@ struct Config {
 	uint64_t bringup_timeout = 50000000; /* cycles */
 	Config() { for (int &c : cfg_id) c = -1; }
 	std::vector<FaultEvent> faults;   /* --cut, --mend, --ber-cable */
+	uint32_t status_period = 16384; /* cycles between status snapshots of a node (0: none) */
 
 	uint32_t c_mmio_w = 0, c_mmio_r = 0, c_dma_r = 0, c_dma_w = 0;
 };
@@ -111,6 +112,7 @@ struct Script {
 	std::vector<uint32_t> reads;
 	std::function<void(Script &)> done;
 	std::function<void(Script &)> build;   /* optional: fill `steps` when it starts */
+	bool background = false;   /* the status snapshot's reads: never keep the clock busy */
 
 	void csr_write(uint32_t addr, unsigned bits, uint64_t value);
 	void csr_read(uint32_t addr);   /* one 32-bit word */
@@ -314,6 +316,13 @@ private:
 	void fw_routed();
 	void barrier_setup(int node);
 	uint32_t barrier_mode(int nodes) const;
+	/* status.cpp: the status snapshot in the global shm */
+	static size_t status_off();
+	pn_sim_node_status *status_rec(int n);
+	void status_start();
+	void status_tick();
+	void status_poll(int n);
+	void status_publish(int n, const std::vector<uint32_t> &vals);
 	/* clients.cpp: the client protocol */
 	void accept_clients();
 	void on_readable(Client *cl);
@@ -388,4 +397,7 @@ private:
 	uint32_t *cable_ber_p[SIM_CABLES] = {};
 	std::vector<FaultEvent> fault_queue;   /* due-ordered */
 	uint64_t fault_settle = 0;             /* run the clock until then (links react) */
+	std::vector<uint64_t> status_next;   /* status.cpp: when node n's next refresh is due */
+	std::vector<bool> status_pending;    /* ... and whether one is under way */
+	uint64_t status_due = UINT64_MAX;    /* the earliest status_next not under way */
 };

@@ -25,7 +25,16 @@ void Script::csr_read(uint32_t addr)
 
 bool Host::busy() const
 {
-	return item_active || !mq.empty() || !rj.empty() || beat_i < beats.size() || w_active || !pw.empty();
+	if (!rj.empty() || beat_i < beats.size() || w_active || !pw.empty())
+		return true;
+	/* Background scripts (the status snapshot, status.cpp) do not count: they must not
+	 * keep an idle harness from throttling its clock. */
+	if (item_active && !(cur.script && cur.script->background))
+		return true;
+	for (const MmioItem &it : mq)
+		if (!(it.script && it.script->background))
+			return true;
+	return false;
 }
 
 void Host::push_script(Script *s, uint64_t due)

@@ -147,6 +147,8 @@ static void usage(FILE *f)
 		"  --node-id I=ID       configured node id of node index I (default: none)\n"
 		"  --bringup-timeout N  give up (exit 4) when the firmware has not routed the\n"
 		"                       cluster after N cycles (default 50000000)\n"
+		"  --status-period N    refresh each node's status snapshot (identity, fw_*, links;\n"
+		"                       `paranic cluster status`) every N cycles (default 16384; 0: never)\n"
 		"  -v, --verbose\n",
 		SIM_NODES, SIM_N_CTX, SIM_MTU, SIM_CABLES - 1);
 }
@@ -155,7 +157,7 @@ int main(int argc, char **argv)
 {
 	Config c;
 	enum { O_READY = 256, O_SHM, O_LOG, O_MW, O_MR, O_DR, O_DW, O_BER, O_RCB, O_MAXR, O_MAXP, O_RADIX,
-	       O_A2A, O_IDLE, O_BURST, O_TICK, O_MAXC, O_STATS, O_SOCK, O_FREE, O_FAULT };
+	       O_A2A, O_IDLE, O_BURST, O_TICK, O_MAXC, O_STATS, O_SOCK, O_FREE, O_FAULT, O_STATUS };
 	static const struct option opts[] = {
 		{"socket", required_argument, nullptr, O_SOCK},
 		{"ready-file", required_argument, nullptr, O_READY},
@@ -184,6 +186,7 @@ int main(int argc, char **argv)
 		{"ber-cable", required_argument, nullptr, O_FAULT},
 		{"cut", required_argument, nullptr, O_FAULT},
 		{"mend", required_argument, nullptr, O_FAULT},
+		{"status-period", required_argument, nullptr, O_STATUS},
 		{"verbose", no_argument, nullptr, 'v'},
 		{"help", no_argument, nullptr, 'h'},
 		{nullptr, 0, nullptr, 0},
@@ -243,6 +246,17 @@ int main(int argc, char **argv)
 				return 2;
 			break;
 #endif
+		case O_STATUS: {
+			char *end;
+			errno = 0;
+			unsigned long v = strtoul(optarg, &end, 0);
+			if (errno || *end || !*optarg || v > 0xffffffffull) {
+				fprintf(stderr, "paranic-sim: --status-period takes a cycle count (0: off)\n");
+				return 2;
+			}
+			c.status_period = (uint32_t)v;
+			break;
+		}
 		case 'v': sim_verbose++; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;

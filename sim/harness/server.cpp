@@ -29,7 +29,7 @@ Harness::Harness(const Config &c) : cfg(c) {}
 
 void Harness::setup_shm()
 {
-	shm_bytes = PN_SIM_TRACE_OFF + (size_t)SIM_NODES * SIM_N_CTX * sizeof(pn_sim_trace);
+	shm_bytes = status_off() + (size_t)SIM_NODES * sizeof(pn_sim_node_status);
 	shm_bytes = (shm_bytes + 4095) & ~(size_t)4095;
 	shm_fd = open(cfg.shm_path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (shm_fd < 0 && errno == EEXIST) {
@@ -59,6 +59,9 @@ void Harness::setup_shm()
 	g->topo_y = SIM_TOPO_Y;
 	g->trace_off = PN_SIM_TRACE_OFF;
 	g->trace_stride = sizeof(pn_sim_trace);
+	g->status_off = (uint32_t)status_off();
+	g->status_stride = sizeof(pn_sim_node_status);
+	g->status_period = cfg.status_period;
 	g->mmio_write_cycles = cfg.c_mmio_w;
 	g->mmio_read_cycles = cfg.c_mmio_r;
 	g->dma_read_cycles = cfg.c_dma_r;
@@ -143,6 +146,8 @@ void Harness::step()
 	m->eval();
 	cycle++;
 	__atomic_store_n(&g->cycle, cycle, __ATOMIC_RELEASE);
+	if (cycle >= status_due)
+		status_tick();
 	if (!replies.empty()) {
 		for (size_t i = 0; i < replies.size();) {
 			Reply &r = replies[i];
@@ -225,6 +230,7 @@ int Harness::run()
 	m->sys_rst = 0;
 	reset_cycle = cycle;
 	bring_up();
+	status_start();
 
 	double t0 = wall_s(), next_stats = t0 + cfg.stats_s;
 	uint64_t idle_ticks = 0;

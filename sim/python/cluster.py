@@ -26,7 +26,7 @@ from paranic.hw.socnode import endpoint_signals
 
 from paranic.hw.standalone import NicCoreStandalone, write_csr_json
 from paranic.spec import protocol as P
-from paranic.spec.sim import ber_to_threshold
+from paranic.spec.sim import ber_to_threshold, sim_dna
 from paranic.spec.topo import Topology
 
 from .cable import SimPhy
@@ -142,6 +142,8 @@ class NicCluster(LiteXModule):
         ports.endpoint(node.nic.dma_wr.source, p + "dma_wr_source", master=True)
         ports.endpoint(node.nic.dma_wr.sink, p + "dma_wr_sink", master=False)
         ports.out(node.nic.irq, p + "irq")
+        # Identity: a per-node device id, no configured node id (the harness writes ids).
+        self.comb += [node.nic.dna.eq(sim_dna(i)), node.nic.cfg_node.eq(0)]
         return node
 
 

@@ -150,3 +150,26 @@ def test_guest_bad_input_and_kill_during_dma_on_the_simulated_nic(initrd):
     # the killed process's DMA really ran: the NIC read descriptors and payload from guest RAM
     reads = [int(x) for x in re.findall(r"(\d+) DMA reads", c.sim_log)]
     assert reads and max(reads) > 100, c.sim_log[-2000:]
+
+
+def test_guest_cluster_status_through_sysfs(initrd):
+    """The driver's firmware/ and links/ sysfs files and pn_cluster_status on the pci
+    backend (which reads them), on the simulated NIC of a one-node job: no firmware
+    (state none), the simulator's DNA, both links up, index 1 -ENOENT."""
+    from paranic.spec.sim import sim_dna
+
+    c = qemu.cluster_run(["info"], nodes=1, cluster="qemu-status")
+    clean(c.guest)
+    g = c.guest.console
+    assert not [ln for ln in g.splitlines() if ln.startswith("FAIL")], g[-4000:]
+    assert re.search(rf"PN-STATUS node 0 dna 0x{sim_dna(0):016x} cfg_node 0 fw_state 0 fw_error 0 "
+                     rf"epoch 0 flags 1 n_links 2", g), g[-4000:]
+    for p in (0, 1):
+        assert re.search(rf"PN-STATUS-LINK {p} port {p + 1} state 2 ", g), g[-4000:]
+    assert "PN-STATUS index1 -2" in g
+    sysfs = dict(ln.strip().split(maxsplit=2)[1:] for ln in g.splitlines()
+                 if ln.startswith("PN-SYSFS ") and len(ln.split()) >= 3)
+    assert sysfs["state"] == "none" and sysfs["error"] == "none" and sysfs["epoch"] == "0"
+    assert sysfs["dna"] == f"0x{sim_dna(0):016x}" and sysfs["link0"] == "up" and sysfs["link1"] == "up"
+    assert sysfs["node"] == "0" and sysfs["topo"] == "0 0" and sysfs["fingerprint"] == "0x0"
+    _sim_clean(c.sim_log)

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from paranic.spec.protocol import FwError, FwState, Port
+from paranic.spec.fw import FwError, FwState
+from paranic.spec.protocol import Port
 from paranic.spec.topo import Topology
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -292,6 +292,38 @@ int pn_status(pn_hal_t *h, pn_status_t *st)
 	return 0;
 }
 
+/* ---- cluster status ------------------------------------------------------------------------ */
+
+void pn_fill_fw_status(pn_node_status_t *out, const uint32_t fw[PN_FW_REGS])
+{
+	out->fw_state = fw[PN_FW_REG_STATE];
+	out->fw_error = fw[PN_FW_REG_ERROR];
+	out->topo_x = fw[PN_FW_REG_TOPO] & 0xffff;
+	out->topo_y = fw[PN_FW_REG_TOPO] >> 16;
+	out->coord_x = fw[PN_FW_REG_COORDS] & 0xffff;
+	out->coord_y = fw[PN_FW_REG_COORDS] >> 16;
+	out->epoch = fw[PN_FW_REG_EPOCH];
+	out->links_in = fw[PN_FW_REG_LINKS_IN];
+	out->reroutes = fw[PN_FW_REG_REROUTES];
+	out->link_downs = fw[PN_FW_REG_LINK_DOWNS];
+	out->evacuated = fw[PN_FW_REG_EVACUATED];
+	out->lost = fw[PN_FW_REG_LOST];
+	out->heartbeat = fw[PN_FW_REG_HEARTBEAT];
+	out->fingerprint = fw[PN_FW_REG_FINGERPRINT];
+	out->flags |= PN_NODE_HAVE_FW;
+}
+
+int pn_cluster_status(pn_hal_t *h, unsigned index, pn_node_status_t *out)
+{
+	if (!h || !out)
+		return -EINVAL;
+	if (!h->ops->node_status)
+		return -ENOTSUP;
+	memset(out, 0, sizeof(*out));
+	out->index = index;
+	return h->ops->node_status(h, index, out);
+}
+
 /* ---- errors ------------------------------------------------------------------------------- */
 
 const char *pn_strerror(int err)

@@ -82,7 +82,13 @@ struct pn_backend_ops {
 	 * still owns it (a crashed process: closed, out of barriers, free to claim). */
 	int (*ctx_owner)(pn_hal_t *h, uint32_t ctx, uint32_t *pid);
 	int (*ctx_release)(pn_hal_t *h, uint32_t ctx, uint32_t pid);
+	/* Optional (NULL: -ENOTSUP): pn_cluster_status() of node `index`; *out is zeroed and
+	 * its index set by the caller. */
+	int (*node_status)(pn_hal_t *h, unsigned index, pn_node_status_t *out);
 };
+
+/* Fill out's fw_* fields from the fw_* registers in FW_STATUS order (PN_FW_REG_*). */
+void pn_fill_fw_status(pn_node_status_t *out, const uint32_t fw[PN_FW_REGS]);
 
 extern const struct pn_backend_ops pn_backend_sw;
 extern const struct pn_backend_ops pn_backend_sim;

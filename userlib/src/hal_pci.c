@@ -289,6 +289,132 @@ static void pci_detach(pn_hal_t *h)
 	h->be = NULL;
 }
 
+/* ---- pn_cluster_status: the driver's sysfs attributes (docs/driver.md) -------------------- */
+
+/* One sysfs attribute of the board: 0 and its text (newline cut), or -errno. */
+static int pci_sysfs_read(const char *dir, const char *attr, char *buf, size_t n)
+{
+	char path[512];
+	ssize_t got;
+	int fd;
+
+	if (snprintf(path, sizeof(path), "%s/%s", dir, attr) >= (int)sizeof(path))
+		return -ENAMETOOLONG;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	got = read(fd, buf, n - 1);
+	close(fd);
+	if (got < 0)
+		return -errno;
+	buf[got] = 0;
+	buf[strcspn(buf, "\n")] = 0;
+	return 0;
+}
+
+/* A number (any base strtoull takes), or the index of its text in names[]. */
+static int pci_sysfs_u64(const char *dir, const char *attr, const char *const *names, size_t nnames,
+			 uint64_t *v)
+{
+	char buf[64], *end;
+	size_t i;
+	int r = pci_sysfs_read(dir, attr, buf, sizeof(buf));
+
+	if (r)
+		return r;
+	for (i = 0; names && i < nnames; i++)
+		if (!strcmp(buf, names[i])) {
+			*v = i;
+			return 0;
+		}
+	errno = 0;
+	*v = strtoull(buf, &end, 0);
+	return errno || end == buf ? -EIO : 0;
+}
+
+static int pci_node_status(pn_hal_t *h, unsigned index, pn_node_status_t *out)
+{
+	static const char *const fw_names[] = PN_FW_REG_NAMES;
+	static const char *const states[] = PN_FW_STATE_NAMES;
+	static const char *const errors[] = PN_FW_ERROR_NAMES;
+	static const char *const lstates[] = PN_LINK_STATE_NAMES;
+	char dev[256], dir[320], attr[64], buf[64];
+	uint32_t fw[PN_FW_REGS];
+	uint64_t v;
+	unsigned i, p;
+	const char *base;
+	int r;
+
+	(void)h;
+	if (index > 0)
+		return -ENOENT;   /* a board sees itself only */
+	r = pci_device_path(dev, sizeof(dev));
+	if (r)
+		return r;
+	base = strrchr(dev, '/') ? strrchr(dev, '/') + 1 : dev;
+	snprintf(dir, sizeof(dir), "/sys/class/misc/%s", base);
+	r = pci_sysfs_u64(dir, "firmware/node", NULL, 0, &v);   /* the node CSR */
+	if (r)
+		r = pci_sysfs_u64(dir, "node_id", NULL, 0, &v);    /* older driver: SET_NODE_ID's */
+	if (r)
+		return r;
+	out->node_id = (uint32_t)v;
+	/* firmware/: present with gateware that has the fw_* registers. */
+	_Static_assert(sizeof(fw_names) / sizeof(fw_names[0]) == PN_FW_REGS, "fw_* names");
+	for (i = 0; i < PN_FW_REGS; i++) {
+		snprintf(attr, sizeof(attr), "firmware/%s", fw_names[i]);
+		if (i == PN_FW_REG_TOPO || i == PN_FW_REG_COORDS) {   /* "x y" */
+			unsigned x, y;
+			r = pci_sysfs_read(dir, attr, buf, sizeof(buf));
+			if (!r && sscanf(buf, "%u %u", &x, &y) != 2)
+				r = -EIO;
+			v = (uint64_t)x | (uint64_t)y << 16;
+		} else if (i == PN_FW_REG_STATE) {
+			r = pci_sysfs_u64(dir, attr, states, sizeof(states) / sizeof(states[0]), &v);
+		} else if (i == PN_FW_REG_ERROR) {
+			r = pci_sysfs_u64(dir, attr, errors, sizeof(errors) / sizeof(errors[0]), &v);
+		} else {
+			r = pci_sysfs_u64(dir, attr, NULL, 0, &v);
+		}
+		if (r)
+			break;
+		fw[i] = (uint32_t)v;
+	}
+	if (!r)
+		pn_fill_fw_status(out, fw);
+	if (!pci_sysfs_u64(dir, "firmware/dna", NULL, 0, &v))
+		out->dna = v;
+	if (!pci_sysfs_u64(dir, "firmware/cfg_node", NULL, 0, &v))
+		out->cfg_node = (uint32_t)v;
+	for (p = 0; p < PN_STATUS_LINKS; p++) {
+		pn_link_status_t *l = &out->links[p];
+		static const char *const ctr[] = {"tx_packets", "rx_packets", "crc_errors", "replays", "timeouts"};
+		uint32_t *dst[] = {&l->tx_packets, &l->rx_packets, &l->crc_errors, &l->replays, &l->timeouts};
+		uint64_t reason, downs;
+
+		snprintf(attr, sizeof(attr), "links/link%u", p);
+		if (pci_sysfs_u64(dir, attr, lstates, sizeof(lstates) / sizeof(lstates[0]), &v))
+			break;
+		l->port = p + 1;
+		l->state = (uint32_t)v;
+		for (i = 0; i < sizeof(ctr) / sizeof(ctr[0]); i++) {
+			snprintf(attr, sizeof(attr), "counters/link%u_%s", p, ctr[i]);
+			if (!pci_sysfs_u64(dir, attr, NULL, 0, &v))
+				*dst[i] = (uint32_t)v;
+		}
+		snprintf(attr, sizeof(attr), "links/link%u_down_reason", p);
+		r = pci_sysfs_u64(dir, attr, NULL, 0, &reason);
+		snprintf(attr, sizeof(attr), "links/link%u_downs", p);
+		if (!r && !pci_sysfs_u64(dir, attr, NULL, 0, &downs)) {
+			l->down_reason = (uint32_t)reason;
+			l->downs = (uint32_t)downs;
+			l->flags |= PN_LINK_HAVE_FAULTS;
+		}
+		out->n_links = p + 1;
+	}
+	return 0;
+}
+
 const struct pn_backend_ops pn_backend_pci = {
 	.name = "pci",
 	.attach = pci_attach,
@@ -304,4 +430,5 @@ const struct pn_backend_ops pn_backend_pci = {
 	.now_ns = NULL,
 	.cycles = NULL,
 	.counters = NULL,
+	.node_status = pci_node_status,
 };

@@ -575,6 +575,70 @@ int pn_sim_info(pn_hal_t *h, pn_sim_info_t *out)
 	return 0;
 }
 
+/* pn_cluster_status: the harness's status snapshot of each node (pn_sim_node_status in the
+ * global shm, a seqlock; docs/simulator.md). Waits for a snapshot taken after the call
+ * began: a CSR read now and then keeps the harness's clock at full speed meanwhile. */
+static int sim_node_status(pn_hal_t *h, unsigned index, pn_node_status_t *out)
+{
+	struct sim_be *b = BE(h);
+	const struct pn_sim_global *g = b->g;
+	const struct pn_sim_node_status *st;
+	struct pn_sim_node_status c;
+	struct pn_backoff bo = {0};
+	uint64_t want, limit, seq;
+	unsigned p, k;
+
+	if (!g->status_off || !g->status_stride || !g->status_period)
+		return -ENOTSUP;   /* an older harness, or --status-period 0 */
+	if (index >= g->nodes)
+		return -ENOENT;
+	st = (const struct pn_sim_node_status *)((const uint8_t *)g + g->status_off +
+						 (size_t)index * g->status_stride);
+	want = __atomic_load_n(&g->cycle, __ATOMIC_ACQUIRE);
+	limit = want + 4ull * g->status_period + 100000;
+	for (;;) {
+		if ((bo.n & 255) == 0)
+			(void)sim_read(b, PN_SIM_OP_RCSR, b->csr_dropped);   /* activity: clock runs */
+		if (b->dead)
+			return -EIO;
+		seq = __atomic_load_n(&st->seq, __ATOMIC_ACQUIRE);
+		if (!(seq & 1)) {
+			memcpy(&c, (const void *)st, sizeof(c));
+			__atomic_thread_fence(__ATOMIC_ACQUIRE);
+			if (__atomic_load_n(&st->seq, __ATOMIC_RELAXED) == seq &&
+			    (c.cycle >= want || __atomic_load_n(&g->cycle, __ATOMIC_ACQUIRE) > limit))
+				break;
+		}
+		pn_backoff_step(&bo);
+	}
+	if (!c.cycle)
+		return -EIO;   /* never refreshed */
+	out->node_id = c.node_id;
+	out->dna = c.dna;
+	out->cfg_node = c.cfg_node;
+	out->cycle = c.cycle;
+	pn_fill_fw_status(out, c.fw);
+	out->n_links = c.n_links < PN_STATUS_LINKS ? c.n_links : PN_STATUS_LINKS;
+	for (p = 0; p < out->n_links; p++) {
+		pn_link_status_t *l = &out->links[p];
+		uint32_t v[PN_SIM_LINK_FIELDS];
+		for (k = 0; k < PN_SIM_LINK_FIELDS; k++)
+			v[k] = c.link[k * PN_SIM_STATUS_LINKS + p];
+		l->port = p + 1;
+		l->state = v[PN_SIM_LINK_STATE];
+		l->down_reason = v[PN_SIM_LINK_DOWN_REASON];
+		l->downs = v[PN_SIM_LINK_DOWNS];
+		l->tx_packets = v[PN_SIM_LINK_TX_PACKETS];
+		l->rx_packets = v[PN_SIM_LINK_RX_PACKETS];
+		l->crc_errors = v[PN_SIM_LINK_CRC_ERRORS];
+		l->replays = v[PN_SIM_LINK_REPLAYS];
+		l->timeouts = v[PN_SIM_LINK_TIMEOUTS];
+		if ((c.have >> PN_SIM_LINK_DOWN_REASON & 1) && (c.have >> PN_SIM_LINK_DOWNS & 1))
+			l->flags |= PN_LINK_HAVE_FAULTS;
+	}
+	return 0;
+}
+
 const struct pn_backend_ops pn_backend_sim = {
 	.name = "sim",
 	.attach = sim_attach,
@@ -590,4 +654,5 @@ const struct pn_backend_ops pn_backend_sim = {
 	.now_ns = sim_now_ns,
 	.cycles = sim_cycles,
 	.counters = sim_counters,
+	.node_status = sim_node_status,
 };

@@ -328,6 +328,19 @@ static void sw_counters(pn_hal_t *h, pn_status_t *st)
 	st->node_dropped = __atomic_load_n(&sw_node(be, be->node)->dropped, __ATOMIC_RELAXED);
 }
 
+/* pn_cluster_status: the sw NIC is a crossbar in shared memory, with no firmware and no
+ * links; node ids are the node indices. */
+static int sw_node_status(pn_hal_t *h, unsigned index, pn_node_status_t *out)
+{
+	struct sw_be *be = h->be;
+	if (index >= be->hdr->nodes)
+		return -ENOENT;
+	out->node_id = index;
+	out->fw_state = PN_FW_STATE_NONE;
+	out->n_links = 0;
+	return 0;
+}
+
 const struct pn_backend_ops pn_backend_sw = {
 	.name = "sw",
 	.attach = sw_attach,
@@ -345,4 +358,5 @@ const struct pn_backend_ops pn_backend_sw = {
 	.counters = sw_counters,
 	.ctx_owner = sw_ctx_owner,
 	.ctx_release = sw_ctx_release,
+	.node_status = sw_node_status,
 };

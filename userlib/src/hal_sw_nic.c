@@ -198,13 +198,14 @@ static void sw_pio_doorbell_locked(struct sw_be *be)
 		sts_store(be, PN_STS_PIO_DONE_WORD, ++be->pio_done);
 		return;
 	}
-	/* Stamp as the hardware does: source fields, vc and rsvd zero, only SOM/EOM kept. */
+	/* Stamp as the hardware does: source fields, vc, direct and rsvd zero, only SOM/EOM kept. */
 	if (!be->fault_nostamp) {
 		PN_SET(w, PN_HDR_SRC_NODE, be->node);
 		PN_SET(w, PN_HDR_SRC_CTX, be->ctx);
 	}
 	PN_SET(w, PN_HDR_VC, 0);
-	w[0] &= ~(0x3full << 58);   /* rsvd (bits 63:58, no macro: reserved fields have none) */
+	PN_SET(w, PN_HDR_DIRECT, 0);   /* link-local packets are the management port's */
+	w[0] &= ~(~0ull << (PN_HDR_DIRECT_SHIFT + PN_HDR_DIRECT_WIDTH));   /* rsvd (no macro) */
 	PN_SET(w, PN_HDR_FLAGS, PN_GET(w, PN_HDR_FLAGS) & (PN_FLAG_SOM | PN_FLAG_EOM));
 	be->pio_pending = 1;
 	pn_sw_pio_try(be);

@@ -59,6 +59,18 @@
 #define PN_SIM_MAX_MEM (1ull << PN_SIM_DMA_SHIFT)
 #define PN_SIM_TRACE_OFF 256u
 
+/* pn_sim_node_status: link ports per record, and the index k of each link field */
+#define PN_SIM_STATUS_LINKS 4
+#define PN_SIM_LINK_STATE 0
+#define PN_SIM_LINK_DOWN_REASON 1
+#define PN_SIM_LINK_DOWNS 2
+#define PN_SIM_LINK_TX_PACKETS 3
+#define PN_SIM_LINK_RX_PACKETS 4
+#define PN_SIM_LINK_CRC_ERRORS 5
+#define PN_SIM_LINK_REPLAYS 6
+#define PN_SIM_LINK_TIMEOUTS 7
+#define PN_SIM_LINK_FIELDS 8
+
 /* Queue entry kinds. */
 enum pn_sim_op_kind {
 	PN_SIM_OP_W32 = 1,          /* 32-bit store at context-page offset `off` */
@@ -258,7 +270,10 @@ struct pn_sim_global {
 	uint32_t dma_read_cycles;
 	uint32_t dma_write_cycles;
 	uint32_t pid;
-	uint8_t pad0[60];
+	uint32_t status_off;               /* node status of harness node n: status_off + n * status_stride */
+	uint32_t status_stride;
+	uint32_t status_period;            /* cycles between two refreshes of a node's status */
+	uint8_t pad0[48];
 	uint64_t cycle;                    /* the clock: rising edges since the harness started */
 	uint8_t pad1[56];
 	uint32_t sleeping;                 /* nothing in flight: the harness waits for a wake byte */
@@ -285,6 +300,9 @@ PN_SIM_STATIC_ASSERT(offsetof(struct pn_sim_global, mmio_read_cycles) == 52, "pn
 PN_SIM_STATIC_ASSERT(offsetof(struct pn_sim_global, dma_read_cycles) == 56, "pn_sim_global.dma_read_cycles");
 PN_SIM_STATIC_ASSERT(offsetof(struct pn_sim_global, dma_write_cycles) == 60, "pn_sim_global.dma_write_cycles");
 PN_SIM_STATIC_ASSERT(offsetof(struct pn_sim_global, pid) == 64, "pn_sim_global.pid");
+PN_SIM_STATIC_ASSERT(offsetof(struct pn_sim_global, status_off) == 68, "pn_sim_global.status_off");
+PN_SIM_STATIC_ASSERT(offsetof(struct pn_sim_global, status_stride) == 72, "pn_sim_global.status_stride");
+PN_SIM_STATIC_ASSERT(offsetof(struct pn_sim_global, status_period) == 76, "pn_sim_global.status_period");
 PN_SIM_STATIC_ASSERT(offsetof(struct pn_sim_global, cycle) == 128, "pn_sim_global.cycle");
 PN_SIM_STATIC_ASSERT(offsetof(struct pn_sim_global, sleeping) == 192, "pn_sim_global.sleeping");
 PN_SIM_STATIC_ASSERT(offsetof(struct pn_sim_global, clients) == 196, "pn_sim_global.clients");
@@ -333,5 +351,34 @@ PN_SIM_STATIC_ASSERT(offsetof(struct pn_sim_fault_reply, cut) == 24, "pn_sim_fau
 PN_SIM_STATIC_ASSERT(offsetof(struct pn_sim_fault_reply, ber) == 28, "pn_sim_fault_reply.ber");
 PN_SIM_STATIC_ASSERT(offsetof(struct pn_sim_fault_reply, cycle) == 32, "pn_sim_fault_reply.cycle");
 PN_SIM_STATIC_ASSERT(offsetof(struct pn_sim_fault_reply, at_cycle) == 40, "pn_sim_fault_reply.at_cycle");
+
+/*
+ * Per node of the cluster (harness index), in the global shm at status_off: the node's
+ * identity, firmware status and links, refreshed by the harness's CSR reads every
+ * status_period cycles while the clock runs (docs/simulator.md, "Status snapshot").
+ * Read it as a seqlock: seq even and unchanged around the copy.
+ */
+struct pn_sim_node_status {
+	uint64_t seq;                      /* odd while the harness rewrites the record (seqlock) */
+	uint64_t cycle;                    /* the cycle the CSR reads finished (0: never read) */
+	uint64_t dna;                      /* id_dna */
+	uint32_t node_id;                  /* the node CSR */
+	uint32_t cfg_node;                 /* id_cfg_node */
+	uint32_t n_links;                  /* link ports of the node */
+	uint32_t have;                     /* bit k: link field k (PN_SIM_LINK_*) exists in the gateware */
+	uint32_t fw[12];                   /* fw_* CSRs in FW_STATUS order (PN_FW_REG_*) */
+	uint32_t link[32];                 /* field k of link port p (0-based) at [k * PN_SIM_STATUS_LINKS + p] */
+	uint8_t pad[40];
+};
+PN_SIM_STATIC_ASSERT(sizeof(struct pn_sim_node_status) == 256, "pn_sim_node_status size");
+PN_SIM_STATIC_ASSERT(offsetof(struct pn_sim_node_status, seq) == 0, "pn_sim_node_status.seq");
+PN_SIM_STATIC_ASSERT(offsetof(struct pn_sim_node_status, cycle) == 8, "pn_sim_node_status.cycle");
+PN_SIM_STATIC_ASSERT(offsetof(struct pn_sim_node_status, dna) == 16, "pn_sim_node_status.dna");
+PN_SIM_STATIC_ASSERT(offsetof(struct pn_sim_node_status, node_id) == 24, "pn_sim_node_status.node_id");
+PN_SIM_STATIC_ASSERT(offsetof(struct pn_sim_node_status, cfg_node) == 28, "pn_sim_node_status.cfg_node");
+PN_SIM_STATIC_ASSERT(offsetof(struct pn_sim_node_status, n_links) == 32, "pn_sim_node_status.n_links");
+PN_SIM_STATIC_ASSERT(offsetof(struct pn_sim_node_status, have) == 36, "pn_sim_node_status.have");
+PN_SIM_STATIC_ASSERT(offsetof(struct pn_sim_node_status, fw) == 40, "pn_sim_node_status.fw");
+PN_SIM_STATIC_ASSERT(offsetof(struct pn_sim_node_status, link) == 88, "pn_sim_node_status.link");
 
 #endif /* PN_SIM_SHM_H */

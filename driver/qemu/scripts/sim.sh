@@ -10,6 +10,10 @@ insmod /pn/paranic.ko quiesce_ms=${PN_QUIESCE_MS:-60000}
 dmesg | grep 'paranic0:' | sed 's/^/PN-DMESG /'
 /pn/pn_guest setnode "$node" "$nodes" "$x" "$y"
 /pn/pn_guest info
+/pn/pn_guest status
+for f in /sys/class/misc/paranic0/firmware/* /sys/class/misc/paranic0/links/*; do
+	echo "PN-SYSFS $(basename $f) $(cat $f)"
+done
 # The guest's clock is not the simulator's: no cross-node timestamp order checks.
 export PARANIC_BACKEND=pci PARANIC_DEVICE=/dev/paranic0 HAL_CONF_TIMEOUT_MS=${HAL_CONF_TIMEOUT_MS:-120000}
 export HAL_CONF_NO_SHARED_CLOCK=1

@@ -189,6 +189,55 @@ int pn_progress(pn_hal_t *h);
 typedef void (*pn_wait_hook_t)(pn_hal_t *h, void *arg);
 void pn_set_wait_hook(pn_hal_t *h, pn_wait_hook_t fn, void *arg);
 
+/* ---- Cluster status (docs/userlib.md, "Cluster status") ----------------------------------- */
+
+/* Link ports a pn_node_status_t has room for (a torus router has 4). */
+#define PN_STATUS_LINKS 4
+/* pn_link_status_t.flags */
+#define PN_LINK_HAVE_FAULTS 0x1u   /* down_reason and downs come from the gateware */
+
+typedef struct pn_link_status {
+	uint32_t port;          /* router port: 1 XP, 2 XM, 3 YP, 4 YM (PN_PORT_*) */
+	uint32_t state;         /* PN_LINK_STATE_* */
+	uint32_t down_reason;   /* why it last went down: 0 none, 1 loss of signal, 2 replay
+	                         * limit, 3 taken down by software (docs/link-layer.md) */
+	uint32_t downs;         /* times it went down */
+	uint32_t tx_packets;    /* link-layer counters (32-bit, wrapping) */
+	uint32_t rx_packets;
+	uint32_t crc_errors;
+	uint32_t replays;
+	uint32_t timeouts;
+	uint32_t flags;         /* PN_LINK_HAVE_* */
+} pn_link_status_t;
+
+/* pn_node_status_t.flags */
+#define PN_NODE_HAVE_FW 0x1u       /* the firmware-status registers were read */
+
+typedef struct pn_node_status {
+	uint32_t index;         /* the index asked for */
+	uint32_t node_id;       /* the node CSR: this node's id on the network */
+	uint64_t dna;           /* unique device id (0: none) */
+	uint32_t cfg_node;      /* configured id: PN_CFG_NODE_VALID | id, or 0 */
+	uint32_t fw_state;      /* PN_FW_STATE_* (NONE: no firmware) */
+	uint32_t fw_error;      /* PN_FW_ERROR_* */
+	uint32_t topo_x, topo_y;   /* the topology the firmware found (ring: topo_y = 1) */
+	uint32_t coord_x, coord_y; /* this node's coordinates in it */
+	uint32_t epoch;         /* routing-table generation */
+	uint32_t links_in;      /* bit p-1: link port p carries routes */
+	uint32_t reroutes, link_downs, evacuated, lost, heartbeat, fingerprint;
+	uint32_t n_links;       /* link ports (0: the sw backend has none) */
+	uint32_t flags;         /* PN_NODE_HAVE_* */
+	uint64_t cycle;         /* sim: the simulator cycle the values were read at; else 0 */
+	pn_link_status_t links[PN_STATUS_LINKS];
+} pn_node_status_t;
+
+/* The status of node `index` of what this backend can see: sim, every node of the
+ * simulated cluster (index = the simulator's node index; the snapshot the simulator
+ * refreshes, waiting for one taken after the call began); pci, this board only
+ * (index 0); sw, every node of the sw cluster (no firmware, no links). Returns 0,
+ * -ENOENT past the last node, -ENOTSUP where the backend cannot tell, -EIO. */
+int pn_cluster_status(pn_hal_t *h, unsigned index, pn_node_status_t *out);
+
 /* ---- sw backend ------------------------------------------------------------------------ */
 
 /* Remove a sw cluster's shared-memory segment (processes attached keep their mapping). */

@@ -124,6 +124,12 @@ def _cmd_demo(a: argparse.Namespace) -> int:
     return demo.run(a)
 
 
+def _cmd_cluster(a: argparse.Namespace) -> int:
+    from . import clusterstatus
+
+    return clusterstatus.run(a)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="paranic", description="ParaNIC cluster interconnect tools")
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -177,6 +183,12 @@ def main(argv: list[str] | None = None) -> int:
     from . import boardtool
     boardtool.add_arguments(p)
     p.set_defaults(func=_cmd_boards)
+
+    p = sub.add_parser("cluster", help="cluster status: firmware state, topology, ids, links and counters "
+                                       "of every node (sim, pci, sw)")
+    from . import clusterstatus
+    clusterstatus.add_arguments(p)
+    p.set_defaults(func=_cmd_cluster)
 
     p = sub.add_parser("demo", help="ParaStation's benchmarks on the simulated cluster (make demo)")
     from . import demo

@@ -240,6 +240,28 @@ class Hal:
         """``pn_progress``: let a software backend do pending NIC work."""
         return check(lib.pn_progress(self._ptr()), "pn_progress")
 
+    def cluster_status(self, index: int) -> Optional[dict[str, Any]]:
+        """``pn_cluster_status``: node ``index`` of what the backend sees (sim: every
+        simulated node; sw: every node; pci: this board, index 0) as a dict of
+        pn_node_status_t's fields, ``links`` a list of ``n_links`` dicts of
+        pn_link_status_t; None past the last node."""
+        i = uint_arg("index", index, "pn_cluster_status")
+        st = ffi.new("pn_node_status_t *")
+        r = lib.pn_cluster_status(self._ptr(), i, st)
+        if r == -errno.ENOENT:
+            return None
+        check(r, "pn_cluster_status")
+        out: dict[str, Any] = {f: int(getattr(st, f)) for f in fields("pn_node_status_t") if f != "links"}
+        out["links"] = [struct_dict(st.links[p], "pn_link_status_t") for p in range(st.n_links)]
+        return out
+
+    def cluster(self) -> list[dict[str, Any]]:
+        """``cluster_status`` of every node the backend sees."""
+        out = []
+        while (st := self.cluster_status(len(out))) is not None:
+            out.append(st)
+        return out
+
     def sim_info(self) -> dict[str, int]:
         """``pn_sim_info``: the simulator's shape, PCIe model and counters
         (``PnError(ENOTSUP)`` off the sim backend)."""
