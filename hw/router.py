@@ -186,6 +186,8 @@ class Router(LiteXModule):
         owner = [Signal(max=nports, name=f"owner_{PORT_NAMES[o]}") for o in range(nports)]
         # A link output takes a packet when it is up and its channel has room for one.
         up = [Constant(1, 1)] + [link.up & link.tx_room for link in self.links]
+        link_up = [Constant(0, 1)] + [link.up for link in self.links] + \
+            [Constant(0, 1)] * (8 - 1 - n_links)
 
         # -- per-input head decode ---------------------------------------------
         fwd = [Signal(name=f"fwd_{PORT_NAMES[k]}") for k in range(nports)]
@@ -226,9 +228,15 @@ class Router(LiteXModule):
             r = Signal(P.ROUTE_BITS, name=f"route_{PORT_NAMES[k]}")
             dn = Signal(name=f"drop_{PORT_NAMES[k]}")
             rq = Signal(name=f"req_{PORT_NAMES[k]}")
+            # A link-local packet injected for a link that is not up is dropped (and
+            # counted in err_unknown): it was meant for whoever is at the other end of
+            # that cable, and waiting would block the local input behind it.
+            dead = Signal(name=f"deaddirect_{PORT_NAMES[k]}")
+            if k == 0:
+                self.comb += dead.eq((dr != 0) & ~Array(link_up)[dr])
             self.comb += [
                 If(dr == 0, r.eq(rp.dat_r)).Else(r.eq(dr if k == 0 else P.Port.LOCAL)),
-                dn.eq(look[k] & ((oob & (dr == 0)) | bl | (r > n_links))),
+                dn.eq(look[k] & ((oob & (dr == 0)) | bl | (r > n_links) | dead)),
                 rq.eq(look[k] & ~dn),
             ]
             directs.append(dr)

@@ -127,3 +127,23 @@ def test_direct_obeys_injection_bubble():
     assert res["slots"] == 1
     assert res["before"] == [1, 1]                     # held back by the bubble rule
     assert [w[1] for w in b.words(Port.XP)] == [1, 1, 9]
+
+
+def test_direct_to_a_port_that_is_down_is_dropped():
+    """A link-local packet for a link that is not up is dropped and counted (the firmware
+    sends it to whoever is at the other end; waiting would block the local input), and
+    the packets behind it on the local input go on."""
+    b = Bench(2)
+    stuck = ctl(Port.XM, dst=0, tag=7)
+    behind = ctl(Port.XP, dst=0, tag=8)
+
+    def main():
+        yield b.dut.links[Port.XM - 1].up.eq(0)
+        yield from b.load({})
+        yield from b.send(0, [stuck, behind])
+        for _ in range(100):
+            yield
+        assert (yield b.dut.err_unknown) == 1
+    b.run(main, 300)
+    assert b.words(Port.XP) == [behind]
+    assert b.words(Port.XM) == []
