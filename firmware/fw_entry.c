@@ -5,9 +5,9 @@
 
 static struct fw fw;
 
-void fw_main(void);
+int fw_main(void);
 
-void fw_main(void)
+int fw_main(void)
 {
 	fw_init(&fw, &fw_hw_soc);
 	for (;;)

@@ -27,7 +27,6 @@ static void publish(struct fw *f)
 
 	for (p = 1; p <= f->nports; p++)
 		in |= (uint32_t)f->port[p].usable << (p - 1);
-	status(f, FW_REG_STATE, f->state);
 	status(f, FW_REG_ERROR, f->error);
 	status(f, FW_REG_TOPO, f->X | f->Y << 16);
 	status(f, FW_REG_COORDS, f->cx | f->cy << 16);
@@ -38,6 +37,8 @@ static void publish(struct fw *f)
 	status(f, FW_REG_EVACUATED, f->evacuated);
 	status(f, FW_REG_LOST, f->lost);
 	status(f, FW_REG_FINGERPRINT, f->fingerprint);
+	/* The state last: a reader that sees it sees the registers that go with it. */
+	status(f, FW_REG_STATE, f->state);
 }
 
 void fw_init(struct fw *f, const struct fw_hw *hw)
@@ -86,6 +87,15 @@ static void send_direct(struct fw *f, unsigned int port, enum fw_msg_kind k, con
 	hw->tx_send(hw->ctx);
 }
 
+/* A port carries routes once its link is up, its neighbour known and its probation over. */
+static void try_use(struct fw *f, struct fw_port *q, uint64_t now)
+{
+	if (!q->usable && q->up && q->nbr_known && now - q->up_since >= q->probation) {
+		q->usable = 1;
+		f->self_dirty = 1;
+	}
+}
+
 static void receive(struct fw *f)
 {
 	const struct fw_hw *hw = f->hw;
@@ -114,6 +124,7 @@ static void receive(struct fw *f)
 				q->nbr_port = far;
 				f->self_dirty = 1;
 			}
+			try_use(f, q, f->hw->now(f->hw->ctx));
 		} else if ((uint16_t)w[1] == FW_MSG_LSA && n >= 2 + FW_LSA_WORDS) {
 			struct fw_lsa l;
 
@@ -207,10 +218,7 @@ static void links(struct fw *f, uint64_t now)
 				for (i = 0; i < f->ndb; i++)
 					f->db[i].pend |= 1u << (p - 1);
 			}
-			if (!q->usable && q->nbr_known && now - q->up_since >= q->probation) {
-				q->usable = 1;
-				f->self_dirty = 1;
-			}
+			try_use(f, q, now);
 		} else if (q->up) {
 			q->up = q->usable = 0;
 			f->self_dirty = 1;
