@@ -4,7 +4,7 @@
  * (`paranic bench faults`).
  *
  *   pn_launch -n N -- pn_faultstream [--backend B] [--src A] [--dst B] [--bytes S]
- *       [--count M]
+ *       [--count M] [--all]
  *
  * Node A (default 0) sends M messages of S bytes (default 4096 x 2000) to node B
  * (default 1), each starting with its sequence number. Node B receives them, checks that
@@ -16,6 +16,11 @@
  *    "duplicates": D, "corrupt": C, "out_of_order": O, "first_cycle": .., "last_cycle": ..,
  *    "MBps": .. (payload bytes over the first-to-last arrival time),
  *    "median_gap_cycles": .., "max_gap_cycles": .., "max_gap_at_cycle": ..}
+ *
+ * --all: every node sends M messages to every other node (round robin over the
+ * destinations) and receives (N-1) * M; each node prints the same JSON object with
+ * "src": -1, "dst": its own id, counting what it received from all senders
+ * ("out_of_order": messages from a sender that arrived after a later one of it).
  *
  * A message that never arrives makes B wait for ever: run it under a time limit (the
  * bench does) and read the simulator's counters.
@@ -35,38 +40,115 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static void fill(uint8_t *buf, size_t n, uint64_t seq)
+/* Message `seq` of sender `src`: its (src, seq) word, then a pattern of both. */
+static void fill(uint8_t *buf, size_t n, unsigned src, uint64_t seq)
 {
+	uint64_t w = seq | (uint64_t)src << 48;
 	size_t i;
 
-	memcpy(buf, &seq, 8);
+	memcpy(buf, &w, 8);
 	for (i = 8; i < n; i++)
-		buf[i] = (uint8_t)(seq * 131 + i);
+		buf[i] = (uint8_t)(seq * 131 + src * 17 + i);
 }
 
-static int intact(const uint8_t *buf, size_t n, uint64_t seq)
+static int intact(const uint8_t *buf, size_t n, unsigned src, uint64_t seq)
 {
 	size_t i;
 
 	for (i = 8; i < n; i++)
-		if (buf[i] != (uint8_t)(seq * 131 + i))
+		if (buf[i] != (uint8_t)(seq * 131 + src * 17 + i))
 			return 0;
 	return 1;
+}
+
+/* Receive `expect` messages from `src` (PN_ANY: from everyone, `count` each), check and
+ * time them, print the JSON line. 0, or 1 on an error. */
+static int receive(pn_rd_t *rd, pn_hal_t *h, int src, unsigned nsrc, long count, size_t bytes,
+		   uint8_t *buf)
+{
+	long expect = count * (long)nsrc, got = 0, dup = 0, bad = 0, ooo = 0;
+	unsigned n = (unsigned)pn_num_nodes(h), me = (unsigned)pn_node_id(h), from;
+	uint8_t *seen = calloc((size_t)count * n, 1);
+	long *last = malloc(n * sizeof(*last));
+	uint64_t *at = calloc((size_t)expect, sizeof(*at)), *gap = calloc((size_t)expect, sizeof(*gap));
+	size_t len;
+	int r;
+
+	if (!seen || !last || !at || !gap)
+		return 1;
+	for (unsigned i = 0; i < n; i++)
+		last[i] = -1;
+	while (got < expect) {
+		uint64_t w, seq;
+		unsigned who;
+
+		r = pn_rd_recv(rd, src, buf, bytes, &from, &len);
+		if (r < 0) {
+			say("FAIL recv: %d (%s)", r, pn_strerror(r));
+			return 1;
+		}
+		memcpy(&w, buf, 8);
+		seq = w & 0xffffffffffffull;
+		who = (unsigned)(w >> 48);
+		if (len != bytes || who != from || who >= n || seq >= (uint64_t)count ||
+		    !intact(buf, bytes, who, seq)) {
+			bad++;
+			continue;
+		}
+		if (seen[who * (size_t)count + seq]++) {
+			dup++;
+			continue;
+		}
+		ooo += (long)seq < last[who];
+		if ((long)seq > last[who])
+			last[who] = (long)seq;
+		at[got++] = pn_cycles(h);
+	}
+	uint64_t maxg = 0, maxat = 0;
+	for (long i = 1; i < got; i++) {
+		gap[i - 1] = at[i] - at[i - 1];
+		if (gap[i - 1] > maxg) {
+			maxg = gap[i - 1];
+			maxat = at[i - 1];
+		}
+	}
+	qsort(gap, (size_t)(got - 1), sizeof(*gap), cmp_u64);
+	double ns = (double)(at[got - 1] - at[0]) * 1e9 / PN_TARGET_CLK_HZ;
+	printf("{\"bench\": \"faultstream\", \"backend\": \"%s\", \"src\": %d, \"dst\": %u, "
+	       "\"bytes\": %zu, \"sent\": %ld, \"received\": %ld, \"duplicates\": %ld, "
+	       "\"corrupt\": %ld, \"out_of_order\": %ld, \"first_cycle\": %llu, "
+	       "\"last_cycle\": %llu, \"MBps\": %.2f, \"median_gap_cycles\": %llu, "
+	       "\"max_gap_cycles\": %llu, \"max_gap_at_cycle\": %llu}\n",
+	       pn_backend_name(h), src, me, bytes, expect, got, dup, bad, ooo,
+	       (unsigned long long)at[0], (unsigned long long)at[got - 1],
+	       ns > 0 ? (double)bytes * (double)(got - 1) / ns * 1e3 : 0.0,
+	       (unsigned long long)gap[(got - 1) / 2], (unsigned long long)maxg,
+	       (unsigned long long)maxat);
+	fflush(stdout);
+	free(seen);
+	free(last);
+	free(at);
+	free(gap);
+	return 0;
 }
 
 int main(int argc, char **argv)
 {
 	pn_open_opts_t o;
-	unsigned src = 0, dst = 1, me, from;
-	size_t bytes = 4096, len;
+	unsigned src = 0, dst = 1, me, n;
+	size_t bytes = 4096;
 	long count = 2000;
+	int all = 0, r, a;
 	pn_rd_t *rd;
-	int r, a;
 
 	pn_open_opts_init(&o);
 	for (a = 1; a < argc; a++) {
 		const char *v = a + 1 < argc ? argv[a + 1] : NULL;
 
+		if (!strcmp(argv[a], "--all")) {
+			all = 1;
+			continue;
+		}
 		if (!v) {
 			fprintf(stderr, "pn_faultstream: %s needs a value\n", argv[a]);
 			return 2;
@@ -82,7 +164,7 @@ int main(int argc, char **argv)
 		}
 		a++;
 	}
-	if (bytes < 8 || bytes > (64u << 20) || count < 2 || src == dst) {
+	if (bytes < 8 || bytes > (64u << 20) || count < 2 || count >= (1l << 40) || src == dst) {
 		fprintf(stderr, "pn_faultstream: need --bytes 8..64Mi, --count >= 2, --src != --dst\n");
 		return 2;
 	}
@@ -92,71 +174,38 @@ int main(int argc, char **argv)
 	}
 	pn_hal_t *h = pn_rd_hal(rd);
 	me = (unsigned)pn_node_id(h);
-	if (src >= (unsigned)pn_num_nodes(h) || dst >= (unsigned)pn_num_nodes(h)) {
-		say("FAIL args: the job has %d nodes", pn_num_nodes(h));
+	n = (unsigned)pn_num_nodes(h);
+	if (src >= n || dst >= n || n < 2) {
+		say("FAIL args: the job has %u nodes", n);
 		return 2;
 	}
 	uint8_t *buf = malloc(bytes);
 	if (!buf)
 		return 1;
 	pn_barrier(h);
-	if (me == src) {
+	if (all) {
+		/* Send and receive interleaved: pn_rd_send keeps receiving while it waits. */
+		for (long i = 0; i < count; i++)
+			for (unsigned j = 1; j < n; j++) {
+				fill(buf, bytes, me, (uint64_t)i);
+				if ((r = pn_rd_send(rd, (me + j) % n, buf, bytes)) < 0) {
+					say("FAIL send %ld: %d (%s)", i, r, pn_strerror(r));
+					return 1;
+				}
+			}
+		if (receive(rd, h, PN_ANY, n - 1, count, bytes, buf))
+			return 1;
+	} else if (me == src) {
 		for (long i = 0; i < count; i++) {
-			fill(buf, bytes, (uint64_t)i);
+			fill(buf, bytes, me, (uint64_t)i);
 			if ((r = pn_rd_send(rd, dst, buf, bytes)) < 0) {
 				say("FAIL send %ld: %d (%s)", i, r, pn_strerror(r));
 				return 1;
 			}
 		}
 	} else if (me == dst) {
-		uint8_t *seen = calloc((size_t)count, 1);
-		uint64_t *at = calloc((size_t)count, sizeof(*at)), *gap = calloc((size_t)count, sizeof(*gap));
-		long got = 0, dup = 0, bad = 0, ooo = 0, last = -1;
-
-		if (!seen || !at || !gap)
+		if (receive(rd, h, (int)src, 1, count, bytes, buf))
 			return 1;
-		while (got < count) {
-			uint64_t seq;
-
-			r = pn_rd_recv(rd, (int)src, buf, bytes, &from, &len);
-			if (r < 0) {
-				say("FAIL recv: %d (%s)", r, pn_strerror(r));
-				return 1;
-			}
-			memcpy(&seq, buf, 8);
-			if (len != bytes || seq >= (uint64_t)count || !intact(buf, bytes, seq)) {
-				bad++;
-				continue;
-			}
-			if (seen[seq]++) {
-				dup++;
-				continue;
-			}
-			ooo += (long)seq < last;
-			last = (long)seq > last ? (long)seq : last;
-			at[got++] = pn_cycles(h);
-		}
-		uint64_t maxg = 0, maxat = 0;
-		for (long i = 1; i < got; i++) {
-			gap[i - 1] = at[i] - at[i - 1];
-			if (gap[i - 1] > maxg) {
-				maxg = gap[i - 1];
-				maxat = at[i - 1];
-			}
-		}
-		qsort(gap, (size_t)(got - 1), sizeof(*gap), cmp_u64);
-		double ns = (double)(at[got - 1] - at[0]) * 1e9 / PN_TARGET_CLK_HZ;
-		printf("{\"bench\": \"faultstream\", \"backend\": \"%s\", \"src\": %u, \"dst\": %u, "
-		       "\"bytes\": %zu, \"sent\": %ld, \"received\": %ld, \"duplicates\": %ld, "
-		       "\"corrupt\": %ld, \"out_of_order\": %ld, \"first_cycle\": %llu, "
-		       "\"last_cycle\": %llu, \"MBps\": %.2f, \"median_gap_cycles\": %llu, "
-		       "\"max_gap_cycles\": %llu, \"max_gap_at_cycle\": %llu}\n",
-		       pn_backend_name(h), src, dst, bytes, count, got, dup, bad, ooo,
-		       (unsigned long long)at[0], (unsigned long long)at[got - 1],
-		       ns > 0 ? (double)bytes * (double)(got - 1) / ns * 1e3 : 0.0,
-		       (unsigned long long)gap[(got - 1) / 2], (unsigned long long)maxg,
-		       (unsigned long long)maxat);
-		fflush(stdout);
 	}
 	pn_barrier(h);
 	pn_rd_close(rd);
