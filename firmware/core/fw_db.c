@@ -29,8 +29,9 @@ int fw_db_update(struct fw *f, const struct fw_lsa *l, unsigned int from_port)
 	struct fw_node *n = fw_db_find(f, l->uid);
 
 	if (l->uid == f->uid && from_port) {
-		/* Our own LSA from before a restart: continue above its sequence number. */
-		if ((int32_t)(l->seq - f->seq) >= 0) {
+		/* Our own LSA coming back (a neighbour with two cables to us floods it back)
+		 * is ignored; one newer than ours is from before a restart: continue above it. */
+		if ((int32_t)(l->seq - f->seq) > 0) {
 			f->seq = l->seq + 1;
 			f->self_dirty = 1;
 		}

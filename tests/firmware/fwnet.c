@@ -101,6 +101,7 @@ static unsigned int N, X, Y, NPORTS;
 static uint64_t tick;
 static int *delivered;
 static int sent, evac_seen;
+static unsigned long ctl_sent;   /* control packets the firmware sent (HELLO, LSA) */
 
 struct cable { unsigned int a, pa, b, pb; int cut; };
 static struct cable cables[2 * MAXN];
@@ -162,6 +163,8 @@ static void h_send(void *c)
 		p->len = 2;
 		evac_seen++;
 	}
+	else
+		ctl_sent++;
 	n->txn = 0;
 	push(&n->local, p);
 }
@@ -502,6 +505,7 @@ int main(int argc, char **argv)
 			evac += nic[n].reg[FW_REG_EVACUATED];
 			lost += nic[n].reg[FW_REG_LOST];
 		}
+		printf("\"control_packets\": %lu,\n", ctl_sent);
 		printf("\"cables\": %u, \"routed_at\": %llu, \"rerouted_at\": %llu, \"restored_at\": %llu,\n",
 		       ncables, (unsigned long long)routed_at, (unsigned long long)rerouted_at,
 		       (unsigned long long)restored_at);

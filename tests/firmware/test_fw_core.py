@@ -64,6 +64,17 @@ def test_bring_up(fwnet, spec, seed):
         assert n["coords"] == list(t.coords(n["id"]))
 
 
+@pytest.mark.parametrize("spec", ["ring:4", "torus:2x2", "torus:3x3"])
+def test_control_traffic_settles(fwnet, spec):
+    """Once the cluster agrees, the firmware sends nothing more: the count of HELLO and
+    LSA packets is the same after 400 and after 4000 ticks (a 2x2 torus has two cables
+    between neighbours, over which a node's own LSA comes straight back)."""
+    short = run(fwnet, "--topo", spec, "--ticks", "400")["control_packets"]
+    long = run(fwnet, "--topo", spec, "--ticks", "4000")["control_packets"]
+    t = Topology.parse(spec)
+    assert short == long <= 4 * t.nodes * t.nodes * t.link_ports
+
+
 def test_ids_stable_across_reboots(fwnet):
     out = run(fwnet, "--topo", "torus:3x3", "--dna-seed", "9", "--ticks", "400", "--boot-twice")
     assert out["first_ids"] == [n["id"] for n in out["nodes"]]

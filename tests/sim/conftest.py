@@ -62,3 +62,10 @@ def sim4(sim_binary, userlib_build, request):
         assert "PCIe rule broken" not in log and "outside client memory" not in log, log[-3000:]
 
 
+
+
+@pytest.fixture(scope="session")
+def soc_ring_binary():
+    """The SoC ring:4 simulator (tests/sim/test_soc_cluster.py, test_firmware_sim.py),
+    built once (minutes the first time) and cached."""
+    return simbuild.build("ring:4", soc=True)

@@ -26,15 +26,6 @@ from simtest import TESTS, launch, sim_socket
 ROTATION = {i: (i + 1) % 4 for i in range(4)}
 
 
-@pytest.fixture(scope="session")
-def soc_ring_binary():
-    """The SoC ring:4 simulator, built once (minutes the first time) and cached."""
-    t0 = time.time()
-    exe = simbuild.build("ring:4", soc=True)
-    print(f"SoC ring:4 simulator ready in {time.time() - t0:.0f} s: {exe}")
-    return exe
-
-
 @pytest.fixture(scope="module")
 def soc4(soc_ring_binary, userlib_build):
     t0 = time.time()

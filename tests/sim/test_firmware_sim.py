@@ -1,0 +1,210 @@
+"""The firmware (firmware/, docs/firmware.md) on Verilator clusters of whole SoCs: it brings
+the cluster up by itself (no host writes an id or a route), routes around a pulled cable
+during traffic, puts it back, and takes a link with a high bit-error rate out.
+
+Every node runs `make firmware`'s image; the harness only waits for the firmware
+(docs/simulator.md, "SoC clusters") and injects faults (its fault requests).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import threading
+import time
+
+import pytest
+
+from paranic.sim import build as simbuild, run as simrun
+from paranic.sim.socbuild import make_firmware
+from paranic.spec.fw import FwState
+from paranic.spec.topo import Topology
+from simtest import BUILD, TESTS, clean_env, launch, sim_socket
+
+FAULTSTREAM = BUILD / "bin" / "pn_faultstream"
+BASE_DNA = 0x5E11_0000_0000_0000
+
+
+def status(sim) -> list[dict]:
+    """Every node's `paranic cluster status --json` record, by node index."""
+    r = subprocess.run(["paranic", "cluster", "status", "--backend", "sim", "--json"],
+                       env=sim.env(clean_env()), capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    nodes = json.loads(r.stdout)["nodes"]
+    return sorted(nodes, key=lambda n: n["index"])
+
+
+def wait_state(sim, want: FwState, what: str, timeout: float = 120.0) -> list[dict]:
+    """Poll the status until every node is in ``want`` with one fingerprint."""
+    t0 = time.time()
+    while True:
+        st = status(sim)
+        if all(n["fw_state"] == want.name.lower() for n in st) and \
+                len({n["fingerprint"] for n in st}) == 1:
+            return st
+        assert time.time() - t0 < timeout, f"{what}: {[(n['fw_state'], n['fingerprint']) for n in st]}"
+        time.sleep(0.5)
+
+
+def expected_ids(t: Topology, dnas: dict[int, int]) -> list[int]:
+    """The documented rule: the lowest DNA is node 0, the others follow the cabling."""
+    a = min(dnas, key=dnas.get)
+    ax, ay = t.coords(a)
+    return [t.node(x - ax, y - ay) for x, y in map(t.coords, range(t.nodes))]
+
+
+@pytest.fixture(scope="session")
+def firmware_images():
+    """`make firmware`'s images for 2- and 4-link nodes."""
+    return {links: make_firmware(links) for links in (2, 4)}
+
+
+# ---- bring-up ---------------------------------------------------------------------------------
+
+#: DNAs in an order that is not the cabling's: node index 2 has the lowest.
+RING_DNAS = {0: BASE_DNA + 0x40, 1: BASE_DNA + 0x30, 2: BASE_DNA + 0x10, 3: BASE_DNA + 0x20}
+
+
+def test_ring_brings_itself_up_and_keeps_its_ids(soc_ring_binary, userlib_build, firmware_images):
+    """ring:4: ROUTED with one fingerprint, ids by the lowest-DNA rule (not the index
+    order), topology and coordinates right, the same ids after a reboot."""
+    t = Topology.parse("ring:4")
+    want = expected_ids(t, RING_DNAS)
+    assert want != [0, 1, 2, 3]
+    seen = []
+    for boot in range(2):
+        with simrun.start("ring:4", soc=True, dnas=RING_DNAS, socket=sim_socket(f"fw-ring-{boot}"),
+                          timeout=600) as sim:
+            assert sim.node_ids == want
+            st = wait_state(sim, FwState.ROUTED, "ring bring-up")
+            for n in st:
+                assert n["node_id"] == want[n["index"]]
+                assert n["topology"] == [4, 1] and n["coords"] == list(t.coords(n["node_id"]))
+                assert n["links_in"] == 0b11 and n["lost"] == 0
+                assert all(ln["state"] == "up" for ln in n["links"])
+            print(f"ring:4 boot {boot}: routed {sim.bringup_cycles} cycles after reset "
+                  f"({sim.bringup_cycles * 8e-3:.1f} us simulated)")
+            seen.append(sim.node_ids)
+    assert seen[0] == seen[1]
+
+
+def test_configured_id_wins(soc_ring_binary, userlib_build, firmware_images):
+    """A configured id on one board moves the numbering so that this board has it."""
+    t = Topology.parse("ring:4")
+    with simrun.start("ring:4", soc=True, dnas=RING_DNAS, node_ids={1: 0},
+                      socket=sim_socket("fw-cfg"), timeout=600) as sim:
+        assert sim.node_ids == [t.node(i - 1, 0) for i in range(4)]
+
+
+def test_hal_conformance_through_the_firmware_routed_ring(soc_ring_binary, userlib_build,
+                                                          firmware_images):
+    """The HAL conformance vectors, on routes no host wrote (ids permuted by the DNAs)."""
+    with simrun.start("ring:4", soc=True, dnas=RING_DNAS, socket=sim_socket("fw-conf"),
+                      timeout=600) as sim:
+        r = launch(sim, [str(TESTS / "hal_conformance"), "sim"], 4, "fw-conf4", timeout=900)
+        assert r.rc == 0 and not r.fails(), r.out
+        for node in range(4):
+            assert r.nodes[node][-1] == "PASS", r.out
+        assert "17 vectors, 1104 packets received" in r.ok(0, "vectors")
+
+
+# ---- faults on a torus ------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def soc_torus(userlib_build, firmware_images):
+    """A 2x2 torus of SoCs running the firmware (its own build: minutes the first time)."""
+    simbuild.build("torus:2x2", soc=True)
+    sim = simrun.start("torus:2x2", soc=True, socket=sim_socket("fw-torus"), timeout=600)
+    try:
+        yield sim
+    finally:
+        rc = sim.stop()
+        assert rc == 0, sim.log_text()[-3000:]
+
+
+def _run_all_to_all(sim, name: str, count: int, during=None) -> list[dict]:
+    """pn_faultstream --all on every node (single-packet messages), ``during(sim)`` run in a
+    thread once the job has started; the per-node JSON results."""
+    th = None
+    if during is not None:
+        th = threading.Thread(target=during, args=(sim,), daemon=True)
+        th.start()
+    r = launch(sim, [str(FAULTSTREAM), "--backend", "sim", "--all", "--count", str(count),
+                     "--bytes", "512"], 4, name, timeout=900)
+    if th is not None:
+        th.join(timeout=60)
+    assert r.rc == 0 and not r.fails(), r.out
+    out = []
+    for node in range(4):
+        lines = [ln for ln in r.nodes[node] if ln.startswith("{")]
+        assert lines, r.out
+        out.append(json.loads(lines[-1]))
+    return out
+
+
+def test_cable_pulled_during_all_to_all(soc_torus):
+    """A cable is cut while every node sends to every other: every message arrives exactly
+    once and intact; the firmware routes around it (DEGRADED, one fingerprint); mended, the
+    cable is put back (ROUTED, every link in use, a newer route epoch)."""
+    t = Topology.parse("torus:2x2")
+    cable = 0                                   # node index 0's XP to node index 1's XM
+    before = wait_state(soc_torus, FwState.ROUTED, "torus bring-up")
+    epoch0 = {n["index"]: n["epoch"] for n in before}
+    cut_at = {}
+
+    def cut(sim):
+        time.sleep(2.0)                         # the job runs by now
+        with sim.control() as c:
+            cut_at["cycle"] = c.cut(cable)["at_cycle"]
+
+    res = _run_all_to_all(soc_torus, "fw-a2a-cut", 150, during=cut)
+    assert "cycle" in cut_at
+    for r in res:
+        assert r["received"] == r["sent"] == 3 * 150
+        assert r["duplicates"] == 0 and r["corrupt"] == 0
+    st = wait_state(soc_torus, FwState.DEGRADED, "reroute after the cut")
+    a, pa, b, pb = t.cables()[cable]
+    assert all(n["lost"] == 0 for n in st)
+    assert st[a]["links_in"] & (1 << (pa - 1)) == 0 and st[b]["links_in"] & (1 << (pb - 1)) == 0
+    assert st[a]["link_downs"] >= 1 and st[b]["link_downs"] >= 1
+    evacuated = sum(n["evacuated"] for n in st)
+    print(f"cut at cycle {cut_at['cycle']}: {evacuated} packets replayed by another path, "
+          f"out of order per sender: {[r['out_of_order'] for r in res]}")
+
+    with soc_torus.control() as c:
+        c.mend(cable)
+    st = wait_state(soc_torus, FwState.ROUTED, "cable put back")
+    # Nodes whose table the cut changes (paranic.spec.topo) loaded it twice: around the
+    # cable and back; the others never changed theirs.
+    ids = soc_torus.node_ids
+    down = [(ids[a], pa), (ids[b], pb)]
+    for n in st:
+        assert n["links_in"] == 0b1111
+        changed = t.table(n["node_id"], down=down) != t.table(n["node_id"])
+        assert n["epoch"] >= epoch0[n["index"]] + (2 if changed else 0), (n, changed)
+    assert any(t.table(i, down=down) != t.table(i) for i in range(4))
+    res = _run_all_to_all(soc_torus, "fw-a2a-after", 40)
+    assert all(r["received"] == r["sent"] and r["out_of_order"] == 0 for r in res)
+
+
+# ---- a noisy link -----------------------------------------------------------------------------
+
+
+def test_link_at_ber_1e3_is_taken_out_or_progresses(soc_ring_binary, userlib_build, firmware_images):
+    """Cable 0 at a bit-error rate of 1e-3: a stream across it either still progresses or
+    the link goes down and is routed around. Never a silent stall: the stream completes,
+    every message exactly once."""
+    with simrun.start("ring:4", soc=True, ber_cable=["0=1e-3"], socket=sim_socket("fw-ber"),
+                      timeout=600) as sim:
+        a, _, b, _ = Topology.parse("ring:4").cables()[0]
+        src, dst = sim.node_ids[a], sim.node_ids[b]
+        r = launch(sim, [str(FAULTSTREAM), "--backend", "sim", "--src", str(src), "--dst", str(dst),
+                         "--count", "200", "--bytes", "4096"], 4, "fw-ber", timeout=900)
+        assert r.rc == 0 and not r.fails(), r.out
+        res = json.loads(next(ln for ln in r.nodes[dst] if ln.startswith("{")))
+        assert res["received"] == res["sent"] == 200 and res["duplicates"] == 0 and res["corrupt"] == 0
+        st = status(sim)
+        downs = st[a]["link_downs"] + st[b]["link_downs"]
+        print(f"BER 1e-3 on cable 0: {res['MBps']:.1f} MB/s, link downs {downs}, "
+              f"states {[n['fw_state'] for n in st]}")
