@@ -85,6 +85,10 @@ def _cmd_bench(a: argparse.Namespace) -> int:
         from .bench import layers
 
         return layers.run(a)
+    if a.what == "faults":
+        from .bench import faults
+
+        return faults.run(a)
     if a.what in MSG_BENCHES:
         from .bench import msg_cli
 
@@ -148,10 +152,11 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(func=_cmd_topo)
 
     p = sub.add_parser("bench", help="benchmarks: router, pairwise, pingpong, stream, messages (all three), "
-                                     "overhead, barrier, layers (ParaStation's Table 3)",
+                                     "overhead, barrier, layers (ParaStation's Table 3), faults (firmware bring-up, cable pull, "
+                                     "goodput at bit-error rates)",
                        description="router: the gateware router in Verilator. The others run pn_bench "
                                    "through libparanic: hw_ns on the cluster simulator, sw_ns natively.")
-    p.add_argument("what", choices=["router", *MSG_BENCHES, "layers"])
+    p.add_argument("what", choices=["router", *MSG_BENCHES, "layers", "faults"])
     p.add_argument("--json", action="store_true", help="print one JSON object {\"rows\": [...], ...}")
     p.add_argument("--plot", metavar="FILE.png", help="write a plot")
     p.add_argument("--quick", action="store_true", help="fewer sweep points / iterations")
@@ -159,6 +164,8 @@ def main(argv: list[str] | None = None) -> int:
     msg_cli.add_arguments(p)
     from .bench import layers
     layers.add_arguments(p)
+    from .bench import faults
+    faults.add_arguments(p)
     p.set_defaults(func=_cmd_bench)
 
     p = sub.add_parser("run", help="run a program on N nodes of a sw or simulated cluster",
