@@ -55,6 +55,7 @@ bench: deps
 	$(PARANIC) bench overhead
 	$(PARANIC) bench barrier --nodes 2,4,8,16 --plot docs/img/barrier.png
 	$(PARANIC) bench layers --plot docs/img/layers.png
+	$(PARANIC) bench faults --plot docs/img/faults.png
 	$(PARANIC) demo --img docs/img
 
 # Boards (docs/boards.md). BOARD: kc705 kcu105 ac701 u250 stlv7325.
