@@ -7,7 +7,7 @@
  * the SoC implements with NicCore CSR accesses (firmware/hw_soc.c) and the native test
  * harness with a model of several NICs (tests/firmware/fwnet.c). fw_poll() does one
  * round of work and never waits, so several instances can run side by side in one
- * process. Freestanding: no library calls beyond what fw_util.c provides.
+ * process. Freestanding: no library calls.
  */
 #ifndef PN_FW_H
 #define PN_FW_H

@@ -109,8 +109,10 @@ static void receive(struct fw *f)
 			if (i < 2 + FW_LSA_WORDS)
 				w[i] = v;
 		}
+		if (n < 2)
+			continue;
 		port = (unsigned int)PN_GET(w, PN_HDR_DIRECT);
-		if (n < 2 || PN_GET(w, PN_HDR_TYPE) != PN_TYPE_CONTROL || (w[1] >> 32) != FW_MSG_MAGIC ||
+		if (PN_GET(w, PN_HDR_TYPE) != PN_TYPE_CONTROL || (w[1] >> 32) != FW_MSG_MAGIC ||
 		    port < 1 || port > f->nports)
 			continue;
 		if ((uint16_t)w[1] == FW_MSG_HELLO && n >= 2 + FW_HELLO_WORDS) {
