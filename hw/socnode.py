@@ -12,13 +12,9 @@ module's ports (``node_ports``: name, width, direction) are
   NicCore cluster (:class:`paranic.sim.cluster.NicCluster`) has them;
 * ``link<i>_tx_*``/``link<i>_rx_*``: the raw ``phy_layout`` streams of link port ``i``
   (for the simulated cables);
-* ``dna`` (64) and ``cfg_node`` (16): the identity inputs (contract of issue 12: the
-  FPGA's DNA and a configured node id, bit 15 = configured).
-
-The identity inputs go to NicCore's ``dna``/``cfg_node`` inputs (CSRs ``id_dna``/
-``id_cfg_node``) when the NicCore has them (hw/mgmt.py). Until then (TEMPORARY, see :class:`SimIdTemp`) a LiteX CSR bank ``simtmp`` in
-the SoC's CSR region holds them, with the firmware status registers ``fw_state`` and
-``fw_fingerprint`` as storage the firmware writes and the host reads through BAR0.
+* ``dna`` (64) and ``cfg_node`` (16): the identity inputs (the FPGA's DNA and a configured
+  node id, bit 15 = configured), wired to NicCore's ``dna``/``cfg_node`` (CSRs ``id_dna``/
+  ``id_cfg_node``, hw/mgmt.py).
 
 :class:`SocNodePlatform` is the LiteX platform of such a module: its ``build`` (what LiteX's
 ``Builder`` calls) writes the Verilog with ``node_ports`` as the module's ports. The build
@@ -32,8 +28,6 @@ from typing import Iterator
 
 from migen import ClockDomain, Signal
 from litex.build.generic_platform import GenericPlatform
-from litex.gen import LiteXModule
-from litex.soc.interconnect.csr import CSRStatus, CSRStorage
 
 from paranic.spec import protocol as P
 
@@ -52,20 +46,6 @@ def endpoint_signals(ep) -> Iterator[tuple[str, Signal, bool]]:
     yield "last", ep.last, True
     for f in ep.payload.layout:
         yield f"payload_{f[0]}", getattr(ep, f[0]), True
-
-
-class SimIdTemp(LiteXModule):
-    """TEMPORARY stand-in for the mgmt helper's NicCore registers (contract §3) while they
-    are not in this tree: identity inputs ``dna``/``cfg_node`` (read-only) and the firmware
-    status ``fw_state``/``fw_fingerprint`` (written by the firmware), in the SoC's LiteX
-    CSR region as ``simtmp_*``. Built only when the NicCore has no ``dna`` input."""
-
-    def __init__(self, dna: Signal, cfg_node: Signal) -> None:
-        self.dna = CSRStatus(64, description="TEMPORARY: the node's DNA input")
-        self.cfg_node = CSRStatus(16, description="TEMPORARY: configured id (bit 15: valid)")
-        self.fw_state = CSRStorage(8, description="TEMPORARY: firmware state (FwState)")
-        self.fw_fingerprint = CSRStorage(32, description="TEMPORARY: topology fingerprint")
-        self.comb += [self.dna.status.eq(dna), self.cfg_node.status.eq(cfg_node)]
 
 
 class ParaNicSocNode(ParaNicSoC):
@@ -112,11 +92,8 @@ class ParaNicSocNode(ParaNicSoC):
         self.cfg_node = Signal(16)
         self._expose(self.dna, "dna", "in")
         self._expose(self.cfg_node, "cfg_node", "in")
-        if isinstance(getattr(nic, "dna", None), Signal) and isinstance(getattr(nic, "cfg_node", None), Signal):
-            # NicCore's identity inputs (hw/mgmt.py; CSRs id_dna, id_cfg_node).
-            self.comb += [nic.dna.eq(self.dna), nic.cfg_node.eq(self.cfg_node)]
-        else:
-            self.simtmp = SimIdTemp(self.dna, self.cfg_node)
+        # NicCore's identity inputs (hw/mgmt.py; CSRs id_dna, id_cfg_node).
+        self.comb += [nic.dna.eq(self.dna), nic.cfg_node.eq(self.cfg_node)]
 
         # The ROM gets an init file (the simulator loads the firmware there at run time);
         # not LiteX's init_rom, which would shrink the ROM to the placeholder's size.
@@ -165,4 +142,4 @@ class SocNodePlatform(GenericPlatform):
         return out.ns
 
 
-__all__ = ["ParaNicSocNode", "SocNodePlatform", "SimIdTemp", "endpoint_signals", "ROM_PLACEHOLDER"]
+__all__ = ["ParaNicSocNode", "SocNodePlatform", "endpoint_signals", "ROM_PLACEHOLDER"]

@@ -15,19 +15,12 @@
  */
 #include <stdint.h>
 
-#include <generated/csr.h>
 #include <generated/mem.h>
 
 #include "paranic/pn_protocol.h"
 #include "pn_csr.h"
 #include "probe_gen.h"
 
-#ifndef PN_FW_STATE_ROUTED   /* TEMPORARY: spec/fw.py's FwState (mgmt helper) once merged */
-#define PN_FW_STATE_BOOT 1
-#define PN_FW_STATE_ROUTED 3
-#define PN_FW_STATE_ERROR 5
-#endif
-#define CFG_NODE_VALID 0x8000u
 
 static volatile uint32_t *const nic = (volatile uint32_t *)PARANIC_BASE;
 
@@ -41,35 +34,22 @@ static void nic_write(uint32_t off, uint32_t v)
 	nic[off / 4] = v;
 }
 
-/* Firmware status and identity: NicCore's CSRs (hw/mgmt.py) when present, else the SoC
- * node's TEMPORARY simtmp_* CSRs (hw/socnode.py: SimIdTemp). */
+/* Firmware status and identity: NicCore's CSRs (hw/mgmt.py). The state last: a reader
+ * that sees it sees the fingerprint that goes with it. */
 static void set_state(uint32_t state, uint32_t fingerprint)
 {
-#ifdef PN_CSR_FW_STATE
 	nic_write(PN_CSR_FW_FINGERPRINT, fingerprint);
 	nic_write(PN_CSR_FW_STATE, state);
-#else
-	simtmp_fw_fingerprint_write(fingerprint);
-	simtmp_fw_state_write(state);
-#endif
 }
 
 static uint32_t cfg_node(void)
 {
-#ifdef PN_CSR_ID_CFG_NODE
 	return nic_read(PN_CSR_ID_CFG_NODE);
-#else
-	return simtmp_cfg_node_read();
-#endif
 }
 
 static uint64_t dna(void)
 {
-#ifdef PN_CSR_ID_DNA
 	return (uint64_t)nic_read(PN_CSR_ID_DNA) << 32 | nic_read(PN_CSR_ID_DNA + 4);
-#else
-	return simtmp_dna_read();
-#endif
 }
 
 static int links_up(void)
@@ -88,7 +68,7 @@ int main(void)
 	if (nic_read(PN_CSR_IDENT) != PN_NIC_IDENT)
 		goto fail;
 	uint32_t cfg = cfg_node();
-	uint32_t id = (cfg & CFG_NODE_VALID) ? cfg & 0xfffu : (uint32_t)(dna() & 0xfffu);
+	uint32_t id = (cfg & PN_CFG_NODE_VALID) ? cfg & 0xfffu : (uint32_t)(dna() & 0xfffu);
 	if (id >= PROBE_NODES)
 		goto fail;
 	nic_write(PN_CSR_NODE, id);

@@ -8,20 +8,9 @@
 #include "harness.h"
 
 #ifdef SIM_SOC
-/* Firmware status registers: NicCore's fw_* CSRs (hw/mgmt.py) when the build has them,
- * else the SoC node's TEMPORARY simtmp_* CSRs (hw/socnode.py: SimIdTemp). */
-#if defined(PN_CSR_FW_STATE)
+/* Firmware status registers: NicCore's fw_* CSRs (hw/mgmt.py). */
 #define FW_STATE_OFF PN_CSR_FW_STATE
 #define FW_FP_OFF PN_CSR_FW_FINGERPRINT
-#else
-#define FW_STATE_OFF SIM_TMP_FW_STATE
-#define FW_FP_OFF SIM_TMP_FW_FINGERPRINT
-#endif
-#ifndef PN_FW_STATE_ROUTED   /* TEMPORARY: spec/fw.py's FwState (mgmt helper) once merged */
-#define PN_FW_STATE_ROUTED 3
-#define PN_FW_STATE_DEGRADED 4
-#define PN_FW_STATE_ERROR 5
-#endif
 #endif
 
 /* The barrier unit of a cluster of SIM_NODES nodes (the whole cluster is the first job). */

@@ -212,33 +212,23 @@ def _c_ident(s: str) -> str:
 
 def default_dna(index: int) -> int:
     """The DNA of SoC node index ``index`` when ``--dna`` does not set one:
-    ``paranic.spec.sim.sim_dna`` (the NicCore cluster's per-node device id), or, while
-    that is not in this tree, the same rule (TEMPORARY: 0x53494D444E410000 + index + 1)."""
+    ``paranic.spec.sim.sim_dna`` (the NicCore cluster's per-node device id)."""
     from paranic.spec import sim as S
 
-    f = getattr(S, "sim_dna", None)
-    return f(index) if f else 0x5349_4D44_4E41_0000 + index + 1
+    return S.sim_dna(index)
 
 
 def _soc_glue(node, nodes: int) -> list[str]:
     """cluster_gen.h's lines of a SoC cluster: firmware mode, the ROM plusarg and its
-    default image, and (TEMPORARY, while NicCore has no fw_* / id_* CSRs) the BAR0
-    offsets of the SoC node's ``simtmp`` CSRs (hw/socnode.py: SimIdTemp)."""
+    default image, the nodes' default DNAs."""
     from .socbuild import ROM_PLUSARG
 
-    soc = json.loads(node.soc_csr_json.read_text())
-    csr_base = soc["memories"]["csr"]["base"]   # BAR0_SOC_CSR_OFFSET maps here (Bar0Window)
     H = ["/* SoC cluster: the firmware brings the nodes up (paranic.hw.socnode) */",
          "#define SIM_SOC 1", f'#define SIM_ROM_PLUSARG "{ROM_PLUSARG}"',
          f'#define SIM_ROM_DEFAULT "{node.rom_placeholder}"', f"#define SIM_ROM_WORDS {node.rom_bytes // 4}",
          "/* default DNA of each node index (paranic.sim.build.default_dna) */",
          "static const uint64_t SIM_DNA_DEFAULT[SIM_NODES] = {"
          + ", ".join(f"0x{default_dna(i):016x}ull" for i in range(nodes)) + "};"]
-    for name in ("fw_state", "fw_fingerprint"):
-        reg = soc["csr_registers"].get(f"simtmp_{name}")
-        if reg:
-            off = P.BAR0_SOC_CSR_OFFSET + reg["addr"] - csr_base
-            H += [f"#define SIM_TMP_{name.upper()} 0x{off:x}u   /* TEMPORARY: BAR0 offset of simtmp_{name} */"]
     return H + [""]
 
 

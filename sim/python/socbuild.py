@@ -177,7 +177,6 @@ def _generate(out: Path, n_links: int, n_ctx: int, mtu: int, table_nodes: int, q
         "nic_csr_json": str(nic_csr.resolve()), "soc_csr_json": str((out / "csr.json").resolve()),
         "include_dir": str(inc.resolve()), "software_dir": str(Path(builder.software_dir).resolve()),
         "rom_placeholder": str(placeholder), "n_links": n_links, "n_ctx": n_ctx, "mtu": mtu,
-        "temp_regs": hasattr(soc, "simtmp"),
     }, indent=1))
     _log(f"node built in {time.time() - t0:.0f} s: {v}", quiet)
 
