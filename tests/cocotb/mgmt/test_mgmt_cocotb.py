@@ -32,6 +32,7 @@ def test_ring4(case):
     _run("ring:4", case)
 
 
+@pytest.mark.slow   # its own Verilator build (~5 min); make test covers the torus's four
 @pytest.mark.parametrize("case", ["test_link_local_every_port", "test_routed_control_and_slow_cpu"])
-def test_torus_2x2(case):
+def test_torus_2x2(case):  # ports with the firmware (tests/sim/test_firmware_sim.py)
     _run("torus:2x2", case)
