@@ -87,22 +87,15 @@ static uint64_t h_rxword(void *c)
 	return w;
 }
 
-static const struct { uint32_t off; unsigned int bits; } STATUS[FW_REG_COUNT] = {
-	[FW_REG_STATE] = {PN_CSR_FW_STATE, PN_CSR_FW_STATE_SIZE},
-	[FW_REG_ERROR] = {PN_CSR_FW_ERROR, PN_CSR_FW_ERROR_SIZE},
-	[FW_REG_TOPO] = {PN_CSR_FW_TOPO, PN_CSR_FW_TOPO_SIZE},
-	[FW_REG_COORDS] = {PN_CSR_FW_COORDS, PN_CSR_FW_COORDS_SIZE},
-	[FW_REG_EPOCH] = {PN_CSR_FW_EPOCH, PN_CSR_FW_EPOCH_SIZE},
-	[FW_REG_LINKS_IN] = {PN_CSR_FW_LINKS_IN, PN_CSR_FW_LINKS_IN_SIZE},
-	[FW_REG_REROUTES] = {PN_CSR_FW_REROUTES, PN_CSR_FW_REROUTES_SIZE},
-	[FW_REG_LINK_DOWNS] = {PN_CSR_FW_LINK_DOWNS, PN_CSR_FW_LINK_DOWNS_SIZE},
-	[FW_REG_EVACUATED] = {PN_CSR_FW_EVACUATED, PN_CSR_FW_EVACUATED_SIZE},
-	[FW_REG_LOST] = {PN_CSR_FW_LOST, PN_CSR_FW_LOST_SIZE},
-	[FW_REG_HEARTBEAT] = {PN_CSR_FW_HEARTBEAT, PN_CSR_FW_HEARTBEAT_SIZE},
-	[FW_REG_FINGERPRINT] = {PN_CSR_FW_FINGERPRINT, PN_CSR_FW_FINGERPRINT_SIZE},
+/* The fw_* CSRs in FW_STATUS order (pn_csr.h's list), so STATUS[PN_FW_REG_x] is fw_x. */
+static const struct { uint32_t off; unsigned int bits; } STATUS[PN_FW_REGS] = {
+#define FWREG_(name, off, bits) {off, bits},
+	PN_CSR_FW(FWREG_)
+#undef FWREG_
 };
+_Static_assert(sizeof(STATUS) / sizeof(STATUS[0]) == PN_FW_REGS, "pn_csr.h's fw_* list and PN_FW_REGS differ");
 
-static void h_status(void *c, enum fw_reg r, uint32_t v)
+static void h_status(void *c, unsigned int r, uint32_t v)
 {
 	(void)c;
 	wr(STATUS[r].off, STATUS[r].bits, v);

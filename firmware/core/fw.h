@@ -26,13 +26,6 @@
 /* Link ports: PN_PORT_XP .. PN_PORT_YM. */
 #define FW_PORTS 4
 
-/* Firmware status registers (the NicCore fw_* CSRs, spec FwState/FwError). */
-enum fw_reg {
-	FW_REG_STATE, FW_REG_ERROR, FW_REG_TOPO, FW_REG_COORDS, FW_REG_EPOCH, FW_REG_LINKS_IN,
-	FW_REG_REROUTES, FW_REG_LINK_DOWNS, FW_REG_EVACUATED, FW_REG_LOST, FW_REG_HEARTBEAT,
-	FW_REG_FINGERPRINT, FW_REG_COUNT
-};
-
 /* What the core needs from the NIC. `port` is a link port, PN_PORT_XP..PN_PORT_YM. */
 struct fw_hw {
 	void *ctx;
@@ -55,7 +48,8 @@ struct fw_hw {
 	void (*tx_send)(void *ctx);
 	unsigned int (*rx_len)(void *ctx);                     /* words of the head packet, 0: none */
 	uint64_t (*rx_word)(void *ctx);                        /* the head word; pops it */
-	void (*status)(void *ctx, enum fw_reg reg, uint32_t value);
+	/* fw_* status register `reg` (PN_FW_REG_*, spec/fw.py's FW_STATUS order) */
+	void (*status)(void *ctx, unsigned int reg, uint32_t value);
 	void (*ctx_reset_all)(void *ctx);                      /* every context closed (ctxseq) */
 };
 

@@ -5,7 +5,6 @@
 #include "fw.h"
 
 #define SEQ_MASK ((1u << PN_LINK_SEQ_BITS) - 1)
-#define CFG_SET 0x8000u
 
 static void zero(void *p, unsigned int n)
 {
@@ -15,7 +14,7 @@ static void zero(void *p, unsigned int n)
 		*b++ = 0;
 }
 
-static void status(struct fw *f, enum fw_reg r, uint32_t v)
+static void status(struct fw *f, unsigned int r, uint32_t v)
 {
 	f->hw->status(f->hw->ctx, r, v);
 }
@@ -27,18 +26,18 @@ static void publish(struct fw *f)
 
 	for (p = 1; p <= f->nports; p++)
 		in |= (uint32_t)f->port[p].usable << (p - 1);
-	status(f, FW_REG_ERROR, f->error);
-	status(f, FW_REG_TOPO, f->X | f->Y << 16);
-	status(f, FW_REG_COORDS, f->cx | f->cy << 16);
-	status(f, FW_REG_EPOCH, f->epoch);
-	status(f, FW_REG_LINKS_IN, in);
-	status(f, FW_REG_REROUTES, f->reroutes);
-	status(f, FW_REG_LINK_DOWNS, f->link_downs);
-	status(f, FW_REG_EVACUATED, f->evacuated);
-	status(f, FW_REG_LOST, f->lost);
-	status(f, FW_REG_FINGERPRINT, f->fingerprint);
+	status(f, PN_FW_REG_ERROR, f->error);
+	status(f, PN_FW_REG_TOPO, f->X | f->Y << 16);
+	status(f, PN_FW_REG_COORDS, f->cx | f->cy << 16);
+	status(f, PN_FW_REG_EPOCH, f->epoch);
+	status(f, PN_FW_REG_LINKS_IN, in);
+	status(f, PN_FW_REG_REROUTES, f->reroutes);
+	status(f, PN_FW_REG_LINK_DOWNS, f->link_downs);
+	status(f, PN_FW_REG_EVACUATED, f->evacuated);
+	status(f, PN_FW_REG_LOST, f->lost);
+	status(f, PN_FW_REG_FINGERPRINT, f->fingerprint);
 	/* The state last: a reader that sees it sees the registers that go with it. */
-	status(f, FW_REG_STATE, f->state);
+	status(f, PN_FW_REG_STATE, f->state);
 }
 
 void fw_init(struct fw *f, const struct fw_hw *hw)
@@ -47,10 +46,10 @@ void fw_init(struct fw *f, const struct fw_hw *hw)
 
 	zero(f, sizeof(*f));
 	f->hw = hw;
-	f->cfg = hw->cfg_node(ctx) & (CFG_SET | 0xfff);
+	f->cfg = hw->cfg_node(ctx) & (PN_CFG_NODE_VALID | 0xfff);
 	f->uid = hw->dna(ctx);
 	if (!f->uid)   /* no device DNA: the configured id must stand in for it */
-		f->uid = (f->cfg & CFG_SET) ? 0xffff000000000000ull | (f->cfg & 0xfff) : 0;
+		f->uid = (f->cfg & PN_CFG_NODE_VALID) ? 0xffff000000000000ull | (f->cfg & 0xfff) : 0;
 	f->nports = hw->link_ports(ctx);
 	if (f->nports > FW_PORTS)
 		f->nports = FW_PORTS;
@@ -365,5 +364,5 @@ void fw_poll(struct fw *f)
 		publish(f);
 	}
 	if ((++f->polls & 63) == 0)
-		status(f, FW_REG_HEARTBEAT, ++f->heartbeat);
+		status(f, PN_FW_REG_HEARTBEAT, ++f->heartbeat);
 }

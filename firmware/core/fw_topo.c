@@ -100,8 +100,8 @@ int fw_recognise(struct fw *f)
 		}
 
 	for (i = 0; i < f->ndb; i++) {
-		int cfg = f->db[i].lsa.cfg & 0x8000;
-		int acfg = anchor != NONE && (f->db[anchor].lsa.cfg & 0x8000);
+		int cfg = f->db[i].lsa.cfg & PN_CFG_NODE_VALID;
+		int acfg = anchor != NONE && (f->db[anchor].lsa.cfg & PN_CFG_NODE_VALID);
 
 		if (anchor == NONE || (cfg && !acfg) ||
 		    (!!cfg == !!acfg && f->db[i].lsa.uid < f->db[anchor].lsa.uid))
@@ -123,7 +123,7 @@ int fw_recognise(struct fw *f)
 	/* Coordinates by walking the cables from the anchor. */
 	for (i = 0; i < f->ndb; i++)
 		cx[i] = -1;
-	if (f->db[anchor].lsa.cfg & 0x8000) {
+	if (f->db[anchor].lsa.cfg & PN_CFG_NODE_VALID) {
 		unsigned int c = f->db[anchor].lsa.cfg & 0xfff;
 
 		if (c >= (unsigned int)(X * Y))
@@ -172,7 +172,7 @@ int fw_recognise(struct fw *f)
 
 			if (seen[id]++)
 				return -PN_FW_ERROR_TOPOLOGY;
-			if ((cfg & 0x8000) && (cfg & 0xfff) != id)
+			if ((cfg & PN_CFG_NODE_VALID) && (cfg & 0xfff) != id)
 				return -PN_FW_ERROR_ID_CONFLICT;
 			f->db[i].id = (int)id;
 		}

@@ -90,7 +90,7 @@ struct nic {
 	unsigned int txn;
 	struct fifo rx;           /* management RX */
 	unsigned int rx_pos;
-	uint32_t reg[FW_REG_COUNT];
+	uint32_t reg[PN_FW_REGS];
 	struct fifo local;        /* router input from the management port */
 	struct fw fw;
 	struct fw_hw hw;
@@ -185,7 +185,7 @@ static uint64_t h_rxword(void *c)
 	}
 	return w;
 }
-static void h_status(void *c, enum fw_reg r, uint32_t v) { N_(c)->reg[r] = v; }
+static void h_status(void *c, unsigned int r, uint32_t v) { N_(c)->reg[r] = v; }
 static void h_ctx(void *c) { (void)c; }
 
 /* -- network ------------------------------------------------------------------------- */
@@ -395,7 +395,7 @@ int main(int argc, char **argv)
 		else if (!strcmp(argv[a], "--traffic")) { traffic = atoi(v); a++; }
 		else if (!strcmp(argv[a], "--boot-twice")) boot_twice = 1;
 		else if (!strcmp(argv[a], "--cfg") && sscanf(v, "%u=%u", &k, &id) == 2 && k < MAXN) {
-			cfgs[k] = 0x8000 | id; a++;
+			cfgs[k] = PN_CFG_NODE_VALID | id; a++;
 		} else if (!strcmp(argv[a], "--cut") && sscanf(v, "%u@%llu", &k, &t) == 2 && ncut < 16) {
 			cut_k[ncut] = (int)k; cut_at[ncut++] = t; a++;
 		} else if (!strcmp(argv[a], "--mend") && sscanf(v, "%u@%llu", &k, &t) == 2 && nmend < 16) {
@@ -459,8 +459,8 @@ int main(int argc, char **argv)
 			for (n = 0; n < N; n++)
 				fw_poll(&nic[n].fw);
 			for (n = 0; n < N; n++) {
-				all &= nic[n].reg[FW_REG_STATE] == PN_FW_STATE_ROUTED;
-				agree &= nic[n].reg[FW_REG_FINGERPRINT] == nic[0].reg[FW_REG_FINGERPRINT];
+				all &= nic[n].reg[PN_FW_REG_STATE] == PN_FW_STATE_ROUTED;
+				agree &= nic[n].reg[PN_FW_REG_FINGERPRINT] == nic[0].reg[PN_FW_REG_FINGERPRINT];
 			}
 			if (all && agree && !routed_at)
 				routed_at = tick;
@@ -482,8 +482,8 @@ int main(int argc, char **argv)
 				int deg = 1;
 
 				for (n = 0; n < N; n++)
-					deg &= nic[n].reg[FW_REG_STATE] == PN_FW_STATE_DEGRADED &&
-						nic[n].reg[FW_REG_FINGERPRINT] == nic[0].reg[FW_REG_FINGERPRINT];
+					deg &= nic[n].reg[PN_FW_REG_STATE] == PN_FW_STATE_DEGRADED &&
+						nic[n].reg[PN_FW_REG_FINGERPRINT] == nic[0].reg[PN_FW_REG_FINGERPRINT];
 				if (deg)
 					rerouted_at = tick;
 			}
@@ -502,8 +502,8 @@ int main(int argc, char **argv)
 			dropped += delivered[a] >= 1000;
 		}
 		for (n = 0; n < N; n++) {
-			evac += nic[n].reg[FW_REG_EVACUATED];
-			lost += nic[n].reg[FW_REG_LOST];
+			evac += nic[n].reg[PN_FW_REG_EVACUATED];
+			lost += nic[n].reg[PN_FW_REG_LOST];
 		}
 		printf("\"control_packets\": %lu,\n", ctl_sent);
 		printf("\"cables\": %u, \"routed_at\": %llu, \"rerouted_at\": %llu, \"restored_at\": %llu,\n",
@@ -520,10 +520,10 @@ int main(int argc, char **argv)
 
 		printf("  {\"dna\": \"%016llx\", \"id\": %d, \"coords\": [%u, %u], \"state\": %u, \"error\": %u, "
 		       "\"epoch\": %u, \"links_in\": %u, \"link_downs\": %u, \"fingerprint\": %u, \"table\": [",
-		       (unsigned long long)c->dna, c->node_id, c->reg[FW_REG_COORDS] & 0xffff,
-		       c->reg[FW_REG_COORDS] >> 16, c->reg[FW_REG_STATE], c->reg[FW_REG_ERROR],
-		       c->reg[FW_REG_EPOCH], c->reg[FW_REG_LINKS_IN], c->reg[FW_REG_LINK_DOWNS],
-		       c->reg[FW_REG_FINGERPRINT]);
+		       (unsigned long long)c->dna, c->node_id, c->reg[PN_FW_REG_COORDS] & 0xffff,
+		       c->reg[PN_FW_REG_COORDS] >> 16, c->reg[PN_FW_REG_STATE], c->reg[PN_FW_REG_ERROR],
+		       c->reg[PN_FW_REG_EPOCH], c->reg[PN_FW_REG_LINKS_IN], c->reg[PN_FW_REG_LINK_DOWNS],
+		       c->reg[PN_FW_REG_FINGERPRINT]);
 		for (i = 0; i < N; i++)
 			printf("%s%u", i ? ", " : "", c->table[i]);
 		printf("]}%s\n", n + 1 < N ? "," : "");
