@@ -63,9 +63,10 @@ static uint64_t h_eword(void *c, unsigned int p, uint32_t seq, unsigned int i)
 	return rd64(LINK(p, EVAC_DATA));
 }
 static void h_node(void *c, unsigned int id) { (void)c; wr32(PN_CSR_NODE, id); }
-static void h_route(void *c, unsigned int d, unsigned int port)
+static void h_route(void *c, unsigned int set, unsigned int d, unsigned int port)
 {
 	(void)c;
+	(void)set;
 	wr32(PN_CSR_ROUTER_ROUTE_ADR, d);
 	wr32(PN_CSR_ROUTER_ROUTE_PORT, port);
 	wr32(PN_CSR_ROUTER_ROUTE_WRITE, 1);
@@ -132,6 +133,10 @@ static void h_ctx(void *c)
 }
 
 const struct fw_hw fw_hw_soc = {
-	0, h_now, h_dna, h_cfg, h_ports, h_depth, h_state, h_restart, h_rx_expect, h_first, h_end,
-	h_elen, h_eword, h_node, h_route, h_free, h_word, h_send, h_rxlen, h_rxword, h_status, h_ctx,
+	.now = h_now, .dna = h_dna, .cfg_node = h_cfg, .link_ports = h_ports, .table_depth = h_depth,
+	.link_state = h_state, .link_restart = h_restart, .rx_expect = h_rx_expect,
+	.evac_first = h_first, .evac_end = h_end, .evac_len = h_elen, .evac_word = h_eword,
+	.set_node = h_node, .route_write = h_route, .tx_free = h_free, .tx_word = h_word,
+	.tx_send = h_send, .rx_len = h_rxlen, .rx_word = h_rxword, .status = h_status,
+	.ctx_reset_all = h_ctx,
 };

@@ -66,7 +66,7 @@ FW_STATUS: tuple[tuple[str, int, str], ...] = (
     ("error", 8, "FwError"),
     ("topo", 32, "topology dimensions: x | y << 16 (a ring: y = 1)"),
     ("coords", 32, "this node's coordinates: x | y << 16"),
-    ("epoch", 32, "routing-table generation, +1 on every reload"),
+    ("epoch", 32, "route plan in use: +1 on every route change"),
     ("links_in", 8, "bit p-1 set: link port p carries routes"),
     ("reroutes", 32, "route reloads after a link went down or came back"),
     ("link_downs", 32, "links the firmware took out"),
@@ -74,6 +74,7 @@ FW_STATUS: tuple[tuple[str, int, str], ...] = (
     ("lost", 32, "packets caught on a failed link that could not be replayed"),
     ("heartbeat", 32, "incremented by the firmware's main loop"),
     ("fingerprint", 32, "hash of the topology database: equal on all nodes once they agree"),
+    ("flush_timeouts", 32, "route changes whose flush gave up: order across them not guaranteed"),
 )
 FW_STATUS_NAMES = tuple(n for n, _, _ in FW_STATUS)
 

@@ -111,7 +111,8 @@ HEADER_FIELDS: tuple[Field, ...] = (
     Field("length", 40, 14, "payload length in bytes, 0..MTU"),
     Field("flags", 54, 4, "Flags: SOM, EOM, BAR_RELEASE"),
     Field("direct", 58, 3, "0: routed by table; 1..4: link-local CONTROL packet, out on that port (docs/mgmt.md)"),
-    Field("rsvd", 61, 3, "reserved, zero"),
+    Field("rt", 61, 1, "routing table (0/1) the packet is routed by; stamped at injection (docs/firmware.md, \"Route changes\")"),
+    Field("rsvd", 62, 2, "reserved, zero"),
     Field("tag", 64, 64, "tag or immediate word, opaque to the network"),
 )
 HEADER_FIELD = {f.name: f for f in HEADER_FIELDS}

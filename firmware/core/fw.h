@@ -42,7 +42,14 @@ struct fw_hw {
 	unsigned int (*evac_len)(void *ctx, unsigned int port, uint32_t seq);   /* words */
 	uint64_t (*evac_word)(void *ctx, unsigned int port, uint32_t seq, unsigned int i);
 	void (*set_node)(void *ctx, unsigned int id);
-	void (*route_write)(void *ctx, unsigned int dst, unsigned int port);
+	/* Routing tables: two sets; a packet is routed by the set in its header's `rt`. */
+	void (*route_write)(void *ctx, unsigned int set, unsigned int dst, unsigned int port);
+	void (*inject_set)(void *ctx, unsigned int set);       /* `rt` stamped on host/barrier packets */
+	void (*inject_hold)(void *ctx, unsigned int hold);     /* 1: host/barrier injection paused */
+	unsigned int (*inject_idle)(void *ctx);                /* nothing injected waits for a route */
+	/* on: a packet of set `from` whose route is a link that is not up goes by the other
+	 * set instead (its `rt` flipped) */
+	void (*divert)(void *ctx, unsigned int on, unsigned int from);
 	unsigned int (*tx_free)(void *ctx);                    /* words the mgmt TX FIFO takes */
 	void (*tx_word)(void *ctx, uint64_t w);
 	void (*tx_send)(void *ctx);

@@ -323,7 +323,7 @@ static void route(struct fw *f)
 		hw->set_node(hw->ctx, f->id);
 	for (d = 0; d < f->depth; d++)
 		if (!f->table_valid || table[d] != f->table[d]) {
-			hw->route_write(hw->ctx, d, table[d]);
+			hw->route_write(hw->ctx, 0, d, table[d]);
 			f->table[d] = table[d];
 			changed = 1;
 		}

@@ -145,7 +145,7 @@ static struct pkt *frame(struct nic *n, unsigned int p, uint32_t seq)
 static unsigned int h_elen(void *c, unsigned int p, uint32_t s) { return frame(N_(c), p, s)->len; }
 static uint64_t h_eword(void *c, unsigned int p, uint32_t s, unsigned int i) { return frame(N_(c), p, s)->w[i]; }
 static void h_node(void *c, unsigned int id) { N_(c)->node_id = (int)id; }
-static void h_route(void *c, unsigned int d, unsigned int p) { N_(c)->table[d] = (uint8_t)p; }
+static void h_route(void *c, unsigned int s, unsigned int d, unsigned int p) { (void)s; N_(c)->table[d] = (uint8_t)p; }
 static unsigned int h_free(void *c) { return 1024 - N_(c)->txn; }
 static void h_word(void *c, uint64_t w) { struct nic *n = N_(c); n->txw[n->txn++] = w; }
 static void h_send(void *c)
@@ -367,9 +367,14 @@ static void boot(unsigned int n)
 {
 	struct nic *c = &nic[n];
 
-	c->hw = (struct fw_hw){c, h_now, h_dna, h_cfg, h_ports, h_depth, h_state, h_restart,
-			       h_rx_expect, h_first, h_end, h_elen, h_eword, h_node, h_route, h_free,
-			       h_word, h_send, h_rxlen, h_rxword, h_status, h_ctx};
+	c->hw = (struct fw_hw){
+		.ctx = c, .now = h_now, .dna = h_dna, .cfg_node = h_cfg, .link_ports = h_ports,
+		.table_depth = h_depth, .link_state = h_state, .link_restart = h_restart,
+		.rx_expect = h_rx_expect, .evac_first = h_first, .evac_end = h_end,
+		.evac_len = h_elen, .evac_word = h_eword, .set_node = h_node, .route_write = h_route,
+		.tx_free = h_free, .tx_word = h_word, .tx_send = h_send, .rx_len = h_rxlen,
+		.rx_word = h_rxword, .status = h_status, .ctx_reset_all = h_ctx,
+	};
 	memset(c->table, PN_PORT_DROP, sizeof(c->table));
 	c->node_id = -1;
 	fw_init(&c->fw, &c->hw);

@@ -12,11 +12,14 @@ from paranic.spec import protocol as P
 from paranic.spec import sim as S
 
 
-def test_direct_field_and_reserved_bits():
+def test_direct_rt_and_reserved_bits():
     f = P.HEADER_FIELD["direct"]
     assert (f.offset, f.width) == (58, 3)
+    t = P.HEADER_FIELD["rt"]
+    assert (t.offset, t.width) == (61, 1)
+    assert P.unpack_header(P.pack_header(rt=1))["rt"] == 1
     r = P.HEADER_FIELD["rsvd"]
-    assert r.offset == 61 and r.offset + r.width == 64
+    assert r.offset == 62 and r.offset + r.width == 64
     for d in range(8):
         w0, _ = P.header_words(dst_node=5, type=P.PacketType.CONTROL, direct=d)
         assert (w0 >> 58) & 7 == d

@@ -144,8 +144,9 @@
 #define PN_FW_REG_LOST 9
 #define PN_FW_REG_HEARTBEAT 10
 #define PN_FW_REG_FINGERPRINT 11
-#define PN_FW_REGS 12
-#define PN_FW_REG_NAMES { "state", "error", "topo", "coords", "epoch", "links_in", "reroutes", "link_downs", "evacuated", "lost", "heartbeat", "fingerprint" }
+#define PN_FW_REG_FLUSH_TIMEOUTS 12
+#define PN_FW_REGS 13
+#define PN_FW_REG_NAMES { "state", "error", "topo", "coords", "epoch", "links_in", "reroutes", "link_downs", "evacuated", "lost", "heartbeat", "fingerprint", "flush_timeouts" }
 #define PN_CFG_NODE_VALID 0x8000u
 
 /* Packet header: two little-endian 64-bit words. */
@@ -194,6 +195,11 @@
 #define PN_HDR_DIRECT_SHIFT 58
 #define PN_HDR_DIRECT_WIDTH 3
 #define PN_HDR_DIRECT_MASK 0x7ULL
+/* routing table (0/1) the packet is routed by; stamped at injection (docs/firmware.md, "Route changes") */
+#define PN_HDR_RT_WORD 0
+#define PN_HDR_RT_SHIFT 61
+#define PN_HDR_RT_WIDTH 1
+#define PN_HDR_RT_MASK 0x1ULL
 /* tag or immediate word, opaque to the network */
 #define PN_HDR_TAG_WORD 1
 #define PN_HDR_TAG_SHIFT 0
