@@ -32,7 +32,8 @@ def test_fw_enums_as_contracted():
         ("NONE", 0), ("BOOT", 1), ("DISCOVER", 2), ("ROUTED", 3), ("DEGRADED", 4), ("ERROR", 5)]
     assert FW.FwError.NONE == 0 and len(set(FW.FwError)) == len(FW.FW_ERROR_DOC)
     assert FW.FW_STATUS_NAMES == ("state", "error", "topo", "coords", "epoch", "links_in", "reroutes",
-                                  "link_downs", "evacuated", "lost", "heartbeat", "fingerprint")
+                                  "link_downs", "evacuated", "lost", "heartbeat", "fingerprint",
+                                  "flush_timeouts")
     assert FW.cfg_node(None) == 0 and FW.cfg_node(7) == 0x8007
     assert FW.split_xy(3 | 2 << 16) == (3, 2)
 
