@@ -36,6 +36,7 @@ struct fw_hw {
 	unsigned int (*table_depth)(void *ctx);                /* routing-table entries */
 	unsigned int (*link_state)(void *ctx, unsigned int port);   /* PN_LINK_STATE_* */
 	void (*link_restart)(void *ctx, unsigned int port);
+	void (*link_take_down)(void *ctx, unsigned int port);
 	uint32_t (*rx_expect)(void *ctx, unsigned int port);
 	uint32_t (*evac_first)(void *ctx, unsigned int port);
 	uint32_t (*evac_end)(void *ctx, unsigned int port);
@@ -53,6 +54,10 @@ struct fw_hw {
 	unsigned int (*tx_free)(void *ctx);                    /* words the mgmt TX FIFO takes */
 	void (*tx_word)(void *ctx, uint64_t w);
 	void (*tx_send)(void *ctx);
+	/* where the mgmt TX injects: 0 the router's local input; p the router's input of link
+	 * port p, whose link is DOWN (replayed packets enter as if they had arrived on it) */
+	void (*tx_target)(void *ctx, unsigned int port);
+	unsigned int (*tx_idle)(void *ctx);                    /* mgmt TX and the input it feeds empty */
 	unsigned int (*rx_len)(void *ctx);                     /* words of the head packet, 0: none */
 	uint64_t (*rx_word)(void *ctx);                        /* the head word; pops it */
 	/* fw_* status register `reg` (PN_FW_REG_*, spec/fw.py's FW_STATUS order) */
