@@ -82,6 +82,7 @@ class Run:
         self.owed = 0
         self.b_queue: list[list[int]] = []
         self.b_word = 0
+        self.b_pause = None                # B's sender stops before this word of its head packet
         self.cycle = 0
         self.commits = {XP: 0, LOCAL: 0}   # packets committed into A's XP / local input
 
@@ -107,7 +108,7 @@ class Run:
                 if self.b_word == len(pk):
                     self.b_queue.pop(0)
                     self.b_word = 0
-        if self.b_queue:
+        if self.b_queue and self.b_word != self.b_pause:
             pk = self.b_queue[0]
             yield t.b_src.valid.eq(1)
             yield t.b_src.data.eq(pk[self.b_word])
@@ -178,13 +179,14 @@ def run(body) -> Run:
 
 def test_down_target_enters_link_input_routed_in_order():
     """Link XP DOWN, target XP: the packets enter A's XP input buffer (never the local
-    input) and are routed by the table, in order and whole; tx_idle is 0 while one waits
-    for a blocked output (XM without credit returns: 3 packet slots) and 1 once every
-    one has been granted; the XP buffer (32 words) never overflows (a packet waits for
-    room for all of it)."""
+    input) and are routed by the table, in order and whole. XM without credit returns
+    takes three packets (its packet slots); three more fill the XP buffer (30 of 32
+    words) and the next waits in the management port for room for all of it (the
+    buffer takes no back-pressure: a packet that did not fit would be discarded);
+    tx_idle is 0 meanwhile and 1 once every packet has been granted an output."""
     rng = random.Random(7)
-    pks = [packet(TO_XM, 1, rng=rng), packet(TO_LOCAL, 2, 24, rng), packet(TO_XM, 3, rng=rng),
-           packet(TO_XM, 4, rng=rng), packet(TO_XM, 5, rng=rng), packet(TO_XM, 6, 0, rng)]
+    pks = [packet(TO_XM, 1, rng=rng), packet(TO_LOCAL, 2, 24, rng)] + \
+        [packet(TO_XM, 3 + i, rng=rng) for i in range(6)] + [packet(TO_XM, 9, 0, rng)]
     res = {}
 
     def body(r, top):
@@ -196,22 +198,149 @@ def test_down_target_enters_link_input_routed_in_order():
         for pk in pks:
             yield from r.send(pk)
         yield from r.ticks(80)
-        res["xm_while_blocked"] = len(r.out[XM])
-        res["idle_blocked"] = (yield top.mgmt.tx_idle)
-        res["mgmt_empty_blocked"] = (yield top.mgmt.tx_empty)
+        res["blocked"] = (len(r.out[XM]), (yield top.router.inputs[XP].level),
+                          (yield top.mgmt.txf.packets), (yield top.mgmt.tx_idle))
         r.xm_credit = True
-        yield from r.until(lambda: (yield top.mgmt.tx_idle), 600, "tx_idle")
-        res["idle_at"] = r.cycle
+        yield from r.until(lambda: (yield top.mgmt.tx_idle), 1000, "tx_idle")
         yield from r.ticks(30)
         res["xp_state"] = (yield top.la.link_state)
         res["aborted"] = (yield top.router.err_aborted)
 
     r = run(body)
     assert res["idle_before"] == 1
-    assert res["xm_while_blocked"] == 3        # XM's three packet slots, then the rest wait
-    assert res["idle_blocked"] == 0 and res["mgmt_empty_blocked"] == 1
-    assert r.out[XM] == [pks[0], pks[2], pks[3], pks[4], pks[5]]
+    assert res["blocked"] == (3, 30, 2, 0)
+    assert r.out[XM] == [pks[0]] + pks[2:]
     assert r.out[LOCAL] == [pks[1]]
-    assert r.commits == {XP: 6, LOCAL: 0}
+    assert r.commits == {XP: len(pks), LOCAL: 0}
     assert res["aborted"] == 0
     assert res["xp_state"] == LinkState.DOWN
+
+
+def test_up_target_waits_link_traffic_undisturbed():
+    """Target XP while link XP is UP: the management packet waits (tx_idle 0) and B's
+    packets arriving on XP pass whole and in order; once the link is DOWN the waiting
+    packet enters and is routed."""
+    rng = random.Random(3)
+    b_pks = [packet(TO_XM, 100 + i, rng.choice([0, 8, 40, MTU]), rng) for i in range(6)]
+    mg = packet(TO_LOCAL, 7, 16, rng)
+    res = {}
+
+    def body(r, top):
+        yield from r.wait_state(LinkState.UP)
+        yield top.mgmt.tx_target.eq(XP)
+        yield from r.send(mg)
+        r.b_queue = list(b_pks)
+        yield from r.until(lambda: (yield from _true(len(r.out[XM]) == len(b_pks))), 3000, "B's packets")
+        yield from r.ticks(20)
+        res["waiting"] = (yield top.mgmt.txf.packets)
+        res["idle_up"] = (yield top.mgmt.tx_idle)
+        res["local_up"] = len(r.out[LOCAL])
+        res["overflows"] = (yield top.la.rx_overflows)
+        res["state_up"] = (yield top.la.link_state)
+        yield from r.take_down()
+        yield from r.until(lambda: (yield top.mgmt.tx_idle), 200, "tx_idle")
+        yield from r.ticks(10)
+
+    r = run(body)
+    assert res["state_up"] == LinkState.UP
+    assert res["waiting"] == 1 and res["idle_up"] == 0 and res["local_up"] == 0
+    assert res["overflows"] == 0
+    assert r.out[XM] == b_pks
+    assert r.out[LOCAL] == [mg]
+    assert r.commits == {XP: len(b_pks) + 1, LOCAL: 0}
+
+
+def test_cut_link_packet_not_mixed_with_mgmt_words():
+    """A packet from the link part-way into the XP buffer when the link goes DOWN is
+    discarded whole (the link ends it with an error beat, a cycle after it is DOWN);
+    the management packets waiting for XP enter only after it, whole. B's sender pauses
+    in the middle of its packet (the link sends fillers), so when the link goes DOWN no
+    word is arriving and only the open packet tells the multiplexer to wait."""
+    rng = random.Random(5)
+    b_pk = packet(TO_XM, 200, MTU, rng)
+    mgs = [packet(TO_XM, 8, 8, rng), packet(TO_LOCAL, 9, 0, rng)]
+    res = {}
+
+    def body(r, top):
+        yield from r.wait_state(LinkState.UP)
+        yield top.mgmt.tx_target.eq(XP)
+        for pk in mgs:
+            yield from r.send(pk)
+        r.b_pause = 5
+        r.b_queue = [b_pk]
+        buf = top.router.inputs[XP]
+        # Four words of B's packet in A's XP buffer (the fifth held in the link's
+        # receiver), none committed, nothing arriving: cut the link.
+        yield from r.until(lambda: (yield from _true((yield buf.level) == 4)), 2000,
+                           "B's packet arriving")
+        yield from r.ticks(10)
+        res["before"] = ((yield buf.level), (yield buf.packets), (yield top.mgmt.txf.packets),
+                         (yield top.la.rx_source.valid))
+        yield from r.take_down()
+        yield from r.until(lambda: (yield top.mgmt.tx_idle), 200, "tx_idle")
+        yield from r.ticks(20)
+        res["aborted"] = (yield buf.aborted)
+
+    r = run(body)
+    assert res["before"] == (4, 0, 2, 0)
+    assert res["aborted"] == 1
+    assert r.out[XM] == [mgs[0]]
+    assert r.out[LOCAL] == [mgs[1]]
+    assert r.commits == {XP: 2, LOCAL: 0}
+
+
+def test_target_local_as_before_and_bad_target_discarded():
+    """Target 0: packets enter the router's local input (never the XP buffer) and are
+    routed, even with XP DOWN. A target written while a packet is part-way through
+    applies from the next packet on (the packet is not cut). A target beyond the link
+    ports discards the packet whole and counts it (``misrouted``, part of
+    ``mgmt_tx_dropped``); the next packet with a good target is unharmed. tx_idle
+    follows each."""
+    rng = random.Random(9)
+    a, b, c, d = (packet(TO_XM, 1, MTU, rng), packet(TO_LOCAL, 2, MTU, rng),
+                  packet(TO_XM, 3, 8, rng), packet(TO_XM, 4, 16, rng))
+    res = {}
+
+    def body(r, top):
+        steer = top.tx.steer.sink
+        yield from r.ticks(10)
+        yield from r.take_down()
+        yield from r.send(a)
+        yield from r.until(lambda: (yield from _true((yield steer.valid) and not (yield steer.first))),
+                           50, "packet a part-way through")
+        res["a_words_left"] = (yield top.mgmt.txf.level)
+        yield top.mgmt.tx_target.eq(XP)            # mid-packet: a still goes to LOCAL
+        yield from r.until(lambda: (yield top.mgmt.tx_idle), 200, "tx_idle (a)")
+        yield from r.send(d)
+        yield from r.until(lambda: (yield top.mgmt.tx_idle), 200, "tx_idle (d, target XP)")
+        yield top.mgmt.tx_target.eq(5)
+        yield from r.send(b)
+        yield from r.until(lambda: (yield top.mgmt.tx_idle), 200, "tx_idle (bad target)")
+        res["misrouted"] = (yield top.mgmt.misrouted)
+        yield top.mgmt.tx_target.eq(LOCAL)
+        yield from r.send(c)
+        yield from r.until(lambda: (yield top.mgmt.tx_idle), 200, "tx_idle (target 0, XP down)")
+        yield from r.ticks(20)
+
+    r = run(body)
+    assert res["a_words_left"] > 1
+    assert res["misrouted"] == 1
+    assert r.out[XM] == [a, d, c] and r.out[LOCAL] == []
+    assert r.commits == {XP: 1, LOCAL: 2}
+
+
+def test_csrs_in_niccore_map():
+    """NicCore's CSR map has mgmt_tx_target (3 bits, rw) and mgmt_tx_idle (status) after
+    the older mgmt_* registers, whose offsets do not move."""
+    from paranic.hw.standalone import NicCoreStandalone
+    regs = NicCoreStandalone(n_links=2, n_ctx=2, mtu=MTU).csr_map()
+    tgt, idle = regs["mgmt_tx_target"], regs["mgmt_tx_idle"]
+    assert (tgt.size, tgt.kind) == (3, "rw")
+    assert (idle.size, idle.kind) == (1, "ro")
+    older = [r.addr for n, r in regs.items() if n.startswith("mgmt_") and n not in ("mgmt_tx_target", "mgmt_tx_idle")]
+    assert max(older) < tgt.addr < idle.addr
+
+
+def _true(v):
+    return v
+    yield
