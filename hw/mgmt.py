@@ -235,9 +235,13 @@ class EvacInput(LiteXModule):
     port's ``sink``) normally. A management packet on ``mgmt_sink`` (from
     :class:`MgmtSteer`) passes instead only while the link is DOWN (``link_state``),
     no received packet is part-way through (a frame cut by the fault still ends with
-    its error beat, which discards it in the buffer), and the buffer has room for the
-    whole packet (``room`` free words >= ``mgmt_words``, its length): the router's link
-    input buffers take no back-pressure, they discard a packet that does not fit.
+    its error beat, which discards it in the buffer), and the buffer has room: the
+    injection bubble rule of the router's packet accounting (``slots`` packet slots of
+    ``max_pkt`` words, one per packet whatever its size; after this packet one slot must
+    stay free: ``packets`` + 2 <= ``slots``), so that a packet entering the network here
+    never takes a ring's last free slot; and, implied by that but checked anyway
+    because the router's link input buffers take no back-pressure (they discard a
+    packet that does not fit), ``room`` free words >= ``mgmt_words`` (its length).
     Otherwise the management packet waits (back-pressure). Switching happens only at
     packet boundaries on both sides; a management packet once started is passed whole,
     even if the link leaves DOWN meanwhile (a restart; the link trains only once the
@@ -252,12 +256,15 @@ class EvacInput(LiteXModule):
     management packet passes.
     """
 
-    def __init__(self, room_bits: int, words_bits: int) -> None:
+    def __init__(self, room_bits: int, words_bits: int, packets_bits: int, slots: int) -> None:
+        if slots < 2:
+            raise ValueError("an input buffer has at least two packet slots")
         self.link_sink = stream.Endpoint(packet_layout())
         self.mgmt_sink = stream.Endpoint(packet_layout())
         self.source = stream.Endpoint(packet_layout())
         self.link_state = Signal(2)
         self.room = Signal(room_bits)
+        self.packets = Signal(packets_bits)
         self.mgmt_words = Signal(words_bits)
         self.active = Signal()
 
@@ -268,7 +275,8 @@ class EvacInput(LiteXModule):
         start = Signal()
         self.comb += [
             start.eq(~mg & ~lin & ~self.link_sink.valid & self.mgmt_sink.valid &
-                     (self.link_state == LinkState.DOWN) & (self.room >= self.mgmt_words)),
+                     (self.link_state == LinkState.DOWN) & (self.packets <= slots - 2) &
+                     (self.room >= self.mgmt_words)),
             self.active.eq(mg | start),
             If(self.active,
                 self.mgmt_sink.connect(self.source),
@@ -286,7 +294,7 @@ class MgmtTxPath(LiteXModule):
     """The management port's TX path into a router: a :class:`MgmtSteer` and one
     :class:`EvacInput` per link port, wired to ``mgmt`` (its ``source``, ``tx_target``,
     ``fed_empty``, ``misrouted``) and to ``router`` (each link port's ``sink``, the room
-    in its input buffers; the buffer ``tx_idle`` watches).
+    and packets in its input buffers, its packet slots; the buffer ``tx_idle`` watches).
 
     Left to the assembly (NicCore): ``local`` (packets for the router's local input,
     to the injection arbiter), ``link_sinks[i]`` (link port i + 1's received packets,
@@ -312,13 +320,15 @@ class MgmtTxPath(LiteXModule):
         ]
         for i, port in enumerate(router.links):
             buf = router.inputs[i + 1]
-            ev = EvacInput(room_bits=len(buf.free), words_bits=len(mgmt.txf.head_words))
+            ev = EvacInput(room_bits=len(buf.free), words_bits=len(mgmt.txf.head_words),
+                           packets_bits=len(buf.packets), slots=router.slots_per_buffer)
             setattr(self, f"evac{i}", ev)
             self.evac.append(ev)
             self.comb += [
                 steer.links[i].connect(ev.mgmt_sink),
                 ev.source.connect(port.sink),
                 ev.room.eq(buf.free),
+                ev.packets.eq(buf.packets),
                 ev.mgmt_words.eq(mgmt.txf.head_words),
             ]
         self.link_sinks = [ev.link_sink for ev in self.evac]

@@ -180,10 +180,10 @@ def run(body) -> Run:
 def test_down_target_enters_link_input_routed_in_order():
     """Link XP DOWN, target XP: the packets enter A's XP input buffer (never the local
     input) and are routed by the table, in order and whole. XM without credit returns
-    takes three packets (its packet slots); three more fill the XP buffer (30 of 32
-    words) and the next waits in the management port for room for all of it (the
-    buffer takes no back-pressure: a packet that did not fit would be discarded);
-    tx_idle is 0 meanwhile and 1 once every packet has been granted an output."""
+    takes three packets (its packet slots); the XP buffer (3 packet slots) then takes
+    two more, keeping one slot free (the injection bubble rule), and the rest wait in
+    the management port; nothing is discarded; tx_idle is 0 meanwhile and 1 once every
+    packet has been granted an output."""
     rng = random.Random(7)
     pks = [packet(TO_XM, 1, rng=rng), packet(TO_LOCAL, 2, 24, rng)] + \
         [packet(TO_XM, 3 + i, rng=rng) for i in range(6)] + [packet(TO_XM, 9, 0, rng)]
@@ -208,7 +208,7 @@ def test_down_target_enters_link_input_routed_in_order():
 
     r = run(body)
     assert res["idle_before"] == 1
-    assert res["blocked"] == (3, 30, 2, 0)
+    assert res["blocked"] == (3, 20, 3, 0)
     assert r.out[XM] == [pks[0]] + pks[2:]
     assert r.out[LOCAL] == [pks[1]]
     assert r.commits == {XP: len(pks), LOCAL: 0}
