@@ -139,9 +139,6 @@ class Run:
             yield from self.tick()
         raise AssertionError(f"{what}: not after {limit} cycles (cycle {self.cycle})")
 
-    def link_state(self):
-        return (yield self.top.la.link_state)
-
     def wait_state(self, state: LinkState, limit: int = 2000):
         def cond():
             return (yield self.top.la.link_state) == state
@@ -337,7 +334,8 @@ def test_csrs_in_niccore_map():
     tgt, idle = regs["mgmt_tx_target"], regs["mgmt_tx_idle"]
     assert (tgt.size, tgt.kind) == (3, "rw")
     assert (idle.size, idle.kind) == (1, "ro")
-    older = [r.addr for n, r in regs.items() if n.startswith("mgmt_") and n not in ("mgmt_tx_target", "mgmt_tx_idle")]
+    new = ("mgmt_tx_target", "mgmt_tx_idle")
+    older = [r.addr for n, r in regs.items() if n.startswith("mgmt_") and n not in new]
     assert max(older) < tgt.addr < idle.addr
 
 
