@@ -1,7 +1,8 @@
 """NicCore: everything on a ParaNIC board that is not board-specific.
 
 Router + one LinkLayer per link port + HostInterface + BarrierUnit + MgmtPort (the
-firmware's CONTROL packets), joined by packet streams; the identity inputs ``dna`` and
+firmware's CONTROL packets, and through MgmtTxPath the packets it replays after a link
+fault), joined by packet streams; the identity inputs ``dna`` and
 ``cfg_node`` (driven by the board or the simulator) and the firmware status registers. The board (or the simulator) supplies the PHY adapters for the
 link ports' ``phy_tx``/``phy_rx`` streams, a Wishbone master for ``bus`` (the
 context pages; privileged CSRs are collected by LiteX from the submodules), and
@@ -21,7 +22,7 @@ from .barrier import BarrierUnit
 from .common import hdr
 from .host import HostInterface
 from .link import LinkLayer
-from .mgmt import FwStatus, Identity, MgmtPort
+from .mgmt import FwStatus, Identity, MgmtPort, MgmtTxPath
 from .router import Router, default_buf_words
 
 
@@ -99,13 +100,18 @@ class NicCore(LiteXModule):
             self.barrier.node_id.eq(node_id),
         ]
 
-        # Router link ports <-> link layers ---------------------------------------------------
-        for port, link in zip(self.router.links, self.links):
-            self.comb += link.port_connections(port)
+        # Router link ports <-> link layers, and the management port's TX path: into the
+        # router's local input (mgmt_tx_target 0) or, through a multiplexer in front of
+        # each link port's input buffer, into the buffer of a port whose link is DOWN
+        # (target p; docs/mgmt.md, "Replayed packets"). -----------------------------------
+        self.mgmt_tx = MgmtTxPath(self.mgmt, self.router)
+        for port, link, rx_sink, state in zip(self.router.links, self.links,
+                                              self.mgmt_tx.link_sinks, self.mgmt_tx.link_states):
+            self.comb += [link.port_connections(port, rx_sink=rx_sink), state.eq(link.link_state)]
 
-        # Injection: barrier packets, the management port's packets and host packets
-        # share the router's local input (packet round-robin). -----------------------------
-        self.inject = packet.Arbiter([self.barrier.source, self.mgmt.source, self.host.tx_source],
+        # Injection: barrier packets, the management port's packets (target 0) and host
+        # packets share the router's local input (packet round-robin). ---------------------
+        self.inject = packet.Arbiter([self.barrier.source, self.mgmt_tx.local, self.host.tx_source],
                                      self.router.local_sink)
 
         # Ejection by type: BARRIER to the barrier unit, CONTROL to the management port
