@@ -4,15 +4,19 @@ Table-based self-routing with a routing table in block RAM, store-and-forward pe
 hop (a packet is routed once all of it is in its input FIFO) with whole-packet
 credits, round-robin arbitration with in-transit traffic first, and bubble flow
 control for deadlock freedom (see docs/architecture.md, "Router" and "Deadlock
-freedom").
+freedom"). The table holds two sets; a packet is routed by the set in its header's
+``rt``, and while divert is on, packets of one set whose route is a link that is not
+up take the other set's route with ``rt`` flipped (ordered route changes:
+docs/architecture.md, "Two table sets and divert").
 
 Pipeline of one packet (cycles relative to the cycle ``T`` in which it is complete
 at the head of its input FIFO, ``packets > 0``)::
 
     T    header word 0 at the FIFO head; table read address = dst_node;
          length check and word count registered
-    T+1  route from the table; request, credit check, arbitration (combinational);
-         grant registered at the end of the cycle
+    T+1  route from the table (set ``rt``, or the other one when diverted); request,
+         credit check, arbitration (combinational); grant (and divert flip) registered
+         at the end of the cycle
     T+2  the input streams into the output's pipeline register
     T+3  header word valid on the output ``source`` (link port or ejection FIFO)
 
