@@ -64,13 +64,23 @@ static uint64_t h_eword(void *c, unsigned int p, uint32_t seq, unsigned int i)
 	return rd64(LINK(p, EVAC_DATA));
 }
 static void h_node(void *c, unsigned int id) { (void)c; wr32(PN_CSR_NODE, id); }
+/* route_set selects the table set route_write writes (and route_read shows); it is left
+ * at the set last written, so every write sets it. */
 static void h_route(void *c, unsigned int set, unsigned int d, unsigned int port)
 {
 	(void)c;
-	(void)set;
+	wr32(PN_CSR_ROUTER_ROUTE_SET, set & 1);
 	wr32(PN_CSR_ROUTER_ROUTE_ADR, d);
 	wr32(PN_CSR_ROUTER_ROUTE_PORT, port);
 	wr32(PN_CSR_ROUTER_ROUTE_WRITE, 1);
+}
+static void h_inject_set(void *c, unsigned int set) { (void)c; wr32(PN_CSR_INJECTION_SET, set & 1); }
+static void h_inject_hold(void *c, unsigned int hold) { (void)c; wr32(PN_CSR_INJECTION_HOLD, hold ? 1 : 0); }
+/* router_divert: bit 0 on, bit 1 the set diverted from. */
+static void h_divert(void *c, unsigned int on, unsigned int from)
+{
+	(void)c;
+	wr32(PN_CSR_ROUTER_DIVERT, (on ? 1u : 0u) | (from & 1) << 1);
 }
 static unsigned int h_free(void *c) { (void)c; return rd32(PN_CSR_MGMT_TX_FREE); }
 static void h_word(void *c, uint64_t w) { (void)c; wr64(PN_CSR_MGMT_TX_DATA, w); wr32(PN_CSR_MGMT_TX_PUSH, 1); }
@@ -140,7 +150,9 @@ const struct fw_hw fw_hw_soc = {
 	.now = h_now, .dna = h_dna, .cfg_node = h_cfg, .link_ports = h_ports, .table_depth = h_depth,
 	.link_state = h_state, .link_restart = h_restart, .rx_expect = h_rx_expect,
 	.evac_first = h_first, .evac_end = h_end, .evac_len = h_elen, .evac_word = h_eword,
-	.set_node = h_node, .route_write = h_route, .tx_free = h_free, .tx_word = h_word,
+	.set_node = h_node, .route_write = h_route, .inject_set = h_inject_set,
+	.inject_hold = h_inject_hold, .divert = h_divert,
+	.tx_free = h_free, .tx_word = h_word,
 	.tx_send = h_send, .rx_len = h_rxlen, .rx_word = h_rxword, .status = h_status,
 	.ctx_reset_all = h_ctx,
 	.link_take_down = h_take_down,

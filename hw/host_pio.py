@@ -37,14 +37,15 @@ def pio_buffer_words(mtu: int) -> int:
 
 
 def stamp_header(word0, out, node_id, ctx, keep_flags: int):
-    """Statements: ``out`` = ``word0`` with src fields stamped, vc/direct/rsvd zeroed and only
-    the ``keep_flags`` bits of ``flags`` kept."""
+    """Statements: ``out`` = ``word0`` with src fields stamped, vc/direct/rt/rsvd zeroed and only
+    the ``keep_flags`` bits of ``flags`` kept (``rt`` is stamped later, by NicCore's injection gate)."""
     return [
         out.eq(word0),
         hdr(out, "src_node").eq(node_id),
         hdr(out, "src_ctx").eq(ctx),
         hdr(out, "vc").eq(0),
         hdr(out, "direct").eq(0),   # link-local packets are the management port's
+        hdr(out, "rt").eq(0),       # the injection gate stamps the routing-table set
         hdr(out, "rsvd").eq(0),
         hdr(out, "flags").eq(hdr(word0, "flags") & keep_flags),
     ]

@@ -21,6 +21,7 @@ from paranic.spec import protocol as P
 from .barrier import BarrierUnit
 from .common import hdr
 from .host import HostInterface
+from .inject import InjectionGate
 from .link import LinkLayer
 from .mgmt import FwStatus, Identity, MgmtPort, MgmtTxPath
 from .router import Router, default_buf_words
@@ -110,8 +111,19 @@ class NicCore(LiteXModule):
             self.comb += [link.port_connections(port, rx_sink=rx_sink), state.eq(link.link_state)]
 
         # Injection: barrier packets, the management port's packets (target 0) and host
-        # packets share the router's local input (packet round-robin). ---------------------
-        self.inject = packet.Arbiter([self.barrier.source, self.mgmt_tx.local, self.host.tx_source],
+        # packets share the router's local input (packet round-robin). Barrier and host packets
+        # pass the injection gate (rt stamped, hold; CSRs injection_*); the management
+        # port's do not (the firmware writes their headers raw and sends while host
+        # traffic is held). ----------------------------------------------------------------
+        self.injection = InjectionGate(2)
+        self.injection.add_csrs()
+        gate = self.injection
+        self.comb += [
+            self.barrier.source.connect(gate.sinks[0]),
+            self.host.tx_source.connect(gate.sinks[1]),
+            *gate.watch(self.router, self.mgmt),
+        ]
+        self.inject = packet.Arbiter([gate.sources[0], self.mgmt_tx.local, gate.sources[1]],
                                      self.router.local_sink)
 
         # Ejection by type: BARRIER to the barrier unit, CONTROL to the management port

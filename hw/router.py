@@ -4,15 +4,19 @@ Table-based self-routing with a routing table in block RAM, store-and-forward pe
 hop (a packet is routed once all of it is in its input FIFO) with whole-packet
 credits, round-robin arbitration with in-transit traffic first, and bubble flow
 control for deadlock freedom (see docs/architecture.md, "Router" and "Deadlock
-freedom").
+freedom"). The table holds two sets; a packet is routed by the set in its header's
+``rt``, and while divert is on, packets of one set whose route is a link that is not
+up take the other set's route with ``rt`` flipped (ordered route changes:
+docs/architecture.md, "Two table sets and divert").
 
 Pipeline of one packet (cycles relative to the cycle ``T`` in which it is complete
 at the head of its input FIFO, ``packets > 0``)::
 
     T    header word 0 at the FIFO head; table read address = dst_node;
          length check and word count registered
-    T+1  route from the table; request, credit check, arbitration (combinational);
-         grant registered at the end of the cycle
+    T+1  route from the table (set ``rt``, or the other one when diverted); request,
+         credit check, arbitration (combinational); grant (and divert flip) registered
+         at the end of the cycle
     T+2  the input streams into the output's pipeline register
     T+3  header word valid on the output ``source`` (link port or ejection FIFO)
 
@@ -25,7 +29,7 @@ from __future__ import annotations
 from functools import reduce
 from operator import add, or_
 
-from migen import Array, Case, Constant, If, Memory, Mux, ResetInserter, Signal, bits_for, log2_int
+from migen import Array, Case, Cat, Constant, If, Memory, Mux, ResetInserter, Signal, bits_for, log2_int
 from migen.genlib.fifo import SyncFIFO
 from migen.fhdl.specials import READ_FIRST
 from litex.gen import LiteXModule
@@ -67,7 +71,7 @@ class Router(LiteXModule):
         power of two >= 2 * max_pkt.
     table_nodes: routing-table depth (power of two); larger dst_node is dropped.
     eject_words / inject_words: ejection / injection FIFO sizes (default buf_words).
-    table_init: optional list of ports loaded into the table after reset
+    table_init: optional list of ports loaded into both table sets after reset
         (default: every entry DROP). The table is (re)initialised during the
         ``table_nodes`` cycles after reset; ``ready`` rises when done.
     bubble: accounting of the bubble rule on link outputs.
@@ -106,8 +110,15 @@ class Router(LiteXModule):
         # -- interface -------------------------------------------------------
         self.node_id = Signal(P.NODE_BITS)
         self.table_we = Signal()
+        self.table_set = Signal()          # which of the two table sets table_we writes
         self.table_adr = Signal(tbits)
         self.table_dat = Signal(P.ROUTE_BITS)
+        # Divert (ordered route changes, docs/architecture.md "Two table sets and divert"):
+        # while divert_on, a packet of set divert_from whose route there is a link that is
+        # not up goes by the other set, its ``rt`` flipped.
+        self.divert_on = Signal()
+        self.divert_from = Signal()
+        self.diverted = Signal(32)         # packets granted an output by the other set
         self.ready = Signal()              # routing table initialised
         self.bubble_en = Signal(reset=1)   # bubble rule on (off only to demonstrate deadlock)
         self.local_sink = stream.Endpoint(packet_layout())
@@ -133,22 +144,28 @@ class Router(LiteXModule):
         # # #
 
         # -- routing table -----------------------------------------------------
-        self.specials.table = table = Memory(P.ROUTE_BITS, table_nodes)
-        wp = table.get_port(write_capable=True)
+        # Two sets side by side in one entry (set s in bits [s*ROUTE_BITS, (s+1)*ROUTE_BITS)):
+        # one read gives a packet's route in both sets, as divert needs; writes are per set.
+        rb = P.ROUTE_BITS
+        self.specials.table = table = Memory(2 * rb, table_nodes)
+        wp = table.get_port(write_capable=True, we_granularity=rb)
         self.specials += wp
         init_adr = Signal(tbits)
         initing = Signal(reset=1)
         if table_init is None:
-            init_val = Constant(P.Port.DROP, P.ROUTE_BITS)
+            init_val = Constant(P.Port.DROP, rb)
         else:
+            if len(table_init) > table_nodes:
+                raise ValueError(f"table_init has {len(table_init)} entries, the table {table_nodes}")
             vals = list(table_init) + [P.Port.DROP] * (table_nodes - len(table_init))
-            init_val = Array(Constant(int(v), P.ROUTE_BITS) for v in vals[:table_nodes])[init_adr]
+            init_val = Array(Constant(int(v), rb) for v in vals)[init_adr]
         self.comb += [
             self.ready.eq(~initing),
             If(self.table_we,
-                wp.we.eq(1), wp.adr.eq(self.table_adr), wp.dat_w.eq(self.table_dat),
+                wp.we.eq(Mux(self.table_set, 0b10, 0b01)), wp.adr.eq(self.table_adr),
+                wp.dat_w.eq(Cat(self.table_dat, self.table_dat)),
             ).Elif(initing,
-                wp.we.eq(1), wp.adr.eq(init_adr), wp.dat_w.eq(init_val),
+                wp.we.eq(0b11), wp.adr.eq(init_adr), wp.dat_w.eq(Cat(init_val, init_val)),
             ),
         ]
         self.sync += If(initing & ~self.table_we,
@@ -194,12 +211,14 @@ class Router(LiteXModule):
         drain = [Signal(name=f"drain_{PORT_NAMES[k]}") for k in range(nports)]
         sel = [Signal(max=nports, name=f"sel_{PORT_NAMES[k]}") for k in range(nports)]
         look = [Signal(name=f"look_{PORT_NAMES[k]}") for k in range(nports)]
+        flip = [Signal(name=f"flip_{PORT_NAMES[k]}") for k in range(nports)]   # granted diverted
         route = []
         words = []
         req = []
         drop_now = []
         badlen = []
         directs = []
+        diverts = []
         for k, f in enumerate(self.inputs):
             rp = table.get_port(mode=READ_FIRST)
             self.specials += rp
@@ -225,6 +244,20 @@ class Router(LiteXModule):
                 nw.eq(f.head_words),
                 dr.eq(Mux(hdr(w0, "type") == P.PacketType.CONTROL, hdr(w0, "direct"), 0)),
             ]
+            # The packet's route in its own set (header ``rt``) and in the other one. Divert
+            # when the own route is a link port that is not up (a packet diverted to a link
+            # that is not up either waits there: it is never flipped back).
+            rt = hdr(w0, "rt")
+            r_set = [rp.dat_r[s * rb:(s + 1) * rb] for s in range(2)]
+            r_own = Signal(rb, name=f"rown_{PORT_NAMES[k]}")
+            r_other = Signal(rb, name=f"rother_{PORT_NAMES[k]}")
+            dv = Signal(name=f"divert_{PORT_NAMES[k]}")
+            self.comb += [
+                r_own.eq(Mux(rt, r_set[1], r_set[0])),
+                r_other.eq(Mux(rt, r_set[0], r_set[1])),
+                dv.eq(self.divert_on & (rt == self.divert_from) & (dr == 0) &
+                      (r_own != P.Port.LOCAL) & (r_own <= n_links) & ~Array(link_up)[r_own]),
+            ]
             r = Signal(P.ROUTE_BITS, name=f"route_{PORT_NAMES[k]}")
             dn = Signal(name=f"drop_{PORT_NAMES[k]}")
             rq = Signal(name=f"req_{PORT_NAMES[k]}")
@@ -235,11 +268,14 @@ class Router(LiteXModule):
             if k == 0:
                 self.comb += dead.eq((dr != 0) & ~Array(link_up)[dr])
             self.comb += [
-                If(dr == 0, r.eq(rp.dat_r)).Else(r.eq(dr if k == 0 else P.Port.LOCAL)),
+                If(dr != 0, r.eq(dr if k == 0 else P.Port.LOCAL)
+                ).Elif(dv, r.eq(r_other)
+                ).Else(r.eq(r_own)),
                 dn.eq(look[k] & ((oob & (dr == 0)) | bl | (r > n_links) | dead)),
                 rq.eq(look[k] & ~dn),
             ]
             directs.append(dr)
+            diverts.append(dv)
             route.append(r)
             words.append(nw)
             req.append(rq)
@@ -285,16 +321,18 @@ class Router(LiteXModule):
             ]
 
         # -- state updates -----------------------------------------------------
+        granted = []
         for k, f in enumerate(self.inputs):
             gk = Signal(name=f"granted_{PORT_NAMES[k]}")
             self.comb += gk.eq(reduce(or_, [grant[o][k] for o in range(nports)]))
+            granted.append(gk)
             idle = ~fwd[k] & ~drain[k]
             head = getattr(self, f"_head_{k}")
             end = f.source.valid & f.source.ready & f.source.last
             self.sync += [
                 look[k].eq(idle & head & self.ready & ~gk & ~drop_now[k]),
                 If(gk,
-                    fwd[k].eq(1), sel[k].eq(route[k]),
+                    fwd[k].eq(1), sel[k].eq(route[k]), flip[k].eq(diverts[k]),
                 ).Elif(fwd[k] & end,
                     fwd[k].eq(0),
                 ),
@@ -318,23 +356,35 @@ class Router(LiteXModule):
             n_len.eq(reduce(add, [drop_now[k] & badlen[k] for k in range(nports)])),
             n_unk.eq(reduce(add, [drop_now[k] & ~badlen[k] for k in range(nports)])),
         ]
+        n_div = Signal(bits_for(nports))
+        self.comb += n_div.eq(reduce(add, [granted[k] & diverts[k] for k in range(nports)]))
         self.sync += [
             self.err_length.eq(self.err_length + n_len),
             self.err_unknown.eq(self.err_unknown + n_unk),
+            self.diverted.eq(self.diverted + n_div),
         ]
 
         # The receiving router rewrites a link-local packet's ``direct`` to the port it
         # arrived on (its header word 0 passes while ``first``), so the receiver knows its port.
+        # A diverted packet leaves with ``rt`` flipped (header word 0, ``flip`` registered
+        # at its grant), so the next routers route it by the set it was diverted to.
         dlo = P.HEADER_FIELD["direct"].offset
         dhi = dlo + P.HEADER_FIELD["direct"].width
+        rtb = P.HEADER_FIELD["rt"].offset
+        out_data = []
+        for k, f in enumerate(self.inputs):
+            d = Signal(P.WORD_BITS, name=f"out_data_{PORT_NAMES[k]}")
+            self.comb += [d.eq(f.source.data),
+                          If(f.source.first & flip[k], d[rtb].eq(~f.source.data[rtb]))]
+            out_data.append(d)
         for o in range(nports):
             p = pipes[o]
             src = {}
             for k, f in enumerate(self.inputs):
-                data = f.source.data
+                data = out_data[k]
                 if o == 0 and k != 0:
                     data = Signal(P.WORD_BITS, name=f"eject_data_{PORT_NAMES[k]}")
-                    self.comb += [data.eq(f.source.data),
+                    self.comb += [data.eq(out_data[k]),
                                   If(f.source.first & (directs[k] != 0), data[dlo:dhi].eq(k))]
                 src[k] = [p.sink.valid.eq(f.source.valid), p.sink.data.eq(data),
                           p.sink.first.eq(f.source.first), p.sink.last.eq(f.source.last)]
@@ -395,27 +445,40 @@ class Router(LiteXModule):
         # observation for tests/benches
         self.busy, self.owner, self.fwd, self.drain, self.look = busy, owner, fwd, drain, look
         self.route, self.grant = route, grant
+        self.flip, self.diverts = flip, diverts
 
     # ------------------------------------------------------------------------
     def add_csrs(self) -> None:
-        """CSRs: routing-table write/read-back port and counters.
+        """CSRs: routing-table write/read-back port, divert and counters.
 
         Write ``route_adr`` and ``route_port``, then any value to ``route_write``
-        to store the entry. ``route_read`` shows the entry at ``route_adr``.
+        to store the entry in table set ``route_set`` (default 0). ``route_read``
+        shows the entry at ``route_adr`` of set ``route_set``. ``divert``: bit 0 on,
+        bit 1 the set diverted from; ``diverted`` counts diverted packets.
         """
         tbits = len(self.table_adr)
+        rb = P.ROUTE_BITS
         self.route_adr = CSRStorage(tbits, name="route_adr", description="Routing-table index (destination node).")
-        self.route_port = CSRStorage(P.ROUTE_BITS, name="route_port", description="Port for route_adr (paranic.spec.protocol.Port).")
+        self.route_port = CSRStorage(rb, name="route_port", description="Port for route_adr (paranic.spec.protocol.Port).")
         self.route_write = CSR(name="route_write")
-        self.route_read = CSRStatus(P.ROUTE_BITS, name="route_read", description="Table entry at route_adr.")
+        self.route_read = CSRStatus(rb, name="route_read", description="Entry at route_adr of table set route_set.")
+        self.route_set = CSRStorage(1, name="route_set",
+                                    description="Table set (0/1) that route_write writes and route_read shows.")
+        self.divert_csr = CSRStorage(2, name="divert",
+                                     description="Bit 0: divert on; bit 1: the set diverted from (to the other).")
+        self.diverted_csr = CSRStatus(32, name="diverted", description="Packets diverted to the other table set.")
         rp = self._table.get_port(mode=READ_FIRST)
         self.specials += rp
         self.comb += [
             self.table_we.eq(self.route_write.re),
+            self.table_set.eq(self.route_set.storage),
             self.table_adr.eq(self.route_adr.storage),
             self.table_dat.eq(self.route_port.storage),
             rp.adr.eq(self.route_adr.storage),
-            self.route_read.status.eq(rp.dat_r),
+            self.route_read.status.eq(Mux(self.route_set.storage, rp.dat_r[rb:2 * rb], rp.dat_r[:rb])),
+            self.divert_on.eq(self.divert_csr.storage[0]),
+            self.divert_from.eq(self.divert_csr.storage[1]),
+            self.diverted_csr.status.eq(self.diverted),
         ]
         for p, sig in enumerate(self.tx_packets):
             st = CSRStatus(32, name=f"tx_{PORT_NAMES[p]}", description=f"Packets forwarded to port {PORT_NAMES[p]}.")

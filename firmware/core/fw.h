@@ -47,7 +47,6 @@ struct fw_hw {
 	void (*route_write)(void *ctx, unsigned int set, unsigned int dst, unsigned int port);
 	void (*inject_set)(void *ctx, unsigned int set);       /* `rt` stamped on host/barrier packets */
 	void (*inject_hold)(void *ctx, unsigned int hold);     /* 1: host/barrier injection paused */
-	unsigned int (*inject_idle)(void *ctx);                /* nothing injected waits for a route */
 	/* on: a packet of set `from` whose route is a link that is not up goes by the other
 	 * set instead (its `rt` flipped) */
 	void (*divert)(void *ctx, unsigned int on, unsigned int from);

@@ -154,7 +154,6 @@ static void h_node(void *c, unsigned int id) { N_(c)->node_id = (int)id; }
 static void h_route(void *c, unsigned int s, unsigned int d, unsigned int p) { N_(c)->table[s & 1][d] = (uint8_t)p; }
 static void h_inject_set(void *c, unsigned int s) { N_(c)->inject_set = s & 1; }
 static void h_hold(void *c, unsigned int h) { N_(c)->hold = h; }
-static unsigned int h_inject_idle(void *c) { return N_(c)->local.n == 0; }
 static void h_divert(void *c, unsigned int on, unsigned int from)
 {
 	N_(c)->divert_on = on;
@@ -457,7 +456,7 @@ static void boot(unsigned int n)
 		.evac_len = h_elen, .evac_word = h_eword, .set_node = h_node, .route_write = h_route,
 		.tx_free = h_free, .tx_word = h_word, .tx_send = h_send, .rx_len = h_rxlen,
 		.rx_word = h_rxword, .status = h_status, .ctx_reset_all = h_ctx,
-		.inject_set = h_inject_set, .inject_hold = h_hold, .inject_idle = h_inject_idle,
+		.inject_set = h_inject_set, .inject_hold = h_hold, 
 		.divert = h_divert, .link_take_down = h_take_down, .tx_target = h_tx_target,
 		.tx_idle = h_tx_idle,
 	};

@@ -166,7 +166,7 @@ def test_pio_header_stamping_and_checks():
         yield dut.node_id.eq(0x123)
         yield from configure(dut, h, 2)
         hdr = P.pack_header(dst_node=7, dst_ctx=3, src_node=0xFFF, src_ctx=0x3F, type=P.PacketType.RMA_GET,
-                            vc=1, length=11, flags=0xF, direct=0x7, rsvd=0x7, tag=0xDEADBEEF01234567)
+                            vc=1, length=11, flags=0xF, direct=0x7, rt=1, rsvd=0x3, tag=0xDEADBEEF01234567)
         yield from pio(h, 2, hdr, bytes(range(11)))
         yield from pio_wait(h, 2, 1)
         yield from pio(h, 2, P.pack_header(dst_node=7, length=65), bytes(56))          # > mtu
@@ -186,7 +186,7 @@ def test_pio_header_stamping_and_checks():
     w0, w1, *pay = net.packets[0]
     hd = P.unpack_header(w0.to_bytes(8, "little") + w1.to_bytes(8, "little"))
     assert hd == dict(dst_node=7, src_node=0x123, dst_ctx=3, src_ctx=2, type=P.PacketType.RMA_GET,
-                      vc=0, length=11, flags=SOMEOM, direct=0, rsvd=0, tag=0xDEADBEEF01234567)
+                      vc=0, length=11, flags=SOMEOM, direct=0, rt=0, rsvd=0, tag=0xDEADBEEF01234567)
     assert P.words_to_bytes(pay, 11) == bytes(range(11)) and len(pay) == 2
     assert len(net.packets[1]) == 2 and net.packets[1][1] == 9
     assert net.cycles[0] == list(range(net.cycles[0][0], net.cycles[0][0] + 4))  # no bubble
