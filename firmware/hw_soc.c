@@ -46,6 +46,7 @@ static unsigned int h_ports(void *c) { (void)c; return PN_CSR_LINK_PORTS; }
 static unsigned int h_depth(void *c) { (void)c; return 1u << PN_CSR_ROUTER_ROUTE_ADR_SIZE; }
 static unsigned int h_state(void *c, unsigned int p) { (void)c; return rd32(LINK(p, LINK_STATE)); }
 static void h_restart(void *c, unsigned int p) { (void)c; wr32(LINK(p, RESTART), 1); }
+static void h_take_down(void *c, unsigned int p) { (void)c; wr32(LINK(p, TAKE_DOWN), 1); }
 static uint32_t h_rx_expect(void *c, unsigned int p) { (void)c; return rd32(LINK(p, RX_EXPECT)); }
 static uint32_t h_first(void *c, unsigned int p) { (void)c; return rd32(LINK(p, EVAC_FIRST)); }
 static uint32_t h_end(void *c, unsigned int p) { (void)c; return rd32(LINK(p, EVAC_END)); }
@@ -85,6 +86,9 @@ static void h_divert(void *c, unsigned int on, unsigned int from)
 static unsigned int h_free(void *c) { (void)c; return rd32(PN_CSR_MGMT_TX_FREE); }
 static void h_word(void *c, uint64_t w) { (void)c; wr64(PN_CSR_MGMT_TX_DATA, w); wr32(PN_CSR_MGMT_TX_PUSH, 1); }
 static void h_send(void *c) { (void)c; wr32(PN_CSR_MGMT_TX_SEND, 1); }
+/* Where the mgmt TX injects: 0 the router's local input, p link port p's input (link DOWN). */
+static void h_tx_target(void *c, unsigned int p) { (void)c; wr32(PN_CSR_MGMT_TX_TARGET, p); }
+static unsigned int h_tx_idle(void *c) { (void)c; return rd32(PN_CSR_MGMT_TX_IDLE); }
 static unsigned int h_rxlen(void *c)
 {
 	(void)c;
@@ -152,4 +156,6 @@ const struct fw_hw fw_hw_soc = {
 	.tx_free = h_free, .tx_word = h_word,
 	.tx_send = h_send, .rx_len = h_rxlen, .rx_word = h_rxword, .status = h_status,
 	.ctx_reset_all = h_ctx,
+	.link_take_down = h_take_down,
+	.tx_target = h_tx_target, .tx_idle = h_tx_idle,
 };

@@ -7,6 +7,11 @@
   firmware's own source node) and commits them with ``tx_send``. Receive: CONTROL
   packets the router ejects land in a packet FIFO the CPU reads word by word. The RX
   side never drops a packet: when it is full it back-pressures the ejection path.
+* :class:`MgmtSteer` and :class:`EvacInput`: where the management port's packets enter
+  the router: its local input (``tx_target`` 0, the default) or the input buffer of a
+  link port whose link is DOWN (``tx_target`` p), so that packets the firmware replays
+  from that link's frozen replay buffer enter the router as if they had just arrived
+  on that port, ahead of everything queued behind them at the local input.
 * :class:`Identity`: read-only CSRs of what the board (or the simulator) says this
   node is: a unique device id and an optional configured node id.
 * :class:`FwStatus`: CSRStorage registers the firmware writes and the host reads
@@ -17,17 +22,21 @@ See docs/mgmt.md.
 
 from __future__ import annotations
 
-from migen import If, Mux, Signal
+from migen import Case, If, Mux, Signal
 from litex.gen import LiteXModule
 from litex.soc.interconnect import stream
 from litex.soc.interconnect.csr import CSR, CSRStatus, CSRStorage
 
 from paranic.spec import fw as FW
 from paranic.spec import protocol as P
+from paranic.spec.link import LinkState
 
 from .common import packet_layout
 from .fifo import PacketFifo
 from .router import default_buf_words
+
+#: Width of ``tx_target``: a router port number (``paranic.spec.protocol.Port``).
+TARGET_BITS = P.ROUTE_BITS
 
 
 class MgmtPort(LiteXModule):
@@ -62,6 +71,13 @@ class MgmtPort(LiteXModule):
         self.tx_packets = Signal(32)
         self.rx_packets_total = Signal(32)
         self.tx_refused = Signal()   # strobe: a push found no room
+        # Where the packets go (MgmtSteer): 0 the router's local input, p link port p's input.
+        self.tx_target = Signal(TARGET_BITS)
+        # From NicCore: the router input the packets currently go to is empty.
+        self.fed_empty = Signal(reset=1)
+        self.tx_empty = Signal()     # TX FIFO empty and no send waiting for room
+        self.tx_idle = Signal()      # ... and the router input it feeds is empty
+        self.misrouted = Signal(32)  # from MgmtSteer: packets discarded for a bad tx_target
 
         # # #
 
@@ -111,6 +127,10 @@ class MgmtPort(LiteXModule):
         self.comb += txf.source.connect(self.source)
         self.sync += If(self.source.valid & self.source.ready & self.source.last,
                         self.tx_packets.eq(self.tx_packets + 1))
+        self.comb += [
+            self.tx_empty.eq(txf.empty & ~closing),
+            self.tx_idle.eq(self.tx_empty & self.fed_empty),
+        ]
 
         # RX: the router's ejected CONTROL packets; back-pressure, never an abort
         # (packets longer than the MTU never leave the router).
@@ -129,7 +149,8 @@ class MgmtPort(LiteXModule):
         self._tx_free = CSRStatus(len(self.txf.free), name="tx_free", description="Words that may be pushed.")
         self._tx_busy = CSRStatus(1, name="tx_busy", description="Packets committed, not yet sent.")
         self._tx_dropped = CSRStatus(32, name="tx_dropped",
-                                     description="Packets discarded (a refused push, longer than the MTU).")
+                                     description="Packets discarded (a refused push, longer than the MTU, "
+                                                 "a tx_target beyond the link ports).")
         self._rx_packets = CSRStatus(len(self.rxf.packets), name="rx_packets",
                                      description="Complete packets waiting.")
         self._rx_len = CSRStatus(len(self.rxf.head_words), name="rx_len",
@@ -139,6 +160,14 @@ class MgmtPort(LiteXModule):
         self._rx_pop.description = "Write: move to the next word (the next packet after the last)."
         self._tx_packets = CSRStatus(32, name="tx_packets", description="Packets sent.")
         self._rx_packets_total = CSRStatus(32, name="rx_packets_total", description="Packets received.")
+        # Last, so that the older CSRs keep their offsets.
+        self._tx_target = CSRStorage(TARGET_BITS, name="tx_target",
+                                     description="Where packets enter the router: 0 its local input; p the "
+                                                 "input of link port p, while link p is DOWN (they wait "
+                                                 "otherwise). Change it only while tx_idle is 1.")
+        self._tx_idle = CSRStatus(1, name="tx_idle",
+                                  description="TX FIFO empty (no send waiting for room) and the router "
+                                              "input it feeds (tx_target's) empty.")
         self.comb += [
             self.push.eq(self._tx_push.re),
             self.push_data.eq(self._tx_data.storage),
@@ -146,13 +175,164 @@ class MgmtPort(LiteXModule):
             self.pop.eq(self._rx_pop.re),
             self._tx_free.status.eq(Mux(self.closing | (self.txf.free == 0), 0, self.txf.free - self.held_valid)),
             self._tx_busy.status.eq(self.closing | (self.txf.packets != 0)),
-            self._tx_dropped.status.eq(self.txf.aborted),
+            self._tx_dropped.status.eq(self.txf.aborted + self.misrouted),
+            self.tx_target.eq(self._tx_target.storage),
+            self._tx_idle.status.eq(self.tx_idle),
             self._rx_packets.status.eq(self.rxf.packets),
             self._rx_len.status.eq(self.rxf.head_words),
             self._rx_data.status.eq(self.rxf.source.data),
             self._tx_packets.status.eq(self.tx_packets),
             self._rx_packets_total.status.eq(self.rx_packets_total),
         ]
+
+
+class MgmtSteer(LiteXModule):
+    """Sends each management packet to the router input ``target`` names.
+
+    ``sink`` (the MgmtPort's ``source``) goes to ``local`` (target 0: NicCore's injection
+    arbiter) or to ``links[p - 1]`` (target p: link port p's :class:`EvacInput`).
+    ``target`` is sampled at a packet's first word and held until its last, so changing
+    it never cuts a packet. A packet for a port beyond ``n_links`` (a bad target) is
+    read and discarded whole, counted in ``misrouted``. ``cur``: the input the packet
+    at the head goes to (the held target during a packet, else ``target``).
+    """
+
+    def __init__(self, n_links: int) -> None:
+        self.sink = stream.Endpoint(packet_layout())
+        self.local = stream.Endpoint(packet_layout())
+        self.links = [stream.Endpoint(packet_layout()) for _ in range(n_links)]
+        self.target = Signal(TARGET_BITS)
+        self.cur = Signal(TARGET_BITS)
+        self.misrouted = Signal(32)
+
+        # # #
+
+        open_ = Signal()                 # a packet is part-way through
+        held = Signal(TARGET_BITS)
+        beat = Signal()
+        self.comb += [
+            self.cur.eq(Mux(open_, held, self.target)),
+            beat.eq(self.sink.valid & self.sink.ready),
+        ]
+        self.sync += If(beat,
+            open_.eq(~self.sink.last),
+            If(~open_, held.eq(self.target)),
+        )
+        outs = [self.local] + self.links
+        bad = Signal()
+        self.comb += bad.eq(self.cur > n_links)
+        for p, out in enumerate(outs):
+            self.comb += If(self.cur == p, self.sink.connect(out))
+        # A bad target: drain the packet (never block the port behind it).
+        self.comb += If(bad, self.sink.ready.eq(1))
+        self.sync += If(bad & beat & self.sink.last, self.misrouted.eq(self.misrouted + 1))
+
+
+class EvacInput(LiteXModule):
+    """Multiplexer in front of a router link port's input buffer.
+
+    ``link_sink`` (the link layer's received packets) passes to ``source`` (the router
+    port's ``sink``) normally. A management packet on ``mgmt_sink`` (from
+    :class:`MgmtSteer`) passes instead only while the link is DOWN (``link_state``),
+    no received packet is part-way through (a frame cut by the fault still ends with
+    its error beat, which discards it in the buffer), and the buffer has room: the
+    injection bubble rule of the router's packet accounting (``slots`` packet slots of
+    ``max_pkt`` words, one per packet whatever its size; after this packet one slot must
+    stay free: ``packets`` + 2 <= ``slots``), so that a packet entering the network here
+    never takes a ring's last free slot; and, implied by that but checked anyway
+    because the router's link input buffers take no back-pressure (they discard a
+    packet that does not fit), ``room`` free words >= ``mgmt_words`` (its length).
+    Otherwise the management packet waits (back-pressure). Switching happens only at
+    packet boundaries on both sides; a management packet once started is passed whole,
+    even if the link leaves DOWN meanwhile (a restart; the link trains only once the
+    buffer is empty again). While a management packet passes, the link's ``ready`` is
+    0: a word the link delivered then would be a credit violation, which the link layer
+    counts (``rx_overflows``) and repairs by replay; a DOWN link delivers none.
+
+    Credits: the link layer returns to the far end the words drained out of this
+    buffer, but counts them only once it has seen its partner (training), which needs
+    the buffer empty: words of injected packets, drained while the link is DOWN or
+    before it has seen the partner again, are never returned. ``active`` is 1 while a
+    management packet passes.
+    """
+
+    def __init__(self, room_bits: int, words_bits: int, packets_bits: int, slots: int) -> None:
+        if slots < 2:
+            raise ValueError("an input buffer has at least two packet slots")
+        self.link_sink = stream.Endpoint(packet_layout())
+        self.mgmt_sink = stream.Endpoint(packet_layout())
+        self.source = stream.Endpoint(packet_layout())
+        self.link_state = Signal(2)
+        self.room = Signal(room_bits)
+        self.packets = Signal(packets_bits)
+        self.mgmt_words = Signal(words_bits)
+        self.active = Signal()
+
+        # # #
+
+        mg = Signal()        # a management packet is part-way through
+        lin = Signal()       # a received packet is part-way through
+        start = Signal()
+        self.comb += [
+            start.eq(~mg & ~lin & ~self.link_sink.valid & self.mgmt_sink.valid &
+                     (self.link_state == LinkState.DOWN) & (self.packets <= slots - 2) &
+                     (self.room >= self.mgmt_words)),
+            self.active.eq(mg | start),
+            If(self.active,
+                self.mgmt_sink.connect(self.source),
+            ).Else(
+                self.link_sink.connect(self.source),
+            ),
+        ]
+        self.sync += [
+            If(self.mgmt_sink.valid & self.mgmt_sink.ready, mg.eq(~self.mgmt_sink.last)),
+            If(self.link_sink.valid & self.link_sink.ready, lin.eq(~self.link_sink.last)),
+        ]
+
+
+class MgmtTxPath(LiteXModule):
+    """The management port's TX path into a router: a :class:`MgmtSteer` and one
+    :class:`EvacInput` per link port, wired to ``mgmt`` (its ``source``, ``tx_target``,
+    ``fed_empty``, ``misrouted``) and to ``router`` (each link port's ``sink``, the room
+    and packets in its input buffers, its packet slots; the buffer ``tx_idle`` watches).
+
+    Left to the assembly (NicCore): ``local`` (packets for the router's local input,
+    to the injection arbiter), ``link_sinks[i]`` (link port i + 1's received packets,
+    from its link layer) and ``link_states[i]`` (its ``LinkState``).
+    """
+
+    def __init__(self, mgmt: MgmtPort, router) -> None:
+        n_links = router.n_links
+        self.steer = steer = MgmtSteer(n_links)
+        self.local = steer.local
+        self.evac = []
+        self.comb += [
+            mgmt.source.connect(steer.sink),
+            steer.target.eq(mgmt.tx_target),
+            mgmt.misrouted.eq(steer.misrouted),
+        ]
+        # tx_idle: the input the head packet goes to (or went to) is empty.
+        fed = Signal()
+        self.comb += [
+            fed.eq(1),    # a bad target: its packets are discarded, nothing is fed
+            Case(steer.cur, {p: fed.eq(f.empty) for p, f in enumerate(router.inputs)}),
+            mgmt.fed_empty.eq(fed),
+        ]
+        for i, port in enumerate(router.links):
+            buf = router.inputs[i + 1]
+            ev = EvacInput(room_bits=len(buf.free), words_bits=len(mgmt.txf.head_words),
+                           packets_bits=len(buf.packets), slots=router.slots_per_buffer)
+            setattr(self, f"evac{i}", ev)
+            self.evac.append(ev)
+            self.comb += [
+                steer.links[i].connect(ev.mgmt_sink),
+                ev.source.connect(port.sink),
+                ev.room.eq(buf.free),
+                ev.packets.eq(buf.packets),
+                ev.mgmt_words.eq(mgmt.txf.head_words),
+            ]
+        self.link_sinks = [ev.link_sink for ev in self.evac]
+        self.link_states = [ev.link_state for ev in self.evac]
 
 
 class Identity(LiteXModule):

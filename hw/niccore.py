@@ -1,7 +1,8 @@
 """NicCore: everything on a ParaNIC board that is not board-specific.
 
 Router + one LinkLayer per link port + HostInterface + BarrierUnit + MgmtPort (the
-firmware's CONTROL packets), joined by packet streams; the identity inputs ``dna`` and
+firmware's CONTROL packets, and through MgmtTxPath the packets it replays after a link
+fault), joined by packet streams; the identity inputs ``dna`` and
 ``cfg_node`` (driven by the board or the simulator) and the firmware status registers. The board (or the simulator) supplies the PHY adapters for the
 link ports' ``phy_tx``/``phy_rx`` streams, a Wishbone master for ``bus`` (the
 context pages; privileged CSRs are collected by LiteX from the submodules), and
@@ -22,7 +23,7 @@ from .common import hdr
 from .host import HostInterface
 from .inject import InjectionGate
 from .link import LinkLayer
-from .mgmt import FwStatus, Identity, MgmtPort
+from .mgmt import FwStatus, Identity, MgmtPort, MgmtTxPath
 from .router import Router, default_buf_words
 
 
@@ -100,15 +101,20 @@ class NicCore(LiteXModule):
             self.barrier.node_id.eq(node_id),
         ]
 
-        # Router link ports <-> link layers ---------------------------------------------------
-        for port, link in zip(self.router.links, self.links):
-            self.comb += link.port_connections(port)
+        # Router link ports <-> link layers, and the management port's TX path: into the
+        # router's local input (mgmt_tx_target 0) or, through a multiplexer in front of
+        # each link port's input buffer, into the buffer of a port whose link is DOWN
+        # (target p; docs/mgmt.md, "Replayed packets"). -----------------------------------
+        self.mgmt_tx = MgmtTxPath(self.mgmt, self.router)
+        for port, link, rx_sink, state in zip(self.router.links, self.links,
+                                              self.mgmt_tx.link_sinks, self.mgmt_tx.link_states):
+            self.comb += [link.port_connections(port, rx_sink=rx_sink), state.eq(link.link_state)]
 
-        # Injection: barrier packets, the management port's packets and host packets
-        # share the router's local input (packet round-robin). Barrier and host packets
-        # pass the injection gate (rt stamped, hold; CSRs injection_*); the management
-        # port's do not (the firmware writes their headers raw and sends while host
-        # traffic is held). ----------------------------------------------------------------
+        # Injection: barrier packets, the management port's packets (target 0) and host
+        # packets share the router's local input (packet round-robin). Barrier and host
+        # packets pass the injection gate (rt stamped, hold; CSRs injection_*); the
+        # management port's do not (the firmware writes their headers raw and sends while
+        # host traffic is held). -----------------------------------------------------------
         self.injection = InjectionGate(2)
         self.injection.add_csrs()
         gate = self.injection
@@ -117,7 +123,7 @@ class NicCore(LiteXModule):
             self.host.tx_source.connect(gate.sinks[1]),
             *gate.watch(self.router, self.mgmt),
         ]
-        self.inject = packet.Arbiter([gate.sources[0], self.mgmt.source, gate.sources[1]],
+        self.inject = packet.Arbiter([gate.sources[0], self.mgmt_tx.local, gate.sources[1]],
                                      self.router.local_sink)
 
         # Ejection by type: BARRIER to the barrier unit, CONTROL to the management port

@@ -92,7 +92,7 @@ class ParaNicSoC(SoCCore):
 
     ``n_links``/``n_ctx``/``mtu`` go to the NicCore; ``node_id`` is the reset value of its
     ``node`` CSR (default: 0, the driver or firmware writes it); ``soc_kwargs`` go to
-    SoCCore (``integrated_rom_size`` default 0x8000, ``integrated_sram_size`` 0x4000 (the firmware's topology database and stack),
+    SoCCore (``integrated_rom_size`` default 0x8000, ``integrated_sram_size`` 0x8000 (the firmware's topology database and stack),
     ``cpu_variant`` "standard", ``timer_uptime`` on; with ``with_cpu=False`` no CPU, ROM, SRAM, UART or timer).
     """
 
@@ -106,7 +106,7 @@ class ParaNicSoC(SoCCore):
             soc_kwargs.setdefault("cpu_type", "vexriscv")
             soc_kwargs.setdefault("cpu_variant", "standard")
             soc_kwargs.setdefault("integrated_rom_size", 0x8000)
-            soc_kwargs.setdefault("integrated_sram_size", 0x4000)
+            soc_kwargs.setdefault("integrated_sram_size", 0x8000)
             # timer0's 64-bit uptime counter: the firmware's clock (timer0_uptime_cycles).
             soc_kwargs.setdefault("timer_uptime", True)
         else:

@@ -36,6 +36,7 @@ struct fw_hw {
 	unsigned int (*table_depth)(void *ctx);                /* routing-table entries */
 	unsigned int (*link_state)(void *ctx, unsigned int port);   /* PN_LINK_STATE_* */
 	void (*link_restart)(void *ctx, unsigned int port);
+	void (*link_take_down)(void *ctx, unsigned int port);
 	uint32_t (*rx_expect)(void *ctx, unsigned int port);
 	uint32_t (*evac_first)(void *ctx, unsigned int port);
 	uint32_t (*evac_end)(void *ctx, unsigned int port);
@@ -53,6 +54,11 @@ struct fw_hw {
 	unsigned int (*tx_free)(void *ctx);                    /* words the mgmt TX FIFO takes */
 	void (*tx_word)(void *ctx, uint64_t w);
 	void (*tx_send)(void *ctx);
+	/* where the mgmt TX injects: 0 the router's local input; p the router's input of link
+	 * port p, whose link is DOWN (replayed packets enter as if they had arrived on it) */
+	void (*tx_target)(void *ctx, unsigned int port);
+	/* the mgmt TX FIFO is empty and, with a link port as target, that router input too */
+	unsigned int (*tx_idle)(void *ctx);
 	unsigned int (*rx_len)(void *ctx);                     /* words of the head packet, 0: none */
 	uint64_t (*rx_word)(void *ctx);                        /* the head word; pops it */
 	/* fw_* status register `reg` (PN_FW_REG_*, spec/fw.py's FW_STATUS order) */
@@ -65,6 +71,22 @@ struct fw_hw {
 #define FW_PROBATION_MAX   1000000ull    /* ... doubled for a flapping link, up to this */
 #define FW_FLAP_WINDOW     2000000ull    /* down again within this time of coming up: flapping */
 #define FW_EVAC_TIMEOUT    2000000ull    /* waiting for the far end's receive count */
+#define FW_FLUSH_TIMEOUT   200000ull     /* waiting for FLUSH_ACKs, or for replayed packets to leave */
+
+/* Route-change phases (fw_plan.c, docs/firmware.md "Route changes"). */
+enum fw_phase {
+	FW_PHASE_IDLE = 0,       /* injecting with the plan in use */
+	FW_PHASE_ARMED,          /* the next plan's table written into the other set */
+	FW_PHASE_EVAC,           /* every node armed: replaying what failed links held */
+	FW_PHASE_FLUSH,          /* injection held, FLUSHes out, waiting for their ACKs */
+	FW_PHASE_SWITCHED,       /* injecting with the new set; waiting for everyone */
+};
+
+/* A route plan: generation and the failed links (by node id) the tables avoid. */
+struct fw_plan {
+	uint32_t gen;            /* 0: none */
+	uint8_t down[FW_MAX_NODES];
+};
 
 struct fw_port {
 	unsigned int hw;         /* last PN_LINK_STATE_* read */
@@ -104,11 +126,22 @@ struct fw {
 	uint32_t state, error;
 	unsigned int X, Y, id, cx, cy;
 	uint8_t down[FW_MAX_NODES];              /* by node id: link ports out of service */
-	uint8_t table[FW_MAX_TABLE];
-	uint8_t table_valid;
+	uint8_t recognised;                      /* X, Y, ids, down valid */
+	/* route plans (fw_plan.c) */
+	uint8_t live;                            /* the first plan is loaded */
+	uint8_t phase;                           /* enum fw_phase */
+	uint8_t cur_set;                         /* table set stamped on injected packets */
+	struct fw_plan cur, arm, pub;            /* in use; in the other set; published (leader) */
+	uint8_t table[FW_MAX_TABLE];             /* the table of the plan in use */
+	uint8_t set_table[2][FW_MAX_TABLE];      /* what each set of the router holds */
+	uint64_t flush_need, flush_sent;         /* by node id: ACK awaited; FLUSH sent */
+	uint64_t ack_due;                        /* by node id: FLUSH_ACK to send */
+	uint32_t ack_gen[FW_MAX_NODES];
+	uint64_t deadline;
+	unsigned int evac_port;                  /* mgmt TX target while replaying, 0: none */
 	uint32_t fingerprint;
 	/* counters */
-	uint32_t epoch, reroutes, link_downs, evacuated, lost, heartbeat, polls;
+	uint32_t epoch, reroutes, link_downs, evacuated, lost, heartbeat, polls, flush_timeouts;
 };
 
 void fw_init(struct fw *f, const struct fw_hw *hw);
@@ -117,6 +150,15 @@ void fw_poll(struct fw *f);
 /* Topology recognition over the database (fw_topo.c): 0 and f->X/Y/id/cx/cy/down set,
  * -EAGAIN when the database is not yet complete, or another negative FwError code. */
 int fw_recognise(struct fw *f);
+
+/* Route plans (fw_plan.c). */
+void fw_plan_lead(struct fw *f);
+void fw_plan_step(struct fw *f, uint64_t now);
+void fw_plan_receive(struct fw *f, unsigned int kind, unsigned int src, uint32_t gen);
+int fw_plan_transmit(struct fw *f);
+/* Replay what failed link port p held (fw_main.c): 1 when done. */
+int fw_evacuate(struct fw *f, unsigned int p, unsigned int set, uint64_t now);
+void fw_publish_state(struct fw *f);
 
 /* Database (fw_db.c). */
 struct fw_node *fw_db_find(struct fw *f, uint64_t uid);

@@ -64,6 +64,13 @@ void fw_db_self(struct fw *f)
 	l.cfg = (uint16_t)f->cfg;
 	l.nports = (uint8_t)f->nports;
 	l.port[0] = (struct fw_lsa_port){0, 0, 0, 0, 0};
+	l.gen = f->cur.gen;
+	l.armed = f->arm.gen;
+	l.plan = f->pub.gen;
+	for (p = 0; p < FW_PLAN_NODES / 16; p++)
+		l.plan_down[p] = 0;
+	for (p = 0; p < FW_MAX_NODES && p < FW_PLAN_NODES; p++)
+		l.plan_down[p / 16] |= (uint64_t)(f->pub.down[p] & 15) << (4 * (p % 16));
 	for (p = 1; p <= FW_PORTS; p++) {
 		const struct fw_port *q = &f->port[p];
 		struct fw_lsa_port *o = &l.port[p];

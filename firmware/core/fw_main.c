@@ -36,8 +36,14 @@ static void publish(struct fw *f)
 	status(f, PN_FW_REG_EVACUATED, f->evacuated);
 	status(f, PN_FW_REG_LOST, f->lost);
 	status(f, PN_FW_REG_FINGERPRINT, f->fingerprint);
+	status(f, PN_FW_REG_FLUSH_TIMEOUTS, f->flush_timeouts);
 	/* The state last: a reader that sees it sees the registers that go with it. */
 	status(f, PN_FW_REG_STATE, f->state);
+}
+
+void fw_publish_state(struct fw *f)
+{
+	publish(f);
 }
 
 void fw_init(struct fw *f, const struct fw_hw *hw)
@@ -111,8 +117,15 @@ static void receive(struct fw *f)
 		if (n < 2)
 			continue;
 		port = (unsigned int)PN_GET(w, PN_HDR_DIRECT);
-		if (PN_GET(w, PN_HDR_TYPE) != PN_TYPE_CONTROL || (w[1] >> 32) != FW_MSG_MAGIC ||
-		    port < 1 || port > f->nports)
+		if (PN_GET(w, PN_HDR_TYPE) != PN_TYPE_CONTROL || (w[1] >> 32) != FW_MSG_MAGIC)
+			continue;
+		if (port == 0) {   /* routed: the route-change messages */
+			if (n >= 2 + FW_FLUSH_WORDS)
+				fw_plan_receive(f, (uint16_t)w[1], (unsigned int)PN_GET(w, PN_HDR_SRC_NODE),
+						(uint32_t)w[2]);
+			continue;
+		}
+		if (port > f->nports)
 			continue;
 		if ((uint16_t)w[1] == FW_MSG_HELLO && n >= 2 + FW_HELLO_WORDS) {
 			struct fw_port *q = &f->port[port];
@@ -141,6 +154,9 @@ static void transmit(struct fw *f)
 	unsigned int p, i;
 	uint64_t w[FW_LSA_WORDS];
 
+	/* While replaying a failed link's packets the TX feeds that link's router input. */
+	if (f->evac_port || !fw_plan_transmit(f))
+		return;
 	for (p = 1; p <= f->nports; p++) {
 		struct fw_port *q = &f->port[p];
 		uint64_t bit = 1u << (p - 1);
@@ -228,85 +244,94 @@ static void links(struct fw *f, uint64_t now)
 }
 
 /*
- * Replay what a failed link held by another path. The far end's receive count at its
- * DOWN (in its LSA) tells which of our unacknowledged frames arrived: those before it
- * did, the rest are re-injected into our router, which now routes around the link. Then
- * the link restarts (and comes back when its cable does).
+ * Replay what failed link port p held by another path (docs/firmware.md "Link faults").
+ * The far end's receive count at its DOWN (in its LSA) tells which of our unacknowledged
+ * frames arrived: those before it did; the rest enter our router through the failed link's
+ * own input (tx_target), ahead of every packet still queued for that link, stamped with
+ * table set `set`. Then the link restarts (and comes back when its cable does).
+ * Non-blocking: returns 1 when done, 0 to be called again.
  */
-static void evacuate(struct fw *f, uint64_t now)
+int fw_evacuate(struct fw *f, unsigned int p, unsigned int set, uint64_t now)
 {
 	const struct fw_hw *hw = f->hw;
-	unsigned int p;
+	struct fw_port *q = &f->port[p];
 
-	for (p = 1; p <= f->nports; p++) {
-		struct fw_port *q = &f->port[p];
+	if (!q->frozen)
+		return 1;
+	if (!q->evac_go) {
+		const struct fw_lsa_port *far = far_end(f, q);
+		uint32_t first = hw->evac_first(hw->ctx, p), end = hw->evac_end(hw->ctx, p);
+		uint32_t all = (end - first) & SEQ_MASK, got;
 
-		if (!q->frozen || !f->table_valid)
-			continue;
-		if (!q->evac_go) {
-			const struct fw_lsa_port *far = far_end(f, q);
-			uint32_t first = hw->evac_first(hw->ctx, p), end = hw->evac_end(hw->ctx, p);
-			uint32_t all = (end - first) & SEQ_MASK, got;
-
-			/* Both ends of a cable go DOWN once per failure (loss of signal
-			 * propagates), so equal down counts name the same failure. */
-			if (far && far->downs == q->downs && far->state != FW_PORT_UP) {
-				got = (far->rx_expect - first) & SEQ_MASK;
-				if (got > all)    /* cannot be: count none as arrived, report all */
-					got = all;
-				q->evac_seq = (first + got) & SEQ_MASK;
-				q->evac_end = end;
-				q->evac_go = 1;
-			} else if ((int64_t)(now - q->evac_deadline) >= 0) {
-				/* The far end never told: nothing can be replayed without risking a
-				 * duplicate. Count them as lost (fw_lost) and go on. */
-				f->lost += all;
-				q->evac_seq = q->evac_end = end;
-				q->evac_go = 1;
-			} else {
-				continue;
-			}
+		/* Both ends of a cable go DOWN once per failure (loss of signal
+		 * propagates), so equal down counts name the same failure. */
+		if (far && far->downs == q->downs && far->state != FW_PORT_UP) {
+			got = (far->rx_expect - first) & SEQ_MASK;
+			if (got > all)    /* cannot be: count none as arrived, report all */
+				got = all;
+			q->evac_seq = (first + got) & SEQ_MASK;
+		} else if ((int64_t)(now - q->evac_deadline) >= 0) {
+			/* The far end never told: nothing can be replayed without risking a
+			 * duplicate. Count them as lost (fw_lost) and go on. */
+			f->lost += all;
+			q->evac_seq = end;
+		} else {
+			return 0;
 		}
-		while (q->evac_seq != q->evac_end) {
-			unsigned int len = hw->evac_len(hw->ctx, p, q->evac_seq), i;
-			uint64_t w0 = hw->evac_word(hw->ctx, p, q->evac_seq, 0);
-			uint64_t h[1] = {w0};
-
-			/* Link-local control packets were for that link only: drop them (the
-			 * neighbours exchange everything again when it returns). */
-			if (!(PN_GET(h, PN_HDR_TYPE) == PN_TYPE_CONTROL && PN_GET(h, PN_HDR_DIRECT))) {
-				if (hw->tx_free(hw->ctx) < len)
-					break;
-				hw->tx_word(hw->ctx, w0);
-				for (i = 1; i < len; i++)
-					hw->tx_word(hw->ctx, hw->evac_word(hw->ctx, p, q->evac_seq, i));
-				hw->tx_send(hw->ctx);
-				f->evacuated++;
-			}
-			q->evac_seq = (q->evac_seq + 1) & SEQ_MASK;
-		}
-		if (q->evac_seq == q->evac_end) {
-			hw->link_restart(hw->ctx, p);
-			q->frozen = 0;
-			q->evac_go = 0;
-			f->self_dirty = 1;
-			f->dirty_status = 1;
-		}
+		q->evac_end = end;
+		q->evac_go = 1;
+		q->evac_deadline = now + FW_FLUSH_TIMEOUT;
 	}
+	if (f->evac_port != p) {
+		if (f->evac_port || !hw->tx_idle(hw->ctx))
+			return 0;     /* our control packets still leaving by the local input */
+		hw->tx_target(hw->ctx, p);
+		f->evac_port = p;
+	}
+	while (q->evac_seq != q->evac_end) {
+		unsigned int len = hw->evac_len(hw->ctx, p, q->evac_seq), i;
+		uint64_t h[1] = {hw->evac_word(hw->ctx, p, q->evac_seq, 0)};
+
+		/* Link-local control packets were for that link only: drop them (the
+		 * neighbours exchange everything again when it returns). */
+		if (!(PN_GET(h, PN_HDR_TYPE) == PN_TYPE_CONTROL && PN_GET(h, PN_HDR_DIRECT))) {
+			if (hw->tx_free(hw->ctx) < len)
+				return 0;
+			PN_SET(h, PN_HDR_RT, set);
+			hw->tx_word(hw->ctx, h[0]);
+			for (i = 1; i < len; i++)
+				hw->tx_word(hw->ctx, hw->evac_word(hw->ctx, p, q->evac_seq, i));
+			hw->tx_send(hw->ctx);
+			f->evacuated++;
+		}
+		q->evac_seq = (q->evac_seq + 1) & SEQ_MASK;
+	}
+	/* Done once every replayed packet has been granted an output (so it leaves before
+	 * anything diverted later); a route that never frees gives up after a while. */
+	if (!hw->tx_idle(hw->ctx)) {
+		if ((int64_t)(now - q->evac_deadline) < 0)
+			return 0;
+		f->flush_timeouts++;
+	}
+	hw->tx_target(hw->ctx, 0);
+	f->evac_port = 0;
+	hw->link_restart(hw->ctx, p);
+	q->frozen = 0;
+	q->evac_go = 0;
+	f->self_dirty = 1;
+	f->dirty_status = 1;
+	return 1;
 }
 
 /* -- routes -------------------------------------------------------------------------- */
 
+/* The topology from the database; the leader publishes route plans from it. */
 static void route(struct fw *f)
 {
-	const struct fw_hw *hw = f->hw;
-	struct pn_route_topo t;
-	uint8_t table[FW_MAX_TABLE];
-	unsigned int d, lost, changed = 0, anydown = 0;
 	int r = fw_recognise(f);
 
 	if (r == -EAGAIN) {
-		if (!f->table_valid)
+		if (!f->live)
 			f->state = PN_FW_STATE_DISCOVER;
 		return;
 	}
@@ -315,28 +340,8 @@ static void route(struct fw *f)
 		f->error = (uint32_t)-r;
 		return;
 	}
-	t.x = (uint16_t)f->X;
-	t.y = (uint16_t)f->Y;
-	t.down = f->down;
-	lost = pn_route_table(&t, f->id, table, f->depth);
-	if (!f->table_valid)
-		hw->set_node(hw->ctx, f->id);
-	for (d = 0; d < f->depth; d++)
-		if (!f->table_valid || table[d] != f->table[d]) {
-			hw->route_write(hw->ctx, 0, d, table[d]);
-			f->table[d] = table[d];
-			changed = 1;
-		}
-	for (d = 0; d < f->X * f->Y; d++)
-		anydown |= f->down[d];
-	if (changed) {
-		if (f->table_valid)
-			f->reroutes++;
-		f->epoch++;
-	}
-	f->table_valid = 1;
-	f->state = anydown ? PN_FW_STATE_DEGRADED : PN_FW_STATE_ROUTED;
-	f->error = lost ? PN_FW_ERROR_PARTITIONED : PN_FW_ERROR_NONE;
+	f->recognised = 1;
+	fw_plan_lead(f);
 }
 
 void fw_poll(struct fw *f)
@@ -355,7 +360,7 @@ void fw_poll(struct fw *f)
 		route(f);
 		f->dirty_status = 1;
 	}
-	evacuate(f, now);
+	fw_plan_step(f, now);
 	if (f->self_dirty)
 		fw_db_self(f);
 	transmit(f);

@@ -11,7 +11,14 @@
  *   LSA (link-local, flooded): one node's view of its links, newest seq wins.
  *     w0 uid; w1 seq (31..0) | cfg (47..32) | nports (55..48)
  *     per port p = 1..4, two words: nbr_uid; nbr_port (7..0) | state (15..8) |
- *     downs (31..16) | rx_expect (47..32)
+ *     downs (31..16) | rx_expect (47..32);
+ *     w10 gen (31..0: the route plan in use) | armed (63..32: the plan loaded beside it);
+ *     w11 plan (31..0: the newest route plan this node published as leader, 0: none);
+ *     w12..w15 that plan's failed links by node id, 4 bits per node (node i: word 12 + i/16,
+ *     bits 4*(i%16)..+3; bit p-1: link port p out of service)
+ *   FLUSH (routed, stamped with the sender's old table set): w0 plan. Sent by a node about
+ *     to switch to `plan` to every node it reaches; behind every packet it sent before.
+ *   FLUSH_ACK (routed): w0 plan. The answer: everything before the FLUSH has arrived.
  */
 #ifndef PN_FW_MSG_H
 #define PN_FW_MSG_H
@@ -19,10 +26,13 @@
 #include <stdint.h>
 
 #define FW_MSG_MAGIC 0x504e4657u   /* "PNFW" */
-enum fw_msg_kind { FW_MSG_HELLO = 1, FW_MSG_LSA = 2 };
+enum fw_msg_kind { FW_MSG_HELLO = 1, FW_MSG_LSA = 2, FW_MSG_FLUSH = 3, FW_MSG_FLUSH_ACK = 4 };
 
 #define FW_HELLO_WORDS 2
-#define FW_LSA_WORDS 10
+#define FW_LSA_WORDS 16
+#define FW_FLUSH_WORDS 1
+/* Nodes a plan's failed-link set covers (4 words of 16 nodes). */
+#define FW_PLAN_NODES 64
 
 /* State of a link port in an LSA. */
 enum fw_port_state {
@@ -44,7 +54,15 @@ struct fw_lsa {
 	uint16_t cfg;
 	uint8_t nports;
 	struct fw_lsa_port port[5];   /* [1..4] */
+	uint32_t gen, armed, plan;
+	uint64_t plan_down[FW_PLAN_NODES / 16];   /* as on the wire: 4 bits per node */
 };
+
+/* Link ports of `node` out of service in a plan's failed-link set. */
+static inline uint8_t fw_plan_down(const uint64_t *pd, unsigned int node)
+{
+	return node < FW_PLAN_NODES ? (uint8_t)((pd[node / 16] >> (4 * (node % 16))) & 15) : 0;
+}
 
 static inline uint64_t fw_msg_tag(enum fw_msg_kind k)
 {
@@ -64,6 +82,10 @@ static inline void fw_lsa_pack(const struct fw_lsa *l, uint64_t *w)
 		w[2 * p + 1] = q->nbr_port | ((uint64_t)q->state << 8) | ((uint64_t)q->downs << 16) |
 			       ((uint64_t)q->rx_expect << 32);
 	}
+	w[10] = l->gen | ((uint64_t)l->armed << 32);
+	w[11] = l->plan;
+	for (p = 0; p < FW_PLAN_NODES / 16; p++)
+		w[12 + p] = l->plan_down[p];
 }
 
 static inline void fw_lsa_unpack(struct fw_lsa *l, const uint64_t *w)
@@ -84,6 +106,11 @@ static inline void fw_lsa_unpack(struct fw_lsa *l, const uint64_t *w)
 		q->downs = (uint16_t)(w[2 * p + 1] >> 16);
 		q->rx_expect = (uint16_t)(w[2 * p + 1] >> 32);
 	}
+	l->gen = (uint32_t)w[10];
+	l->armed = (uint32_t)(w[10] >> 32);
+	l->plan = (uint32_t)w[11];
+	for (p = 0; p < FW_PLAN_NODES / 16; p++)
+		l->plan_down[p] = w[12 + p];
 }
 
 #endif /* PN_FW_MSG_H */

@@ -261,11 +261,14 @@ class LinkLayer(LiteXModule):
         for name, _, _ in COUNTERS:
             setattr(self, name, getattr(tx, name) if hasattr(tx, name) else getattr(rx, name))
 
-    def port_connections(self, port) -> list:
-        """Statements joining this link layer to a router's ``LinkPortIf``."""
+    def port_connections(self, port, rx_sink=None) -> list:
+        """Statements joining this link layer to a router's ``LinkPortIf``.
+
+        ``rx_sink``: where the received packets go instead of ``port.sink`` (NicCore
+        puts a :class:`paranic.hw.mgmt.EvacInput` there)."""
         return [
             port.source.connect(self.tx_sink),
-            self.rx_source.connect(port.sink),
+            self.rx_source.connect(port.sink if rx_sink is None else rx_sink),
             port.credit_valid.eq(self.credit_valid),
             port.credit_words.eq(self.credit_words),
             self.drained.eq(port.drained),

@@ -5,8 +5,10 @@
  * Every node runs the real firmware core (fw_init/fw_poll) against a model of its NIC:
  * link ports with the link layer's states and replay buffers, a router that forwards
  * packets hop by hop by the routing table the firmware wrote, and the management port.
- * The model is what the tests need to check the firmware's decisions (ids, tables,
- * reroutes, evacuation) quickly and exhaustively; the gateware itself is exercised by
+ * The router routes by the table set in a packet's `rt`, diverts as NicCore's does, and
+ * host traffic enters through the injection gate (stamp, hold). The model is what the
+ * tests need to check the firmware's decisions (ids, tables, reroutes, evacuation, the
+ * order of every source's packets across a route change) quickly and exhaustively; the gateware itself is exercised by
  * the Verilator SoC cluster (tests/sim/test_soc_cluster.py).
  *
  * Time advances in ticks of TICK cycles. A frame handed to an UP link arrives at the far
@@ -18,7 +20,8 @@
  *         [--boot-twice]
  *
  * Prints one JSON object: per node (by index) its uid, id, coords, state, epoch, table;
- * traffic totals (sent, delivered once, duplicated, missing, evacuated, lost); the ticks
+ * traffic totals (sent, delivered once, duplicated, missing, out of order, evacuated, lost,
+ * diverted, flush timeouts); the ticks
  * at which the cluster was first routed and rerouted.
  */
 #include <errno.h>
@@ -84,8 +87,10 @@ struct nic {
 	uint32_t cfg;
 	unsigned int nports;
 	struct lport port[FW_PORTS + 1];
-	uint8_t table[FW_MAX_TABLE];
+	uint8_t table[2][FW_MAX_TABLE];
 	int node_id;
+	unsigned int inject_set, hold, divert_on, divert_from, tx_target;
+	struct fifo host;         /* host packets not yet through the injection gate */
 	uint64_t txw[MAXW + 1024];
 	unsigned int txn;
 	struct fifo rx;           /* management RX */
@@ -100,7 +105,8 @@ static struct nic nic[MAXN];
 static unsigned int N, X, Y, NPORTS;
 static uint64_t tick;
 static int *delivered;
-static int sent, evac_seen;
+static int sent, evac_seen, out_of_order, diverted;
+static int last_id[MAXN][MAXN];   /* newest traffic id delivered per (src, dst) */
 static unsigned long ctl_sent;   /* control packets the firmware sent (HELLO, LSA) */
 
 struct cable { unsigned int a, pa, b, pb; int cut; };
@@ -145,7 +151,25 @@ static struct pkt *frame(struct nic *n, unsigned int p, uint32_t seq)
 static unsigned int h_elen(void *c, unsigned int p, uint32_t s) { return frame(N_(c), p, s)->len; }
 static uint64_t h_eword(void *c, unsigned int p, uint32_t s, unsigned int i) { return frame(N_(c), p, s)->w[i]; }
 static void h_node(void *c, unsigned int id) { N_(c)->node_id = (int)id; }
-static void h_route(void *c, unsigned int s, unsigned int d, unsigned int p) { (void)s; N_(c)->table[d] = (uint8_t)p; }
+static void h_route(void *c, unsigned int s, unsigned int d, unsigned int p) { N_(c)->table[s & 1][d] = (uint8_t)p; }
+static void h_inject_set(void *c, unsigned int s) { N_(c)->inject_set = s & 1; }
+static void h_hold(void *c, unsigned int h) { N_(c)->hold = h; }
+static unsigned int h_inject_idle(void *c) { return N_(c)->local.n == 0; }
+static void h_divert(void *c, unsigned int on, unsigned int from)
+{
+	N_(c)->divert_on = on;
+	N_(c)->divert_from = from & 1;
+	if (getenv("FWNET_DEBUG"))
+		fprintf(stderr, "tick %llu: node %d divert %u from %u\n", (unsigned long long)tick,
+			N_(c)->node_id, on, from);
+}
+static void h_take_down(void *c, unsigned int p)
+{
+	if (N_(c)->port[p].state == PN_LINK_STATE_UP)
+		N_(c)->port[p].state = PN_LINK_STATE_DOWN;
+}
+static void h_tx_target(void *c, unsigned int p) { N_(c)->tx_target = p; }
+static unsigned int h_tx_idle(void *c) { return N_(c)->local.n == 0; }
 static unsigned int h_free(void *c) { return 1024 - N_(c)->txn; }
 static void h_word(void *c, uint64_t w) { struct nic *n = N_(c); n->txw[n->txn++] = w; }
 static void h_send(void *c)
@@ -158,10 +182,18 @@ static void h_send(void *c)
 	p->id = -1;
 	for (i = 0; i < n->txn && i < MAXW; i++)
 		p->w[i] = n->txw[i];
+	if (n->tx_target && n->port[n->tx_target].state != PN_LINK_STATE_DOWN) {
+		fprintf(stderr, "fwnet: mgmt TX into the input of port %u, which is not DOWN\n",
+			n->tx_target);
+		exit(3);
+	}
 	if (PN_GET(p->w, PN_HDR_TYPE) == PN_TYPE_DATA) {   /* a replayed data packet */
 		p->id = (int)p->w[1];
 		p->len = 2;
 		evac_seen++;
+		if (getenv("FWNET_DEBUG"))
+			fprintf(stderr, "tick %llu: node %d replays packet %d (target %u)\n",
+				(unsigned long long)tick, n->node_id, p->id, n->tx_target);
 	}
 	else
 		ctl_sent++;
@@ -214,6 +246,25 @@ static struct cable *cable_of(unsigned int n, unsigned int p)
 	return NULL;
 }
 
+/* The output port of a routed packet at node n by the set in its `rt`; divert (NicCore's
+ * router) moves a packet of set `divert_from` bound for a link that is not up to the
+ * other set and flips its `rt`. */
+static unsigned int pick(unsigned int n, struct pkt *p)
+{
+	struct nic *c = &nic[n];
+	unsigned int dst = (unsigned int)PN_GET(p->w, PN_HDR_DST_NODE) & 15;
+	unsigned int rt = (unsigned int)PN_GET(p->w, PN_HDR_RT);
+	unsigned int port = c->table[rt][dst];
+
+	if (c->divert_on && rt == c->divert_from && port >= PN_PORT_XP && port <= c->nports &&
+	    c->port[port].state != PN_LINK_STATE_UP) {
+		PN_SET(p->w, PN_HDR_RT, !rt);
+		port = c->table[!rt][dst];
+		diverted++;
+	}
+	return port;
+}
+
 /* A packet at node n's router, from a link (from_link) or the local input: deliver it
  * or queue it for a link port. A link-local packet leaves on its `direct` port and is
  * delivered locally by the router it reaches. */
@@ -224,10 +275,21 @@ static void route_at(unsigned int n, struct pkt *p, int from_link)
 	if (direct)
 		port = from_link ? PN_PORT_LOCAL : direct;
 	else
-		port = nic[n].table[PN_GET(p->w, PN_HDR_DST_NODE) & 15];
+		port = pick(n, p);
 	if (port == PN_PORT_LOCAL) {
 		if (p->id >= 0) {
+			unsigned int s = (unsigned int)PN_GET(p->w, PN_HDR_SRC_NODE) % MAXN;
+
 			delivered[p->id]++;
+			if (p->id < last_id[s][n]) {
+				out_of_order++;
+				if (getenv("FWNET_DEBUG"))
+					fprintf(stderr, "tick %llu: %u->%d packet %d after %d\n",
+						(unsigned long long)tick, s, nic[n].node_id, p->id,
+						last_id[s][n]);
+			}
+			else
+				last_id[s][n] = p->id;
 			free(p);
 		} else {
 			push(&nic[n].rx, p);
@@ -247,6 +309,31 @@ static void route_at(unsigned int n, struct pkt *p, int from_link)
 static void step_links(void)
 {
 	unsigned int n, p, i;
+
+	/* Packets waiting for a port that is not up: the router looks up their route again
+	 * every cycle (a table write or divert moves them, in their order, ahead of anything
+	 * that arrives after them). */
+	for (n = 0; n < N; n++)
+		for (p = 1; p <= nic[n].nports; p++) {
+			struct lport *l = &nic[n].port[p];
+
+			if (l->state == PN_LINK_STATE_UP)
+				continue;
+			for (i = 0; i < l->wait.n;) {
+				struct pkt *w = l->wait.p[i];
+
+				if (PN_GET(w->w, PN_HDR_DIRECT)) {
+					free(pop_at(&l->wait, i));   /* the router drops it: port not up */
+					continue;
+				}
+				if (pick(n, w) != p) {
+					pop_at(&l->wait, i);
+					route_at(n, w, 0);
+				} else {
+					i++;
+				}
+			}
+		}
 
 	for (n = 0; n < N; n++)
 		for (p = 1; p <= nic[n].nports; p++) {
@@ -331,22 +418,18 @@ static void step_links(void)
 					(l->unacked.n - k - 1) * sizeof(f));
 				l->unacked.p[k] = f;
 			}
-			/* packets waiting for a down port are re-routed when the table changes */
-			for (i = 0; i < l->wait.n;) {
-				struct pkt *w = l->wait.p[i];
-				unsigned int np = nic[n].table[PN_GET(w->w, PN_HDR_DST_NODE) & 15];
-
-				if (!PN_GET(w->w, PN_HDR_DIRECT) && np != p)
-					route_at(n, pop_at(&l->wait, i), 0);
-				else if (PN_GET(w->w, PN_HDR_DIRECT))
-					free(pop_at(&l->wait, i));   /* the router drops it: port not up */
-				else
-					i++;
-			}
 		}
-	for (n = 0; n < N; n++)
+	for (n = 0; n < N; n++) {
 		while (nic[n].local.n)
 			route_at(n, pop_at(&nic[n].local, 0), 0);
+		/* the injection gate: stamps the set, holds while told to */
+		while (!nic[n].hold && nic[n].host.n) {
+			struct pkt *h = pop_at(&nic[n].host, 0);
+
+			PN_SET(h->w, PN_HDR_RT, nic[n].inject_set);
+			route_at(n, h, 0);
+		}
+	}
 }
 
 static int parse_topo(const char *s)
@@ -374,8 +457,12 @@ static void boot(unsigned int n)
 		.evac_len = h_elen, .evac_word = h_eword, .set_node = h_node, .route_write = h_route,
 		.tx_free = h_free, .tx_word = h_word, .tx_send = h_send, .rx_len = h_rxlen,
 		.rx_word = h_rxword, .status = h_status, .ctx_reset_all = h_ctx,
+		.inject_set = h_inject_set, .inject_hold = h_hold, .inject_idle = h_inject_idle,
+		.divert = h_divert, .link_take_down = h_take_down, .tx_target = h_tx_target,
+		.tx_idle = h_tx_idle,
 	};
 	memset(c->table, PN_PORT_DROP, sizeof(c->table));
+	c->inject_set = c->hold = c->divert_on = c->tx_target = 0;
 	c->node_id = -1;
 	fw_init(&c->fw, &c->hw);
 }
@@ -481,7 +568,7 @@ int main(int argc, char **argv)
 					pk->w[1] = (uint64_t)sent;
 					pk->len = 2;
 					pk->id = sent++;
-					route_at(n, pk, 0);
+					push(&nic[n].host, pk);
 				}
 			if (ncut && tick > cut_at[0] && !rerouted_at) {
 				int deg = 1;
@@ -498,7 +585,7 @@ int main(int argc, char **argv)
 	}
 	{
 		int once = 0, dup = 0, missing = 0, dropped = 0;
-		unsigned int evac = 0, lost = 0;
+		unsigned int evac = 0, lost = 0, fto = 0;
 
 		for (a = 0; a < sent; a++) {
 			once += delivered[a] == 1;
@@ -509,14 +596,16 @@ int main(int argc, char **argv)
 		for (n = 0; n < N; n++) {
 			evac += nic[n].reg[PN_FW_REG_EVACUATED];
 			lost += nic[n].reg[PN_FW_REG_LOST];
+			fto += nic[n].reg[PN_FW_REG_FLUSH_TIMEOUTS];
 		}
 		printf("\"control_packets\": %lu,\n", ctl_sent);
 		printf("\"cables\": %u, \"routed_at\": %llu, \"rerouted_at\": %llu, \"restored_at\": %llu,\n",
 		       ncables, (unsigned long long)routed_at, (unsigned long long)rerouted_at,
 		       (unsigned long long)restored_at);
 		printf("\"tick_cycles\": %d, \"traffic\": {\"sent\": %d, \"once\": %d, \"duplicated\": %d, "
-		       "\"missing\": %d, \"dropped\": %d, \"evacuated\": %u, \"lost\": %u},\n",
-		       TICK, sent, once, dup, missing, dropped, evac, lost);
+		       "\"missing\": %d, \"dropped\": %d, \"out_of_order\": %d, \"evacuated\": %u, "
+		       "\"lost\": %u, \"diverted\": %d, \"flush_timeouts\": %u},\n",
+		       TICK, sent, once, dup, missing, dropped, out_of_order, evac, lost, diverted, fto);
 	}
 	if (getenv("FWNET_DEBUG")) for (n = 0; n < N; n++) for (p = 1; p <= NPORTS; p++) fprintf(stderr, "n%u p%u st=%u up=%u us=%u nbr=%u ndb=%u\n", n, p, nic[n].port[p].state, nic[n].fw.port[p].up, nic[n].fw.port[p].usable, nic[n].fw.port[p].nbr_known, nic[n].fw.ndb);
 	printf("\"nodes\": [\n");
@@ -530,7 +619,7 @@ int main(int argc, char **argv)
 		       c->reg[PN_FW_REG_EPOCH], c->reg[PN_FW_REG_LINKS_IN], c->reg[PN_FW_REG_LINK_DOWNS],
 		       c->reg[PN_FW_REG_FINGERPRINT]);
 		for (i = 0; i < N; i++)
-			printf("%s%u", i ? ", " : "", c->table[i]);
+			printf("%s%u", i ? ", " : "", c->table[c->inject_set][i]);
 		printf("]}%s\n", n + 1 < N ? "," : "");
 	}
 	printf("]}\n");

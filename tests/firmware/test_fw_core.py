@@ -102,14 +102,18 @@ def _down(t: Topology, cable: int) -> list[tuple[int, int]]:
 @pytest.mark.parametrize("spec,cable", [("ring:4", 1), ("ring:6", 5), ("torus:2x2", 2),
                                         ("torus:3x3", 7), ("torus:3x3", 4)])
 def test_cable_pulled_during_traffic(fwnet, spec, cable):
-    """All-to-all traffic; a cable is pulled: every packet arrives exactly once, the tables
-    route around it (paranic.spec.topo with the cable down), the state is DEGRADED."""
+    """All-to-all traffic; a cable is pulled: every packet arrives exactly once and, per
+    source and destination, in the order sent (the flush of docs/firmware.md "Route
+    changes"); the tables route around it (paranic.spec.topo with the cable down), the
+    state is DEGRADED."""
     t = Topology.parse(spec)
     out = run(fwnet, "--topo", spec, "--ticks", "2500", "--traffic", "30000", "--cut", f"{cable}@150")
     tr = out["traffic"]
     assert tr["sent"] > 5000
     assert tr["once"] == tr["sent"], tr
-    assert tr["lost"] == 0
+    assert tr["out_of_order"] == 0, tr
+    assert tr["lost"] == 0 and tr["flush_timeouts"] == 0, tr
+    assert tr["diverted"] > 0, tr   # packets queued for the cut link took the new routes
     assert out["rerouted_at"] > 150
     down = _down(t, cable)
     for n in out["nodes"]:
@@ -124,8 +128,26 @@ def test_cable_returns(fwnet, spec, cable):
               "--cut", f"{cable}@150", "--mend", f"{cable}@700")
     tr = out["traffic"]
     assert tr["once"] == tr["sent"] > 5000, tr
+    assert tr["out_of_order"] == 0 and tr["flush_timeouts"] == 0, tr
     assert out["restored_at"] > 700
     for n in out["nodes"]:
         assert n["state"] == FwState.ROUTED
         assert n["table"] == t.table(n["id"])
         assert n["link_downs"] in (0, 1)
+
+
+def test_second_cable_during_a_route_change(fwnet):
+    """A second cable (another ring) fails while the cluster is still switching to routes
+    around the first: FLUSHes caught behind the second failure give up after
+    FW_FLUSH_TIMEOUT (counted), the next plan takes both out, and every packet still
+    arrives exactly once."""
+    t = Topology.parse("torus:3x3")
+    out = run(fwnet, "--topo", "torus:3x3", "--ticks", "8000", "--traffic", "60000",
+              "--cut", "0@700", "--cut", "7@702")
+    tr = out["traffic"]
+    assert tr["once"] == tr["sent"] == 60000, tr
+    assert tr["lost"] == 0 and tr["flush_timeouts"] > 0, tr
+    down = _down(t, 0) + _down(t, 7)
+    for n in out["nodes"]:
+        assert n["state"] == FwState.DEGRADED
+        assert n["table"] == t.table(n["id"], down=[(out["nodes"][i]["id"], p) for i, p in down])

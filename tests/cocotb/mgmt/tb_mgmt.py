@@ -207,3 +207,48 @@ async def test_host_cannot_send_control(dut):
     for c in cl.csr:
         assert await c.read("mgmt_rx_packets_total") == 0
         assert await c.read("mgmt_rx_packets") == 0
+
+
+@cocotb.test()
+async def test_tx_target_link_input(dut):
+    """``mgmt_tx_target`` through the CSRs (docs/mgmt.md, "Replayed packets"): node 0
+    targets its XP input while that link is UP: the packet waits (``tx_idle`` 0, nothing
+    arrives). Once software takes the link down it enters the router through XP's input
+    buffer and is routed by the table: the U-turn out XM to the neighbour there, and a
+    packet for node 0 itself to its own management port. Target 0 as before afterwards."""
+    from paranic.spec.link import LinkState
+
+    cl = Cluster(dut)
+    await cl.start(routes=True)
+    far = {(n, pn): (m, pm) for n, pn, m, pm in TOPO.links()}
+    west = far[(0, P.Port.XM)][0]
+    c0, m0 = cl.csr[0], cl.mgmt[0]
+    rng = random.Random(11)
+    a = ctl(0, dst=west, src=0, tag=0xA, length=MTU, rng=rng)
+    b = ctl(0, dst=0, src=0, tag=0xB, length=16, rng=rng)
+    c = ctl(0, dst=west, src=0, tag=0xC, length=8, rng=rng)
+    assert await c0.read("mgmt_tx_idle") == 1
+    await c0.write("mgmt_tx_target", P.Port.XP)
+    assert await c0.read("mgmt_tx_target") == P.Port.XP
+    await m0.send(a)
+    await cl.hosts[0].cycles(2000)
+    assert await c0.read("mgmt_tx_idle") == 0
+    assert await c0.read("mgmt_tx_busy") == 1
+    assert await cl.mgmt[west].waiting() == 0
+    await c0.write("link0_take_down", 1)
+    assert await c0.read("link0_link_state") == LinkState.DOWN
+    for _ in range(100):
+        if await c0.read("mgmt_tx_idle"):
+            break
+        await cl.hosts[0].cycles(32)
+    else:
+        raise TimeoutError("mgmt_tx_idle stayed 0")
+    assert await cl.mgmt[west].recv() == a
+    await m0.send(b)
+    assert await m0.recv() == b
+    await c0.write("mgmt_tx_target", 0)
+    await m0.send(c)
+    assert await cl.mgmt[west].recv() == c
+    assert await c0.read("mgmt_tx_dropped") == 0
+    assert await c0.read("router_err_aborted") == 0
+    assert await c0.read("link0_rx_overflows") == 0

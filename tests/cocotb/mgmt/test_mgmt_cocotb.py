@@ -1,6 +1,6 @@
 """The management port on Verilated NicCore clusters (cocotb): link-local CONTROL packets
 on every port of a ring and a torus router, routed CONTROL packets, RX back-pressure,
-host contexts refused."""
+host contexts refused, the TX target (a DOWN link's router input)."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ def _run(topo: str, testcase: str) -> None:
 
 
 @pytest.mark.parametrize("case", ["test_link_local_every_port", "test_routed_control_and_slow_cpu",
-                                  "test_host_cannot_send_control"])
+                                  "test_host_cannot_send_control", "test_tx_target_link_input"])
 def test_ring4(case):
     _run("ring:4", case)
 

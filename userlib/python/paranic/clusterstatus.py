@@ -49,7 +49,7 @@ def describe(st: dict[str, Any]) -> dict[str, Any]:
         "cycle": st["cycle"],
     }
     for k in ("epoch", "links_in", "reroutes", "link_downs", "evacuated", "lost", "heartbeat",
-              "fingerprint"):
+              "fingerprint", "flush_timeouts"):
         d[k] = st[k]
     d["links"] = []
     for ln in st["links"]:
@@ -96,7 +96,8 @@ def run(a: argparse.Namespace) -> int:
               f"fingerprint 0x{n['fingerprint']:08x}")
         if n["have_fw"] and n["fw_state"] != "none":
             print(f"  reroutes {n['reroutes']} link_downs {n['link_downs']} evacuated {n['evacuated']} "
-                  f"lost {n['lost']} heartbeat {n['heartbeat']} links_in 0x{n['links_in']:x}")
+                  f"lost {n['lost']} flush_timeouts {n['flush_timeouts']} heartbeat {n['heartbeat']} "
+                  f"links_in 0x{n['links_in']:x}")
         for ln in n["links"]:
             fault = f" down_reason {ln['down_reason']} downs {ln['downs']}" if "downs" in ln else ""
             print(f"  {ln['port']:<3} {ln['state']:<9} tx {ln['tx_packets']} rx {ln['rx_packets']} "

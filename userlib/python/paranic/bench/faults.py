@@ -4,12 +4,13 @@ In simulated time at the target clock (the Verilator cluster of SoCs, docs/simul
 
 * **bring-up**: reset to every node ROUTED with one fingerprint (the simulator's
   ``bringup_cycles``), ring:4 and torus:2x2, each run with another order of device DNAs;
-* **cable pull**: a one-way rawdata stream (pn_faultstream, 1 KiB messages) from node 0 to
+* **cable pull**: a one-way rawdata stream (pn_faultstream, 4 KiB messages of four MTU
+  packets, so a reroute splits messages) from node 0 to
   node 1 over cable 0 of a 2x2 torus; the cable is cut while it runs; the figure is the
   longest gap between two arrivals at node 1 (the traffic stops at the cut and flows again
   once the firmware has rerouted and replayed what the link held); also the packets
-  replayed, duplicates (must be 0), messages that arrived after a later one;
-* **goodput at a bit-error rate**: the same stream (1 KiB messages: one MTU packet each) over cable 0 of ring:4
+  replayed, duplicates (must be 0), messages that arrived after a later one (must be 0);
+* **goodput at a bit-error rate**: the same stream over cable 0 of ring:4
   with that cable at BER 0, 1e-5, 1e-4, 1e-3 (the others clean); payload MB/s from the first
   to the last arrival, and whether the link was taken out.
 
@@ -32,6 +33,8 @@ from paranic.spec import protocol as P
 
 NS_PER_CYCLE = 1e9 / P.TARGET_CLK_HZ
 BERS = (0.0, 1e-5, 1e-4, 1e-3)
+#: Message size of the streams: four MTU packets, so that a reroute splits messages.
+MSG_BYTES = 4 * P.DEFAULT_MTU
 
 
 def _log(msg: str) -> None:
@@ -95,7 +98,7 @@ def cable_pull(runs: int, count: int) -> dict:
 
             th = threading.Thread(target=cut, daemon=True)
             th.start()
-            res = _stream(sim, f"bench-cut-{k}", a, b, 1024, count)
+            res = _stream(sim, f"bench-cut-{k}", a, b, MSG_BYTES, count)
             th.join(timeout=60)
             if "at" not in done or not res["first_cycle"] < done["at"] < res["last_cycle"]:
                 _log(f"paranic bench faults: run {k + 1}: the cut missed the stream; not counted")
@@ -121,7 +124,7 @@ def goodput(bers: tuple[float, ...], runs: int, count: int) -> list[dict]:
         for k in range(runs):
             with simrun.start("ring:4", soc=True, ber_cable=[f"0={ber!r}"], timeout=900) as sim:
                 a, b = sim.node_ids[0], sim.node_ids[1]
-                res = _stream(sim, f"bench-ber-{k}", a, b, 1024, count)
+                res = _stream(sim, f"bench-ber-{k}", a, b, MSG_BYTES, count)
                 st = _status(sim)
                 mbps.append(res["MBps"])
                 downs.append(st[0]["link_downs"] + st[1]["link_downs"])
@@ -146,7 +149,7 @@ def table(rows: list[dict]) -> str:
                        f"duplicated {r['lost_or_duplicated']}")
     g = [r for r in rows if r["what"] == "goodput"]
     if g:
-        out.append("  goodput of a 1 KiB-message stream over one cable of ring:4 at a bit-error rate:")
+        out.append(f"  goodput of a {MSG_BYTES // 1024} KiB-message stream over one cable of ring:4 at a bit-error rate:")
         out.append(f"  {'BER':>8s} {'MB/s':>9s} {'range':>17s} {'n':>3s}  link taken out (downs per run)")
         for r in g:
             out.append(f"  {r['ber']:>8g} {r['median']:>9.1f} {r['min']:>8.1f}..{r['max']:<8.1f} {r['n']:>3d}  "
@@ -173,7 +176,7 @@ def plot(rows: list[dict], path: str) -> None:
             ax.annotate("link taken out,\nrouted around", (i, med[i]), ha="center", va="bottom", fontsize=8)
     ax.set_xlabel("bit-error rate of the cable")
     ax.set_ylabel("goodput, MB/s (simulated time)")
-    ax.set_title("1 KiB rawdata stream over one cable of a ring:4 of SoCs")
+    ax.set_title(f"{MSG_BYTES // 1024} KiB-message rawdata stream over one cable of a ring:4 of SoCs")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
 
@@ -191,8 +194,8 @@ def run(a: argparse.Namespace) -> int:
     t0 = time.time()
     try:
         rows = [bringup("ring:4", runs, rng), bringup("torus:2x2", runs, rng),
-                cable_pull(runs, 600 if a.quick else 2000),
-                *goodput(BERS, runs, 300 if a.quick else 1000)]
+                cable_pull(runs, 150 if a.quick else 500),
+                *goodput(BERS, runs, 75 if a.quick else 250)]
     except (RuntimeError, TimeoutError, ValueError) as e:
         print(f"paranic bench faults: {e}", file=sys.stderr)
         return 1
