@@ -92,10 +92,10 @@ class InjectionGate(LiteXModule):
         :class:`~paranic.hw.router.Router` and a :class:`~paranic.hw.mgmt.MgmtPort`:
         the router's injection FIFO holds no word (every packet in it has been granted
         an output and read out), the management port's TX FIFO is empty and not closing
-        (a packet waiting for room)."""
+        (``tx_empty``: no packet waiting for room)."""
         return [
             self.inject_empty.eq(router.inject.empty),
-            self.mgmt_idle.eq(mgmt.txf.empty & ~mgmt.closing),
+            self.mgmt_idle.eq(mgmt.tx_empty),
         ]
 
     def add_csrs(self) -> None:

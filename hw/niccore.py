@@ -111,10 +111,10 @@ class NicCore(LiteXModule):
             self.comb += [link.port_connections(port, rx_sink=rx_sink), state.eq(link.link_state)]
 
         # Injection: barrier packets, the management port's packets (target 0) and host
-        # packets share the router's local input (packet round-robin). Barrier and host packets
-        # pass the injection gate (rt stamped, hold; CSRs injection_*); the management
-        # port's do not (the firmware writes their headers raw and sends while host
-        # traffic is held). ----------------------------------------------------------------
+        # packets share the router's local input (packet round-robin). Barrier and host
+        # packets pass the injection gate (rt stamped, hold; CSRs injection_*); the
+        # management port's do not (the firmware writes their headers raw and sends while
+        # host traffic is held). -----------------------------------------------------------
         self.injection = InjectionGate(2)
         self.injection.add_csrs()
         gate = self.injection
