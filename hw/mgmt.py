@@ -76,7 +76,7 @@ class MgmtPort(LiteXModule):
         # From NicCore: the router input the packets currently go to is empty.
         self.fed_empty = Signal(reset=1)
         self.tx_empty = Signal()     # TX FIFO empty and no send waiting for room
-        self.tx_idle = Signal()      # ... and the router input it feeds is empty
+        self.tx_idle = Signal()      # ... and the link input it feeds (target p) is empty
         self.misrouted = Signal(32)  # from MgmtSteer: packets discarded for a bad tx_target
 
         # # #
@@ -166,8 +166,8 @@ class MgmtPort(LiteXModule):
                                                  "input of link port p, while link p is DOWN (they wait "
                                                  "otherwise). Change it only while tx_idle is 1.")
         self._tx_idle = CSRStatus(1, name="tx_idle",
-                                  description="TX FIFO empty (no send waiting for room) and the router "
-                                              "input it feeds (tx_target's) empty.")
+                                  description="TX FIFO empty (no send waiting for room) and, with a "
+                                              "link port as tx_target, that router input empty.")
         self.comb += [
             self.push.eq(self._tx_push.re),
             self.push_data.eq(self._tx_data.storage),
@@ -311,11 +311,13 @@ class MgmtTxPath(LiteXModule):
             steer.target.eq(mgmt.tx_target),
             mgmt.misrouted.eq(steer.misrouted),
         ]
-        # tx_idle: the input the head packet goes to (or went to) is empty.
+        # tx_idle: the link input the head packet goes to (or went to) is empty. The
+        # local input is not watched: it also holds host packets, which may wait there
+        # for a failed link (exactly when the firmware replays that link's packets).
         fed = Signal()
         self.comb += [
-            fed.eq(1),    # a bad target: its packets are discarded, nothing is fed
-            Case(steer.cur, {p: fed.eq(f.empty) for p, f in enumerate(router.inputs)}),
+            fed.eq(1),    # the local input, or a bad target (discarded, nothing fed)
+            Case(steer.cur, {p: fed.eq(f.empty) for p, f in enumerate(router.inputs) if p}),
             mgmt.fed_empty.eq(fed),
         ]
         for i, port in enumerate(router.links):

@@ -75,6 +75,7 @@ FW_STATUS: tuple[tuple[str, int, str], ...] = (
     ("heartbeat", 32, "incremented by the firmware's main loop"),
     ("fingerprint", 32, "hash of the topology database: equal on all nodes once they agree"),
     ("flush_timeouts", 32, "route changes whose flush gave up: order across them not guaranteed"),
+    ("phase", 8, "route change under way: 0 none, 1 armed, 2 replaying, 3 flushing, 4 switched"),
 )
 FW_STATUS_NAMES = tuple(n for n, _, _ in FW_STATUS)
 

@@ -37,6 +37,7 @@ static void publish(struct fw *f)
 	status(f, PN_FW_REG_LOST, f->lost);
 	status(f, PN_FW_REG_FINGERPRINT, f->fingerprint);
 	status(f, PN_FW_REG_FLUSH_TIMEOUTS, f->flush_timeouts);
+	status(f, PN_FW_REG_PHASE, f->phase);
 	/* The state last: a reader that sees it sees the registers that go with it. */
 	status(f, PN_FW_REG_STATE, f->state);
 }
@@ -283,8 +284,10 @@ int fw_evacuate(struct fw *f, unsigned int p, unsigned int set, uint64_t now)
 		q->evac_deadline = now + FW_FLUSH_TIMEOUT;
 	}
 	if (f->evac_port != p) {
-		if (f->evac_port || !hw->tx_idle(hw->ctx))
-			return 0;     /* our control packets still leaving by the local input */
+		if (f->evac_port)
+			return 0;     /* another port's replay under way */
+		if (!hw->tx_idle(hw->ctx))
+			return 0;     /* our control packets still leaving (the TX FIFO drains) */
 		hw->tx_target(hw->ctx, p);
 		f->evac_port = p;
 	}

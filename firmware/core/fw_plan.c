@@ -318,6 +318,7 @@ void fw_plan_step(struct fw *f, uint64_t now)
 			f->arm = p;
 			load(f, !f->cur_set, &p, table);
 			f->phase = FW_PHASE_ARMED;
+			f->dirty_status = 1;
 			f->self_dirty = 1;
 			break;
 		}
@@ -340,6 +341,7 @@ void fw_plan_step(struct fw *f, uint64_t now)
 		if (!all_at(f, f->arm.down, f->arm.gen, 1))
 			break;
 		f->phase = FW_PHASE_EVAC;
+		f->dirty_status = 1;
 		/* fall through */
 	case FW_PHASE_EVAC:
 		if (!evacuate_plan(f, now))
@@ -355,6 +357,7 @@ void fw_plan_step(struct fw *f, uint64_t now)
 		}
 		f->deadline = now + FW_FLUSH_TIMEOUT;
 		f->phase = FW_PHASE_FLUSH;
+		f->dirty_status = 1;
 		break;
 	case FW_PHASE_FLUSH:
 		if (f->flush_need) {
@@ -381,6 +384,7 @@ void fw_plan_step(struct fw *f, uint64_t now)
 			break;
 		hw->divert(hw->ctx, 0, 0);
 		f->phase = FW_PHASE_IDLE;
+		f->dirty_status = 1;
 		break;
 	}
 }

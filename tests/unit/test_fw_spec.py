@@ -33,7 +33,7 @@ def test_fw_enums_as_contracted():
     assert FW.FwError.NONE == 0 and len(set(FW.FwError)) == len(FW.FW_ERROR_DOC)
     assert FW.FW_STATUS_NAMES == ("state", "error", "topo", "coords", "epoch", "links_in", "reroutes",
                                   "link_downs", "evacuated", "lost", "heartbeat", "fingerprint",
-                                  "flush_timeouts")
+                                  "flush_timeouts", "phase")
     assert FW.cfg_node(None) == 0 and FW.cfg_node(7) == 0x8007
     assert FW.split_xy(3 | 2 << 16) == (3, 2)
 

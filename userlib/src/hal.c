@@ -311,6 +311,7 @@ void pn_fill_fw_status(pn_node_status_t *out, const uint32_t fw[PN_FW_REGS])
 	out->heartbeat = fw[PN_FW_REG_HEARTBEAT];
 	out->fingerprint = fw[PN_FW_REG_FINGERPRINT];
 	out->flush_timeouts = fw[PN_FW_REG_FLUSH_TIMEOUTS];
+	out->phase = fw[PN_FW_REG_PHASE];
 	out->flags |= PN_NODE_HAVE_FW;
 }
 

@@ -366,9 +366,9 @@ struct pn_sim_node_status {
 	uint32_t cfg_node;                 /* id_cfg_node */
 	uint32_t n_links;                  /* link ports of the node */
 	uint32_t have;                     /* bit k: link field k (PN_SIM_LINK_*) exists in the gateware */
-	uint32_t fw[13];                   /* fw_* CSRs in FW_STATUS order (PN_FW_REG_*) */
+	uint32_t fw[14];                   /* fw_* CSRs in FW_STATUS order (PN_FW_REG_*) */
 	uint32_t link[32];                 /* field k of link port p (0-based) at [k * PN_SIM_STATUS_LINKS + p] */
-	uint8_t pad[36];
+	uint8_t pad[32];
 };
 PN_SIM_STATIC_ASSERT(sizeof(struct pn_sim_node_status) == 256, "pn_sim_node_status size");
 PN_SIM_STATIC_ASSERT(offsetof(struct pn_sim_node_status, seq) == 0, "pn_sim_node_status.seq");
@@ -379,6 +379,6 @@ PN_SIM_STATIC_ASSERT(offsetof(struct pn_sim_node_status, cfg_node) == 28, "pn_si
 PN_SIM_STATIC_ASSERT(offsetof(struct pn_sim_node_status, n_links) == 32, "pn_sim_node_status.n_links");
 PN_SIM_STATIC_ASSERT(offsetof(struct pn_sim_node_status, have) == 36, "pn_sim_node_status.have");
 PN_SIM_STATIC_ASSERT(offsetof(struct pn_sim_node_status, fw) == 40, "pn_sim_node_status.fw");
-PN_SIM_STATIC_ASSERT(offsetof(struct pn_sim_node_status, link) == 92, "pn_sim_node_status.link");
+PN_SIM_STATIC_ASSERT(offsetof(struct pn_sim_node_status, link) == 96, "pn_sim_node_status.link");
 
 #endif /* PN_SIM_SHM_H */

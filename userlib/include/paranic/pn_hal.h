@@ -226,6 +226,7 @@ typedef struct pn_node_status {
 	uint32_t links_in;      /* bit p-1: link port p carries routes */
 	uint32_t reroutes, link_downs, evacuated, lost, heartbeat, fingerprint;
 	uint32_t flush_timeouts;  /* route changes whose flush gave up (order not guaranteed) */
+	uint32_t phase;           /* route change under way (docs/firmware.md), 0: none */
 	uint32_t n_links;       /* link ports (0: the sw backend has none) */
 	uint32_t flags;         /* PN_NODE_HAVE_* */
 	uint64_t cycle;         /* sim: the simulator cycle the values were read at; else 0 */

@@ -145,8 +145,9 @@
 #define PN_FW_REG_HEARTBEAT 10
 #define PN_FW_REG_FINGERPRINT 11
 #define PN_FW_REG_FLUSH_TIMEOUTS 12
-#define PN_FW_REGS 13
-#define PN_FW_REG_NAMES { "state", "error", "topo", "coords", "epoch", "links_in", "reroutes", "link_downs", "evacuated", "lost", "heartbeat", "fingerprint", "flush_timeouts" }
+#define PN_FW_REG_PHASE 13
+#define PN_FW_REGS 14
+#define PN_FW_REG_NAMES { "state", "error", "topo", "coords", "epoch", "links_in", "reroutes", "link_downs", "evacuated", "lost", "heartbeat", "fingerprint", "flush_timeouts", "phase" }
 #define PN_CFG_NODE_VALID 0x8000u
 
 /* Packet header: two little-endian 64-bit words. */

@@ -49,7 +49,7 @@ def describe(st: dict[str, Any]) -> dict[str, Any]:
         "cycle": st["cycle"],
     }
     for k in ("epoch", "links_in", "reroutes", "link_downs", "evacuated", "lost", "heartbeat",
-              "fingerprint", "flush_timeouts"):
+              "fingerprint", "flush_timeouts", "phase"):
         d[k] = st[k]
     d["links"] = []
     for ln in st["links"]:
