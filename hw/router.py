@@ -211,7 +211,7 @@ class Router(LiteXModule):
         drain = [Signal(name=f"drain_{PORT_NAMES[k]}") for k in range(nports)]
         sel = [Signal(max=nports, name=f"sel_{PORT_NAMES[k]}") for k in range(nports)]
         look = [Signal(name=f"look_{PORT_NAMES[k]}") for k in range(nports)]
-        flip = [Signal(name=f"flip_{PORT_NAMES[k]}") for k in range(nports)]   # granted diverted
+        flip = [Signal(name=f"flip_{PORT_NAMES[k]}") for k in range(nports)]   # granted: rt flipped
         route = []
         words = []
         req = []
@@ -219,6 +219,7 @@ class Router(LiteXModule):
         badlen = []
         directs = []
         diverts = []
+        flips = []
         for k, f in enumerate(self.inputs):
             rp = table.get_port(mode=READ_FIRST)
             self.specials += rp
@@ -261,14 +262,24 @@ class Router(LiteXModule):
             r = Signal(P.ROUTE_BITS, name=f"route_{PORT_NAMES[k]}")
             dn = Signal(name=f"drop_{PORT_NAMES[k]}")
             rq = Signal(name=f"req_{PORT_NAMES[k]}")
-            # A link-local packet injected for a link that is not up is dropped (and
+            # A link-local packet in a link input with ``rt`` set was put there by the
+            # management port (mgmt_tx_target: the firmware sends through the input of
+            # a DOWN link while the local input waits behind packets for that link): it
+            # leaves on its ``direct`` port like one from the local input, with ``rt``
+            # cleared, so the next router delivers it. Link-local packets from a
+            # neighbour have ``rt`` 0 and are delivered here.
+            out = Signal(name=f"directout_{PORT_NAMES[k]}")
+            self.comb += out.eq((dr != 0) if k == 0 else ((dr != 0) & rt))
+            # A link-local packet sent out on a link that is not up is dropped (and
             # counted in err_unknown): it was meant for whoever is at the other end of
-            # that cable, and waiting would block the local input behind it.
+            # that cable, and waiting would block the input behind it.
             dead = Signal(name=f"deaddirect_{PORT_NAMES[k]}")
-            if k == 0:
-                self.comb += dead.eq((dr != 0) & ~Array(link_up)[dr])
+            self.comb += dead.eq(out & ~Array(link_up)[dr])
+            fl = Signal(name=f"flipnow_{PORT_NAMES[k]}")
+            self.comb += fl.eq(dv if k == 0 else (dv | out))
             self.comb += [
-                If(dr != 0, r.eq(dr if k == 0 else P.Port.LOCAL)
+                If(out, r.eq(dr)
+                ).Elif(dr != 0, r.eq(P.Port.LOCAL)
                 ).Elif(dv, r.eq(r_other)
                 ).Else(r.eq(r_own)),
                 dn.eq(look[k] & ((oob & (dr == 0)) | bl | (r > n_links) | dead)),
@@ -276,6 +287,7 @@ class Router(LiteXModule):
             ]
             directs.append(dr)
             diverts.append(dv)
+            flips.append(fl)
             route.append(r)
             words.append(nw)
             req.append(rq)
@@ -332,7 +344,7 @@ class Router(LiteXModule):
             self.sync += [
                 look[k].eq(idle & head & self.ready & ~gk & ~drop_now[k]),
                 If(gk,
-                    fwd[k].eq(1), sel[k].eq(route[k]), flip[k].eq(diverts[k]),
+                    fwd[k].eq(1), sel[k].eq(route[k]), flip[k].eq(flips[k]),
                 ).Elif(fwd[k] & end,
                     fwd[k].eq(0),
                 ),

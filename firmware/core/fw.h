@@ -126,6 +126,8 @@ struct fw {
 	unsigned int X, Y, id, cx, cy;
 	uint8_t down[FW_MAX_NODES];              /* by node id: link ports out of service */
 	uint8_t recognised;                      /* X, Y, ids, down valid */
+	uint8_t by_id[FW_MAX_NODES];             /* database index of each node id */
+	unsigned int leader;                     /* node id of the route plans' leader */
 	/* route plans (fw_plan.c) */
 	uint8_t live;                            /* the first plan is loaded */
 	uint8_t phase;                           /* enum fw_phase */
@@ -137,7 +139,8 @@ struct fw {
 	uint64_t ack_due;                        /* by node id: FLUSH_ACK to send */
 	uint32_t ack_gen[FW_MAX_NODES];
 	uint64_t deadline;
-	unsigned int evac_port;                  /* mgmt TX target while replaying, 0: none */
+	unsigned int tx_port;                    /* mgmt TX target (0: the local input) */
+	unsigned int evac_port;                  /* port being replayed, 0: none */
 	uint32_t fingerprint;
 	/* counters */
 	uint32_t epoch, reroutes, link_downs, evacuated, lost, heartbeat, polls, flush_timeouts;
@@ -155,6 +158,8 @@ void fw_plan_lead(struct fw *f);
 void fw_plan_step(struct fw *f, uint64_t now);
 void fw_plan_receive(struct fw *f, unsigned int kind, unsigned int src, uint32_t gen);
 int fw_plan_transmit(struct fw *f);
+/* Where the management port injects (fw_main.c): 1 when the target is `want`. */
+int fw_tx_route(struct fw *f, unsigned int want);
 /* Replay what failed link port p held (fw_main.c): 1 when done. */
 int fw_evacuate(struct fw *f, unsigned int p, unsigned int set, uint64_t now);
 void fw_publish_state(struct fw *f);

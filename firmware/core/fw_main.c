@@ -75,6 +75,39 @@ void fw_init(struct fw *f, const struct fw_hw *hw)
 
 /* -- packets ------------------------------------------------------------------------- */
 
+/*
+ * Where the management port injects (mgmt_tx_target). Normally the router's local input;
+ * while a link is DOWN, its own input instead: host packets for that link may fill the
+ * local input and wait there until the route change this node's control packets are
+ * needed for (docs/firmware.md, "Route changes"). While a link's packets are replayed,
+ * that link's input. The target changes only once what was pushed has left (tx_idle).
+ * 1 when the target is `want`.
+ */
+int fw_tx_route(struct fw *f, unsigned int want)
+{
+	const struct fw_hw *hw = f->hw;
+
+	if (f->tx_port == want)
+		return 1;
+	if (!hw->tx_idle(hw->ctx))
+		return 0;
+	hw->tx_target(hw->ctx, want);
+	f->tx_port = want;
+	return 1;
+}
+
+static unsigned int control_port(const struct fw *f)
+{
+	unsigned int p;
+
+	if (f->evac_port)
+		return f->evac_port;
+	for (p = 1; p <= f->nports; p++)
+		if (f->port[p].frozen && f->port[p].hw == PN_LINK_STATE_DOWN)
+			return p;
+	return 0;
+}
+
 static void send_direct(struct fw *f, unsigned int port, enum fw_msg_kind k, const uint64_t *w,
 			unsigned int n)
 {
@@ -85,6 +118,8 @@ static void send_direct(struct fw *f, unsigned int port, enum fw_msg_kind k, con
 	PN_SET(h, PN_HDR_TYPE, PN_TYPE_CONTROL);
 	PN_SET(h, PN_HDR_LENGTH, n * 8);
 	PN_SET(h, PN_HDR_DIRECT, port);
+	/* through a link input: rt tells that router to send it out on `port` */
+	PN_SET(h, PN_HDR_RT, f->tx_port != 0);
 	PN_SET(h, PN_HDR_SRC_NODE, f->id);
 	hw->tx_word(hw->ctx, h[0]);
 	hw->tx_word(hw->ctx, h[1]);
@@ -155,8 +190,7 @@ static void transmit(struct fw *f)
 	unsigned int p, i;
 	uint64_t w[FW_LSA_WORDS];
 
-	/* While replaying a failed link's packets the TX feeds that link's router input. */
-	if (f->evac_port || !fw_plan_transmit(f))
+	if (!fw_tx_route(f, control_port(f)) || !fw_plan_transmit(f))
 		return;
 	for (p = 1; p <= f->nports; p++) {
 		struct fw_port *q = &f->port[p];
@@ -283,14 +317,11 @@ int fw_evacuate(struct fw *f, unsigned int p, unsigned int set, uint64_t now)
 		q->evac_go = 1;
 		q->evac_deadline = now + FW_FLUSH_TIMEOUT;
 	}
-	if (f->evac_port != p) {
-		if (f->evac_port)
-			return 0;     /* another port's replay under way */
-		if (!hw->tx_idle(hw->ctx))
-			return 0;     /* our control packets still leaving (the TX FIFO drains) */
-		hw->tx_target(hw->ctx, p);
-		f->evac_port = p;
-	}
+	if (f->evac_port && f->evac_port != p)
+		return 0;     /* another port's replay under way */
+	if (!fw_tx_route(f, p))
+		return 0;     /* our control packets still leaving (the TX FIFO drains) */
+	f->evac_port = p;
 	while (q->evac_seq != q->evac_end) {
 		unsigned int len = hw->evac_len(hw->ctx, p, q->evac_seq), i;
 		uint64_t h[1] = {hw->evac_word(hw->ctx, p, q->evac_seq, 0)};
@@ -316,7 +347,9 @@ int fw_evacuate(struct fw *f, unsigned int p, unsigned int set, uint64_t now)
 			return 0;
 		f->flush_timeouts++;
 	}
+	/* The link's input may take nothing more from the management port once it trains. */
 	hw->tx_target(hw->ctx, 0);
+	f->tx_port = 0;
 	f->evac_port = 0;
 	hw->link_restart(hw->ctx, p);
 	q->frozen = 0;

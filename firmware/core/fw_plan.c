@@ -60,16 +60,14 @@ static int reachable(const struct fw *f, const uint8_t *down, unsigned int dst)
 
 static const struct fw_node *node_by_id(const struct fw *f, unsigned int id)
 {
-	unsigned int i;
+	unsigned int i = id < FW_MAX_NODES ? f->by_id[id] : 0xff;
 
-	for (i = 0; i < f->ndb; i++)
-		if (f->db[i].id == (int)id)
-			return &f->db[i];
-	return 0;
+	return i < f->ndb && f->db[i].id == (int)id ? &f->db[i] : 0;
 }
 
-/* The leader: the lowest node id this node reaches as its database says now. */
-static unsigned int leader(const struct fw *f)
+/* The leader: the lowest node id this node reaches as its database says now (kept in
+ * f->leader by fw_plan_lead(), which runs whenever the database changes). */
+static unsigned int find_leader(const struct fw *f)
 {
 	unsigned int d;
 
@@ -121,7 +119,10 @@ void fw_plan_lead(struct fw *f)
 	uint32_t gen = 0;
 	unsigned int i;
 
-	if (!f->recognised || leader(f) != f->id)
+	if (!f->recognised)
+		return;
+	f->leader = find_leader(f);
+	if (f->leader != f->id)
 		return;
 	cable_set(f, down);
 	if (f->pub.gen && same_down(f->pub.down, down, nodes(f)))
@@ -147,23 +148,32 @@ void fw_plan_lead(struct fw *f)
 	f->self_dirty = 1;
 }
 
-/* The leader's current plan (0 gen: none yet). */
-static int leader_plan(const struct fw *f, struct fw_plan *p)
+/* The generation of the leader's current plan (0: none yet). */
+static uint32_t leader_gen(const struct fw *f)
 {
-	unsigned int l = leader(f), i;
+	unsigned int l = f->leader;
+	const struct fw_node *n;
+
+	if (l == f->id)
+		return f->pub.gen;
+	n = node_by_id(f, l);
+	return n ? n->lsa.plan : 0;
+}
+
+/* The leader's current plan, whole (its failed-link set unpacked from the LSA). */
+static void leader_plan(const struct fw *f, struct fw_plan *p)
+{
+	unsigned int l = f->leader, i;
 	const struct fw_node *n;
 
 	if (l == f->id) {
 		*p = f->pub;
-		return p->gen != 0;
+		return;
 	}
 	n = node_by_id(f, l);
-	if (!n || !n->lsa.plan)
-		return 0;
-	p->gen = n->lsa.plan;
+	p->gen = n ? n->lsa.plan : 0;
 	for (i = 0; i < FW_MAX_NODES; i++)
-		p->down[i] = fw_plan_down(n->lsa.plan_down, i);
-	return 1;
+		p->down[i] = n ? fw_plan_down(n->lsa.plan_down, i) : 0;
 }
 
 /* Write plan `p`'s table for this node into table set `set` (only the entries that
@@ -238,7 +248,10 @@ int fw_plan_transmit(struct fw *f)
 			continue;
 		if (hw->tx_free(hw->ctx) < 2 + FW_FLUSH_WORDS)
 			return 0;
-		send_routed(f, d, f->cur_set, FW_MSG_FLUSH_ACK, f->ack_gen[d]);
+		/* By the set of the plan the FLUSH is for, which every node has loaded (the
+		 * sender saw them all armed): an ACK never waits for a failed link. */
+		send_routed(f, d, f->ack_gen[d] == f->cur.gen ? f->cur_set : !f->cur_set,
+			    FW_MSG_FLUSH_ACK, f->ack_gen[d]);
 		f->ack_due &= ~(1ull << d);
 	}
 	if (f->phase != FW_PHASE_FLUSH)
@@ -292,12 +305,14 @@ static int evacuate_plan(struct fw *f, uint64_t now)
 void fw_plan_step(struct fw *f, uint64_t now)
 {
 	const struct fw_hw *hw = f->hw;
-	struct fw_plan p;
+	static struct fw_plan p;      /* (not on the firmware's small stack) */
 	unsigned int d, port;
+	uint32_t gen;
 
-	if (!f->recognised || !leader_plan(f, &p))
+	if (!f->recognised || !(gen = leader_gen(f)))
 		return;
 	if (!f->live) {
+		leader_plan(f, &p);
 		/* The first plan: nothing is in flight yet, load it into set 0 directly. */
 		hw->set_node(hw->ctx, f->id);
 		f->cur = f->arm = p;
@@ -312,9 +327,10 @@ void fw_plan_step(struct fw *f, uint64_t now)
 	}
 	switch (f->phase) {
 	case FW_PHASE_IDLE:
-		if ((int32_t)(p.gen - f->cur.gen) > 0) {
+		if ((int32_t)(gen - f->cur.gen) > 0) {
 			uint8_t table[FW_MAX_TABLE];
 
+			leader_plan(f, &p);
 			f->arm = p;
 			load(f, !f->cur_set, &p, table);
 			f->phase = FW_PHASE_ARMED;
@@ -329,10 +345,11 @@ void fw_plan_step(struct fw *f, uint64_t now)
 				fw_evacuate(f, port, f->cur_set, now);
 		break;
 	case FW_PHASE_ARMED:
-		if (p.gen != f->arm.gen && (int32_t)(p.gen - f->arm.gen) > 0) {
+		if (gen != f->arm.gen && (int32_t)(gen - f->arm.gen) > 0) {
 			/* A newer plan before anyone could commit (a new leader): arm that. */
 			uint8_t table[FW_MAX_TABLE];
 
+			leader_plan(f, &p);
 			f->arm = p;
 			load(f, !f->cur_set, &p, table);
 			f->self_dirty = 1;

@@ -175,6 +175,7 @@ int fw_recognise(struct fw *f)
 			if ((cfg & PN_CFG_NODE_VALID) && (cfg & 0xfff) != id)
 				return -PN_FW_ERROR_ID_CONFLICT;
 			f->db[i].id = (int)id;
+			f->by_id[id] = (uint8_t)i;
 		}
 	}
 
