@@ -50,6 +50,7 @@ class InjectionGate(LiteXModule):
         self.sources = [stream.Endpoint(packet_layout()) for _ in range(n)]
         self.set = Signal()
         self.hold = Signal()
+        self.room = Signal(reset=1)   # a new packet may start (NicCore: injection FIFO room)
         self.inject_empty = Signal(reset=1)
         self.mgmt_idle = Signal(reset=1)
         self.idle = Signal()
@@ -65,7 +66,7 @@ class InjectionGate(LiteXModule):
             allow = Signal(name=f"allow{i}")
             take = source.valid & source.ready
             self.comb += [
-                allow.eq(started | ~self.hold),
+                allow.eq(started | (~self.hold & self.room)),
                 sink.connect(source, omit={"valid", "ready", "data"}),
                 source.valid.eq(sink.valid & allow),
                 sink.ready.eq(source.ready & allow),
@@ -111,3 +112,28 @@ class InjectionGate(LiteXModule):
             self.hold.eq(self._hold.storage),
             self._idle.status.eq(self.idle),
         ]
+
+
+class StartGate(LiteXModule):
+    """Passes packets from ``sink`` to ``source``; a packet starts only while ``ok`` is 1
+    and, once started (header presented), passes whole whatever ``ok`` does (never
+    withdraws a ``valid``). NicCore uses it to start a management packet into the
+    injection FIFO only when it fits whole (see NicCore, "Injection")."""
+
+    def __init__(self) -> None:
+        self.sink = stream.Endpoint(packet_layout())
+        self.source = stream.Endpoint(packet_layout())
+        self.ok = Signal(reset=1)
+
+        # # #
+
+        started = Signal()
+        allow = Signal()
+        take = self.source.valid & self.source.ready
+        self.comb += [
+            allow.eq(started | self.ok),
+            self.sink.connect(self.source, omit={"valid", "ready"}),
+            self.source.valid.eq(self.sink.valid & allow),
+            self.sink.ready.eq(self.source.ready & allow),
+        ]
+        self.sync += If(take & self.source.last, started.eq(0)).Elif(self.source.valid, started.eq(1))

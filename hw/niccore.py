@@ -21,10 +21,15 @@ from paranic.spec import protocol as P
 from .barrier import BarrierUnit
 from .common import hdr
 from .host import HostInterface
-from .inject import InjectionGate
+from .inject import InjectionGate, StartGate
 from .link import LinkLayer
 from .mgmt import FwStatus, Identity, MgmtPort, MgmtTxPath
 from .router import Router, default_buf_words
+
+
+#: Words of the injection FIFO kept for the management port's control packets (an LSA
+#: is 18 words, a FLUSH 3).
+MGMT_RESERVE_WORDS = 64
 
 
 def link_buf_words(mtu: int) -> int:
@@ -79,7 +84,7 @@ class NicCore(LiteXModule):
         self.router = Router(n_links=n_links, mtu=mtu,
                              buf_words=link_buf_words(mtu) if buf_words is None else buf_words,
                              eject_words=default_buf_words(mtu),
-                             inject_words=default_buf_words(mtu), table_nodes=table_nodes)
+                             inject_words=default_buf_words(mtu, packets=3), table_nodes=table_nodes)
         self.host = HostInterface(n_ctx=n_ctx, mtu=mtu, **(host_kwargs or {}))
         self.barrier = BarrierUnit(n_ctx=n_ctx, with_sync_line=with_sync_line)
         self.mgmt = MgmtPort(mtu=mtu)
@@ -114,16 +119,26 @@ class NicCore(LiteXModule):
         # packets share the router's local input (packet round-robin). Barrier and host
         # packets pass the injection gate (rt stamped, hold; CSRs injection_*); the
         # management port's do not (the firmware writes their headers raw and sends while
-        # host traffic is held). -----------------------------------------------------------
+        # host traffic is held). A host or barrier packet starts only while the injection
+        # FIFO has room for a whole MTU packet plus MGMT_RESERVE_WORDS, a management packet
+        # only while it has MGMT_RESERVE_WORDS: so a control packet (at most that long)
+        # always goes in whole, and when the packets at the FIFO's head wait for a failed
+        # link, the firmware's packets are still in its TX FIFO, where a new
+        # mgmt_tx_target re-steers them (docs/firmware.md, "Route changes"). --------------
         self.injection = InjectionGate(2)
         self.injection.add_csrs()
         gate = self.injection
+        self.mgmt_start = StartGate()
+        free = self.router.inject.free
         self.comb += [
             self.barrier.source.connect(gate.sinks[0]),
             self.host.tx_source.connect(gate.sinks[1]),
             *gate.watch(self.router, self.mgmt),
+            gate.room.eq(free >= P.packet_words(mtu) + MGMT_RESERVE_WORDS),
+            self.mgmt_tx.local.connect(self.mgmt_start.sink),
+            self.mgmt_start.ok.eq(free >= MGMT_RESERVE_WORDS),
         ]
-        self.inject = packet.Arbiter([gate.sources[0], self.mgmt_tx.local, gate.sources[1]],
+        self.inject = packet.Arbiter([gate.sources[0], self.mgmt_start.source, gate.sources[1]],
                                      self.router.local_sink)
 
         # Ejection by type: BARRIER to the barrier unit, CONTROL to the management port

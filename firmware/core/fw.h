@@ -158,8 +158,6 @@ void fw_plan_lead(struct fw *f);
 void fw_plan_step(struct fw *f, uint64_t now);
 void fw_plan_receive(struct fw *f, unsigned int kind, unsigned int src, uint32_t gen);
 int fw_plan_transmit(struct fw *f);
-/* Where the management port injects (fw_main.c): 1 when the target is `want`. */
-int fw_tx_route(struct fw *f, unsigned int want);
 /* Replay what failed link port p held (fw_main.c): 1 when done. */
 int fw_evacuate(struct fw *f, unsigned int p, unsigned int set, uint64_t now);
 void fw_publish_state(struct fw *f);

@@ -80,20 +80,19 @@ void fw_init(struct fw *f, const struct fw_hw *hw)
  * while a link is DOWN, its own input instead: host packets for that link may fill the
  * local input and wait there until the route change this node's control packets are
  * needed for (docs/firmware.md, "Route changes"). While a link's packets are replayed,
- * that link's input. The target changes only once what was pushed has left (tx_idle).
- * 1 when the target is `want`.
+ * that link's input. The management port applies a new target from the next packet it
+ * starts, so the packets still in its TX FIFO (perhaps waiting behind that local input)
+ * follow the new target too; before a link restarts, fw_evacuate() waits until its
+ * input is empty and sets the target back.
  */
-int fw_tx_route(struct fw *f, unsigned int want)
+static void tx_route(struct fw *f, unsigned int want)
 {
 	const struct fw_hw *hw = f->hw;
 
-	if (f->tx_port == want)
-		return 1;
-	if (!hw->tx_idle(hw->ctx))
-		return 0;
-	hw->tx_target(hw->ctx, want);
-	f->tx_port = want;
-	return 1;
+	if (f->tx_port != want) {
+		hw->tx_target(hw->ctx, want);
+		f->tx_port = want;
+	}
 }
 
 static unsigned int control_port(const struct fw *f)
@@ -175,10 +174,10 @@ static void receive(struct fw *f)
 				f->self_dirty = 1;
 			}
 			try_use(f, q, f->hw->now(f->hw->ctx));
-		} else if ((uint16_t)w[1] == FW_MSG_LSA && n >= 2 + FW_LSA_WORDS) {
+		} else if ((uint16_t)w[1] == FW_MSG_LSA && n >= 2 + FW_LSA_MIN_WORDS) {
 			struct fw_lsa l;
 
-			fw_lsa_unpack(&l, &w[2]);
+			fw_lsa_unpack(&l, &w[2], n - 2);
 			fw_db_update(f, &l, port);
 		}
 	}
@@ -190,7 +189,8 @@ static void transmit(struct fw *f)
 	unsigned int p, i;
 	uint64_t w[FW_LSA_WORDS];
 
-	if (!fw_tx_route(f, control_port(f)) || !fw_plan_transmit(f))
+	tx_route(f, control_port(f));
+	if (!fw_plan_transmit(f))
 		return;
 	for (p = 1; p <= f->nports; p++) {
 		struct fw_port *q = &f->port[p];
@@ -214,8 +214,7 @@ static void transmit(struct fw *f)
 				continue;
 			if (hw->tx_free(hw->ctx) < 2 + FW_LSA_WORDS)
 				return;
-			fw_lsa_pack(&f->db[i].lsa, w);
-			send_direct(f, p, FW_MSG_LSA, w, FW_LSA_WORDS);
+			send_direct(f, p, FW_MSG_LSA, w, fw_lsa_pack(&f->db[i].lsa, w));
 			f->db[i].pend &= ~bit;
 		}
 	}
@@ -319,8 +318,7 @@ int fw_evacuate(struct fw *f, unsigned int p, unsigned int set, uint64_t now)
 	}
 	if (f->evac_port && f->evac_port != p)
 		return 0;     /* another port's replay under way */
-	if (!fw_tx_route(f, p))
-		return 0;     /* our control packets still leaving (the TX FIFO drains) */
+	tx_route(f, p);
 	f->evac_port = p;
 	while (q->evac_seq != q->evac_end) {
 		unsigned int len = hw->evac_len(hw->ctx, p, q->evac_seq), i;

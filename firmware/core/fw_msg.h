@@ -14,8 +14,9 @@
  *     downs (31..16) | rx_expect (47..32);
  *     w10 gen (31..0: the route plan in use) | armed (63..32: the plan loaded beside it);
  *     w11 plan (31..0: the newest route plan this node published as leader, 0: none);
- *     w12..w15 that plan's failed links by node id, 4 bits per node (node i: word 12 + i/16,
- *     bits 4*(i%16)..+3; bit p-1: link port p out of service)
+ *     w12..w15, only when plan is not 0 (the LSA is 12 words otherwise): that plan's failed
+ *     links by node id, 4 bits per node (node i: word 12 + i/16, bits 4*(i%16)..+3;
+ *     bit p-1: link port p out of service)
  *   FLUSH (routed, stamped with the sender's old table set): w0 plan. Sent by a node about
  *     to switch to `plan` to every node it reaches; behind every packet it sent before.
  *   FLUSH_ACK (routed): w0 plan. The answer: everything before the FLUSH has arrived.
@@ -29,7 +30,8 @@
 enum fw_msg_kind { FW_MSG_HELLO = 1, FW_MSG_LSA = 2, FW_MSG_FLUSH = 3, FW_MSG_FLUSH_ACK = 4 };
 
 #define FW_HELLO_WORDS 2
-#define FW_LSA_WORDS 16
+#define FW_LSA_WORDS 16        /* with a published plan's failed links */
+#define FW_LSA_MIN_WORDS 12    /* without (plan 0: every node but the leader) */
 #define FW_FLUSH_WORDS 1
 /* Nodes a plan's failed-link set covers (4 words of 16 nodes). */
 #define FW_PLAN_NODES 64
@@ -69,7 +71,8 @@ static inline uint64_t fw_msg_tag(enum fw_msg_kind k)
 	return ((uint64_t)FW_MSG_MAGIC << 32) | (uint64_t)k;
 }
 
-static inline void fw_lsa_pack(const struct fw_lsa *l, uint64_t *w)
+/* Returns the words written: FW_LSA_MIN_WORDS, or FW_LSA_WORDS with a plan. */
+static inline unsigned int fw_lsa_pack(const struct fw_lsa *l, uint64_t *w)
 {
 	int p;
 
@@ -84,11 +87,15 @@ static inline void fw_lsa_pack(const struct fw_lsa *l, uint64_t *w)
 	}
 	w[10] = l->gen | ((uint64_t)l->armed << 32);
 	w[11] = l->plan;
+	if (!l->plan)
+		return FW_LSA_MIN_WORDS;
 	for (p = 0; p < FW_PLAN_NODES / 16; p++)
 		w[12 + p] = l->plan_down[p];
+	return FW_LSA_WORDS;
 }
 
-static inline void fw_lsa_unpack(struct fw_lsa *l, const uint64_t *w)
+/* `n`: the words received (FW_LSA_MIN_WORDS or more). */
+static inline void fw_lsa_unpack(struct fw_lsa *l, const uint64_t *w, unsigned int n)
 {
 	int p;
 
@@ -110,7 +117,7 @@ static inline void fw_lsa_unpack(struct fw_lsa *l, const uint64_t *w)
 	l->armed = (uint32_t)(w[10] >> 32);
 	l->plan = (uint32_t)w[11];
 	for (p = 0; p < FW_PLAN_NODES / 16; p++)
-		l->plan_down[p] = w[12 + p];
+		l->plan_down[p] = l->plan && n >= FW_LSA_WORDS ? w[12 + p] : 0;
 }
 
 #endif /* PN_FW_MSG_H */

@@ -194,6 +194,10 @@ def test_cable_pulled_during_all_to_all(soc_torus):
 # ---- a noisy link -----------------------------------------------------------------------------
 
 
+@pytest.mark.slow
+@pytest.mark.xfail(strict=True, reason="open (issue 12): at BER 1e-3 the route change stalls: the "
+                   "node whose link went DOWN cannot get its control packets out (docs/firmware.md, "
+                   "\"Limits\")")
 def test_link_at_ber_1e3_is_taken_out_or_progresses(soc_ring_binary, userlib_build, firmware_images):
     """Cable 0 at a bit-error rate of 1e-3: a stream across it either still progresses or
     the link goes down and is routed around. Never a silent stall: the stream of 4 KiB
@@ -203,7 +207,7 @@ def test_link_at_ber_1e3_is_taken_out_or_progresses(soc_ring_binary, userlib_bui
         a, _, b, _ = Topology.parse("ring:4").cables()[0]
         src, dst = sim.node_ids[a], sim.node_ids[b]
         r = launch(sim, [str(FAULTSTREAM), "--backend", "sim", "--src", str(src), "--dst", str(dst),
-                         "--count", "100", "--bytes", "4096"], 4, "fw-ber", timeout=900)
+                         "--count", "100", "--bytes", "4096"], 4, "fw-ber", timeout=400)
         assert r.rc == 0 and not r.fails(), r.out
         res = json.loads(next(ln for ln in r.nodes[dst] if ln.startswith("{")))
         assert res["received"] == res["sent"] == 100 and res["duplicates"] == 0 and res["corrupt"] == 0
