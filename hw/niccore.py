@@ -32,6 +32,14 @@ from .router import Router, default_buf_words
 MGMT_RESERVE_WORDS = 64
 
 
+def inject_buf_words(mtu: int) -> int:
+    """NicCore's injection FIFO: two MTU packets plus the management port's reserve
+    (MGMT_RESERVE_WORDS), rounded up to a power of two, so that host packets still
+    stream while the reserve is kept free."""
+    need = 2 * P.packet_words(mtu) + MGMT_RESERVE_WORDS
+    return 1 << (need - 1).bit_length()
+
+
 def link_buf_words(mtu: int) -> int:
     """NicCore's link input buffers: four MTU packets, rounded up to a power of two.
 
@@ -84,7 +92,7 @@ class NicCore(LiteXModule):
         self.router = Router(n_links=n_links, mtu=mtu,
                              buf_words=link_buf_words(mtu) if buf_words is None else buf_words,
                              eject_words=default_buf_words(mtu),
-                             inject_words=default_buf_words(mtu, packets=3), table_nodes=table_nodes)
+                             inject_words=inject_buf_words(mtu), table_nodes=table_nodes)
         self.host = HostInterface(n_ctx=n_ctx, mtu=mtu, **(host_kwargs or {}))
         self.barrier = BarrierUnit(n_ctx=n_ctx, with_sync_line=with_sync_line)
         self.mgmt = MgmtPort(mtu=mtu)

@@ -89,14 +89,14 @@ async def pio_loopback_stamps_source(dut):
     for i, n in enumerate(sizes):
         payload = rbytes(n)
         tag = 0x1122334455667700 + i
-        await c0.pio_send(NODE, 1, payload, tag=tag, src_node=0xABC, src_ctx=3, vc=1, direct=2, rsvd=0x5,
+        await c0.pio_send(NODE, 1, payload, tag=tag, src_node=0xABC, src_ctx=3, vc=1, direct=2, rt=1, rsvd=0x3,
                           flags=SOMEOM | int(P.Flags.BAR_RELEASE))
         (p,) = await c1.recv(1)
         h = p.header
         assert (h["src_node"], h["src_ctx"]) == (NODE, 0), h
         assert (h["dst_node"], h["dst_ctx"], h["type"], h["length"], h["tag"]) == \
             (NODE, 1, P.PacketType.DATA, n, tag), h
-        assert (h["vc"], h["direct"], h["rsvd"], h["flags"]) == (0, 0, 0, SOMEOM), h
+        assert (h["vc"], h["direct"], h["rt"], h["rsvd"], h["flags"]) == (0, 0, 0, 0, SOMEOM), h
         assert p.payload == payload
     s = await c0.wait_status(pio_done=len(sizes))
     assert s == dict(pio_done=len(sizes), tx_done=0, barrier_done=0, errors=0)
