@@ -21,7 +21,7 @@ from paranic.spec import protocol as P
 from paranic.hw.dma import DmaWriter
 from paranic.hw.host import HostInterface
 from paranic.spec.link import frame_words
-from paranic.hw.niccore import NicCore
+from paranic.hw.niccore import MGMT_RESERVE_WORDS, NicCore
 
 
 def _writer_host(dut: DmaWriter, max_payload: int, base: int, size: int, **kw) -> MigenHost:
@@ -187,6 +187,8 @@ def test_niccore_link_buffers_hold_a_stream():
         nic = NicCore(n_links=2, n_ctx=2, mtu=mtu)
         r = nic.router
         assert r.slots_per_buffer >= 4, (mtu, r.buf_words)
-        # the injection and ejection FIFOs keep the router's default (two packets)
-        assert r.inject.depth_words == r.eject.depth_words < r.buf_words
+        # the ejection FIFO keeps the router's default (two packets); the injection FIFO
+        # holds two packets beside the management port's reserve (NicCore, "Injection")
+        assert r.eject.depth_words < r.buf_words
+        assert r.inject.depth_words >= 2 * P.packet_words(mtu) + MGMT_RESERVE_WORDS
     assert isinstance(nic, Module)

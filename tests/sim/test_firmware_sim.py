@@ -165,7 +165,10 @@ def test_cable_pulled_during_all_to_all(soc_torus):
     for r in res:
         assert r["received"] == r["sent"] == 3 * 150
         assert r["duplicates"] == 0 and r["corrupt"] == 0 and r["out_of_order"] == 0
-        assert r["first_cycle"] < cut_at["cycle"] < r["last_cycle"], (r, cut_at)
+    # the cut fell while messages were arriving (a node that was still sending while its
+    # injection was held receives its share only afterwards)
+    assert min(r["first_cycle"] for r in res) < cut_at["cycle"] < max(r["last_cycle"] for r in res), \
+        (res, cut_at)
     st = wait_state(soc_torus, FwState.DEGRADED, "reroute after the cut")
     a, pa, b, pb = t.cables()[cable]
     assert all(n["lost"] == 0 for n in st)
