@@ -399,25 +399,3 @@ def test_niccore_csr_names():
     for name, size in [("router_route_set", 1), ("router_divert", 2), ("router_diverted", 32),
                        ("injection_set", 1), ("injection_hold", 1), ("injection_idle", 1)]:
         assert regs[name]["size"] == size, name
-
-
-def test_host_pio_stamping_zeroes_rt():
-    """The host's PIO header stamping clears rt like rsvd (the gate sets it later)."""
-    from migen import Signal
-    from paranic.hw.host_pio import stamp_header
-
-    m = Module()
-    w0, out = Signal(64), Signal(64)
-    m.comb += stamp_header(w0, out, 7, 3, keep_flags=0xF)
-    hdr0, _ = P.header_words(dst_node=5, type=P.PacketType.DATA, length=8, rt=1)
-    res = {}
-
-    def main():
-        yield w0.eq(hdr0)
-        yield
-        res["out"] = yield out
-
-    run_simulation(m, main())
-    assert (res["out"] >> RT) & 1 == 0
-    assert res["out"] == P.header_words(dst_node=5, src_node=7, src_ctx=3, type=P.PacketType.DATA,
-                                        length=8)[0]

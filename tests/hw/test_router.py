@@ -226,20 +226,21 @@ def test_routes_by_table(n_links):
     assert res["tx"] == [1] * n and res["err"] == (0, 0)
 
 
+def csr_write(csr, value):
+    """What a CSR bus write does: CSRStorage keeps the value, CSR pulses ``re``."""
+    if hasattr(csr, "storage"):
+        yield csr.storage.eq(value)
+    else:
+        yield csr.r.eq(value)
+    yield csr.re.eq(1)
+    yield
+    yield csr.re.eq(0)
+
+
 def test_table_loaded_through_csrs():
     b = Bench(2, csr=True)
     d = b.dut
     res = {}
-
-    def csr_write(csr, value):
-        # what a CSR bus write does: CSRStorage keeps the value, CSR pulses re
-        if hasattr(csr, "storage"):
-            yield csr.storage.eq(value)
-        else:
-            yield csr.r.eq(value)
-        yield csr.re.eq(1)
-        yield
-        yield csr.re.eq(0)
 
     def main():
         while not (yield d.ready):

@@ -9,7 +9,7 @@ import pytest
 
 from paranic.spec import protocol as P
 
-from test_router import Bench
+from test_router import Bench, csr_write
 
 Port = P.Port
 RT = P.HEADER_FIELD["rt"].offset
@@ -86,15 +86,6 @@ def test_route_set_csr_writes_and_reads_only_its_set():
     b = Bench(2, csr=True)
     d = b.dut
     res = {}
-
-    def csr_write(csr, value):
-        if hasattr(csr, "storage"):
-            yield csr.storage.eq(value)
-        else:
-            yield csr.r.eq(value)
-        yield csr.re.eq(1)
-        yield
-        yield csr.re.eq(0)
 
     def read(adr, s):
         yield from csr_write(d.route_adr, adr)
