@@ -17,11 +17,15 @@ cd "$(dirname "$0")/.."
 #  valgrind                  instruction counts of the ports layer (tests)
 #  yosys openfpgaloader      board resource reports and programming (docs/boards.md)
 #  gcc-riscv64-unknown-elf   the SoC's VexRiscv firmware and LiteX's libraries (make firmware, docs/soc.md)
+#  libfabric-dev libfabric-bin  the libfabric provider and fi_info (docs/fabric.md)
+#  openmpi-bin libopenmpi-dev mpich libmpich-dev  MPI programs over ParaNIC (docs/mpi.md)
+#  socat                     a forking TCP server the socket emulation carries (docs/sockets.md)
 APT_PACKAGES=(python3-venv python3-dev build-essential perl iverilog
               libevent-dev libjson-c-dev zlib1g-dev netpipe-tcp iperf3
               pvm pvm-dev pvm-examples linux-headers-amd64 sparse linux-image-amd64
               qemu-system-x86 busybox-static cpio valgrind yosys openfpgaloader
-              gcc-riscv64-unknown-elf)
+              gcc-riscv64-unknown-elf libfabric-dev libfabric-bin openmpi-bin
+              libopenmpi-dev mpich libmpich-dev socat)
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
