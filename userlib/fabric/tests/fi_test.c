@@ -610,15 +610,61 @@ static void case_errors(void)
 	printf("ok errors rank %d\n", rank);
 }
 
+/* ---- case bench: ping-pong between ranks 0 and 1 (one-way latency, fastest and median) ---- */
+
+static int cmp_d(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+static void case_bench(void)
+{
+	static const size_t bs[] = {8, 1024, 16384, 65536, 1 << 20};
+	int iters = env_int("FI_TEST_ITERS", 2000);
+	double *t = calloc((size_t)iters, sizeof(*t));
+	uint8_t *buf = malloc(1 << 20);
+	memset(buf, 1, 1 << 20);
+	if (rank > 1)
+		return;
+	for (size_t k = 0; k < sizeof(bs) / sizeof(bs[0]); k++) {
+		size_t n = bs[k];
+		int it = n >= 65536 ? iters / 10 : iters;
+		for (int i = -10; i < it; i++) {
+			struct rec s = {0}, r = {0};
+			double t0 = now();
+			if (rank == 0) {
+				POST(fi_tsend(ep, buf, n, NULL, peers[1], 0xBE, &s));
+				POST(fi_trecv(ep, buf, n, NULL, peers[1], 0xBE, 0, &r));
+			} else {
+				POST(fi_trecv(ep, buf, n, NULL, peers[0], 0xBE, 0, &r));
+				wait_rec(&r, "bench recv");
+				POST(fi_tsend(ep, buf, n, NULL, peers[0], 0xBE, &s));
+			}
+			wait_rec(&r, "bench recv");
+			wait_rec(&s, "bench send");
+			if (i >= 0)
+				t[i] = (now() - t0) / 2;
+		}
+		qsort(t, (size_t)it, sizeof(*t), cmp_d);
+		if (rank == 0)
+			printf("bench %zu bytes: one-way fastest %.0f ns median %.0f ns (%d iterations)\n", n, t[0] * 1e9,
+			       t[it / 2] * 1e9, it);
+	}
+	free(t);
+	free(buf);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 3) {
-		fprintf(stderr, "usage: fi_test sizes|match|errors|all|table DIR\n");
+		fprintf(stderr, "usage: fi_test sizes|match|errors|all|table|bench DIR\n");
 		return 2;
 	}
 	const char *c = argv[1];
 	int all = !strcmp(c, "all");
-	if (!all && strcmp(c, "sizes") && strcmp(c, "match") && strcmp(c, "errors") && strcmp(c, "table")) {
+	if (!all && strcmp(c, "sizes") && strcmp(c, "match") && strcmp(c, "errors") && strcmp(c, "table") &&
+	    strcmp(c, "bench")) {
 		fprintf(stderr, "fi_test: unknown case %s\n", c);
 		return 2;
 	}
@@ -631,6 +677,8 @@ int main(int argc, char **argv)
 		case_sizes();
 	if (all || !strcmp(c, "errors"))
 		case_errors();
+	if (!strcmp(c, "bench"))
+		case_bench();
 	teardown();
 	if (!fails)
 		printf("ok fi_test %s rank %d of %d\n", c, rank, nranks);
