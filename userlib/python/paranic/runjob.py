@@ -109,6 +109,7 @@ def run(a: argparse.Namespace) -> int:
         if k in os.environ:   # settings the user gave for the job's processes
             env[k] = os.environ[k]
     env.update({k: v for k, v in os.environ.items() if k.startswith("PARANIC_SOCK")})   # libparanic_sock.so's
+    env.update({k: v for k, v in os.environ.items() if k.startswith("PARANIC_FI_")})    # libparanic-fi.so's
     timeout = a.timeout or 10 * 365 * 86400
     sim = None
     daemons = None
