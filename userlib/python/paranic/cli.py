@@ -103,6 +103,12 @@ def _cmd_run(a: argparse.Namespace) -> int:
     return runjob.run(a)
 
 
+def _cmd_mpirun(a: argparse.Namespace) -> int:
+    from . import mpirun
+
+    return mpirun.run(a)
+
+
 def _cmd_selftest(a: argparse.Namespace) -> int:
     from . import runjob
 
@@ -173,6 +179,14 @@ def main(argv: list[str] | None = None) -> int:
     from . import runjob
     runjob.add_arguments(p)
     p.set_defaults(func=_cmd_run)
+
+    p = sub.add_parser("mpirun", help="run an MPI program (Open MPI) over ParaNIC's libfabric provider on a sw or "
+                                      "simulated cluster (docs/mpi.md)",
+                       description="paranic mpirun [--backend sw|sim] -np N [--ppn P] [--transport paranic|tcp|sm] "
+                                   "-- PROGRAM ARGS")
+    from . import mpirun
+    mpirun.add_arguments(p)
+    p.set_defaults(func=_cmd_mpirun)
 
     p = sub.add_parser("selftest", help="check a cluster: rawdata all-to-all, HAL PIO and DMA round the "
                                         "ring, barriers, one Python process per node (the bindings)")
