@@ -3,25 +3,27 @@
  * mpi_bench: MPI point-to-point and collective timing in the OSU micro-benchmarks'
  * patterns (our own client: the OSU sources are not reachable from here).
  *
- *   mpi_bench latency|bw|barrier|allreduce [-b BYTES] [-i ITERS] [-w WARMUP]
- *             [-r SAMPLES] [-W WINDOW] [-c wall|paranic]
+ *   mpi_bench TEST[,TEST...] [-b BYTES] [-B BW_BYTES] [-i ITERS] [-I BW_ITERS]
+ *             [-w WARMUP] [-r SAMPLES] [-W WINDOW] [-c wall|paranic]
  *
+ * The tests run one after the other in one job (one JSON line each):
  * latency    osu_latency: ranks 0 and 1 ping-pong BYTES (MPI_Send/MPI_Recv);
  *            one way = half the round trip.
- * bw         osu_bw: rank 0 posts WINDOW (default 64) MPI_Isend of BYTES, rank 1
+ * bw         osu_bw: rank 0 posts WINDOW (default 64) MPI_Isend of BW_BYTES (default
+ *            1 MiB; ITERS: BW_ITERS, default 10), rank 1
  *            WINDOW MPI_Irecv, both MPI_Waitall, then rank 1 answers 4 bytes;
  *            time per message = elapsed / (ITERS * WINDOW).
  * barrier    osu_barrier: MPI_Barrier back to back; time per call.
  * allreduce  osu_allreduce: MPI_Allreduce of BYTES/8 doubles (MPI_SUM); time per call.
  * Collectives: every rank times its loop; a sample is the largest of the ranks' times.
  *
- * Each of SAMPLES samples times ITERS operations after WARMUP untimed ones (first
- * sample only). The clock (-c): "wall" is MPI_Wtime; "paranic" is libparanic's
- * pn_now_ns on a context of the rank's node (PARANIC_* from pn_mpi_exec): simulated
+ * BYTES defaults to 8, ITERS to 1000. Each of SAMPLES (default 5) samples times ITERS
+ * operations after WARMUP untimed ones (first sample only; default ITERS / 10 + 1).
+ * The clock (-c): "wall" is MPI_Wtime; "paranic" is libparanic's pn_now_ns on a context of the rank's node (PARANIC_* from pn_mpi_exec): simulated
  * time on the sim backend, the wall clock on sw. Results are checked (the data that
  * arrived, the allreduce's sum); a wrong one is "FAIL ..." and exit status 1.
  *
- * Output of rank 0, one JSON line:
+ * Output of rank 0, one JSON line per test:
  *   {"bench": "mpi", "test": T, "bytes": B, "ranks": P, "iters": I, "window": W,
  *    "clock": C, "samples_ns": [ns per operation of each sample, ...]}
  */
@@ -133,50 +135,140 @@ static double collective(int allreduce, double *in, double *out, int count, long
 	return worst;
 }
 
+static void usage(void)
+{
+	if (rank == 0)
+		fprintf(stderr, "usage: mpi_bench TEST[,TEST...] [-b BYTES] [-B BW_BYTES] [-i ITERS] [-I BW_ITERS] "
+				"[-w WARMUP] [-r SAMPLES] [-W WINDOW] [-c wall|paranic]\n"
+				"  TEST: latency, bw, barrier, allreduce\n");
+	MPI_Abort(MPI_COMM_WORLD, 2);
+	exit(2);
+}
+
+enum test { T_LAT, T_BW, T_BAR, T_ALL };
+static const char *const TEST_NAMES[] = { "latency", "bw", "barrier", "allreduce" };
+
+/* Runs one test: SAMPLES samples (warm-up before the first), checks what arrived,
+ * and rank 0 prints its JSON line. */
+static void run_test(enum test t, long bytes, long iters, long warmup, long samples, long window,
+		     const char *clock)
+{
+	if (t == T_ALL && bytes < 8)
+		bytes = 8;
+	size_t rbytes = (size_t)bytes * (t == T_BW ? (size_t)window : 1);
+	unsigned char *sb = malloc(bytes ? (size_t)bytes : 1), *rb = malloc(rbytes ? rbytes : 1);
+	MPI_Request *req = malloc(sizeof(MPI_Request) * (size_t)window);
+	int count = (int)(bytes / 8);
+	double *in = malloc(sizeof(double) * (size_t)(count ? count : 1));
+	double *out = malloc(sizeof(double) * (size_t)(count ? count : 1));
+	double *res = malloc(sizeof(double) * (size_t)samples);
+	if (!sb || !rb || !req || !in || !out || !res)
+		fail("%s: out of memory (%ld, %ld)", TEST_NAMES[t], bytes, window);
+	fill(sb, (size_t)bytes, (unsigned)rank);
+	memset(rb, 0, rbytes);
+	for (int k = 0; k < count; k++)
+		in[k] = rank + 1 + k;
+
+	for (long s = 0; s < samples; s++) {
+		long n = s == 0 ? warmup : 0;
+		MPI_Barrier(MPI_COMM_WORLD);
+		switch (t) {
+		case T_LAT:
+			if (n)
+				pingpong(sb, rb, bytes, n);
+			res[s] = pingpong(sb, rb, bytes, iters);
+			break;
+		case T_BW:
+			if (n)
+				bandwidth(sb, rb, bytes, n, (int)window, req);
+			res[s] = bandwidth(sb, rb, bytes, iters, (int)window, req);
+			break;
+		default:
+			if (n)
+				collective(t == T_ALL, in, out, count, n);
+			res[s] = collective(t == T_ALL, in, out, count, iters);
+		}
+	}
+	/* What arrived is checked: the peer's pattern, the allreduce's sum. */
+	if (t == T_LAT && rank < 2)
+		check(rb, (size_t)bytes, (unsigned)(1 - rank), "latency: received data");
+	if (t == T_BW && rank == 1)
+		for (long k = 0; k < window; k++)
+			check(rb + (size_t)k * bytes, (size_t)bytes, 0, "bw: received data");
+	if (t == T_ALL)
+		for (int k = 0; k < count; k++) {
+			double want = (double)ranks * (ranks + 1) / 2 + (double)k * ranks;
+			if (out[k] != want)
+				fail("%s: element %ld is wrong (rank count %ld)", "allreduce", k, ranks);
+		}
+	if (rank == 0) {
+		printf("{\"bench\": \"mpi\", \"test\": \"%s\", \"bytes\": %ld, \"ranks\": %d, \"iters\": %ld, "
+		       "\"window\": %ld, \"clock\": \"%s\", \"samples_ns\": [", TEST_NAMES[t], t == T_BAR ? 0 : bytes,
+		       ranks, iters, t == T_BW ? window : 1, clock);
+		for (long s = 0; s < samples; s++)
+			printf("%s%.1f", s ? ", " : "", res[s]);
+		printf("]}\n");
+		fflush(stdout);
+	}
+	free(sb);
+	free(rb);
+	free(req);
+	free(in);
+	free(out);
+	free(res);
+}
+
 int main(int argc, char **argv)
 {
-	long bytes = 8, iters = 1000, warmup = -1, samples = 5, window = 64;
+	long bytes = 8, bw_bytes = 1L << 20, iters = 1000, bw_iters = 10, warmup = -1, samples = 5, window = 64;
 	const char *clock = "wall";
-	int opt;
+	int opt, want[4] = { 0 }, order[4], ntests = 0;
 
 	MPI_Init(&argc, &argv);
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &ranks);
-	const char *test = argc > 1 ? argv[1] : "";
-	int t_lat = !strcmp(test, "latency"), t_bw = !strcmp(test, "bw"), t_bar = !strcmp(test, "barrier"),
-	    t_all = !strcmp(test, "allreduce");
-	if (!(t_lat || t_bw || t_bar || t_all)) {
-		if (rank == 0)
-			fprintf(stderr, "usage: mpi_bench latency|bw|barrier|allreduce [-b BYTES] [-i ITERS] "
-					"[-w WARMUP] [-r SAMPLES] [-W WINDOW] [-c wall|paranic]\n");
-		MPI_Abort(MPI_COMM_WORLD, 2);
-		return 2;
+	if (argc < 2 || argv[1][0] == '-')
+		usage();
+	for (char *list = strdup(argv[1]), *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
+		int k;
+		for (k = 0; k < 4 && strcmp(tok, TEST_NAMES[k]); k++)
+			;
+		if (k == 4) {
+			if (rank == 0)
+				fprintf(stderr, "mpi_bench: unknown test '%s'\n", tok);
+			usage();
+		}
+		if (!want[k])
+			order[ntests++] = k;
+		want[k] = 1;
 	}
 	optind = 2;
-	while ((opt = getopt(argc, argv, "b:i:w:r:W:c:")) != -1) {
+	while ((opt = getopt(argc, argv, "b:B:i:I:w:r:W:c:")) != -1) {
 		switch (opt) {
 		case 'b': bytes = arg_long(optarg, 0, 1L << 28, "-b (bytes)"); break;
+		case 'B': bw_bytes = arg_long(optarg, 1, 1L << 28, "-B (bandwidth bytes)"); break;
 		case 'i': iters = arg_long(optarg, 1, 1L << 30, "-i (iterations)"); break;
+		case 'I': bw_iters = arg_long(optarg, 1, 1L << 30, "-I (bandwidth iterations)"); break;
 		case 'w': warmup = arg_long(optarg, 0, 1L << 30, "-w (warm-up iterations)"); break;
 		case 'r': samples = arg_long(optarg, 1, 10000, "-r (samples)"); break;
 		case 'W': window = arg_long(optarg, 1, 1024, "-W (window)"); break;
 		case 'c': clock = optarg; break;
-		default:
-			MPI_Abort(MPI_COMM_WORLD, 2);
-			return 2;
+		default: usage();
 		}
 	}
-	if (warmup < 0)
-		warmup = iters / 10 + 1;
+	if (optind < argc) {
+		if (rank == 0)
+			fprintf(stderr, "mpi_bench: unexpected argument '%s'\n", argv[optind]);
+		usage();
+	}
 	if (strcmp(clock, "wall") && strcmp(clock, "paranic")) {
 		if (rank == 0)
 			fprintf(stderr, "mpi_bench: -c must be wall or paranic, not '%s'\n", clock);
-		MPI_Abort(MPI_COMM_WORLD, 2);
-		return 2;
+		usage();
 	}
-	if ((t_lat || t_bw) && ranks < 2) {
+	if ((want[T_LAT] || want[T_BW]) && ranks < 2) {
 		if (rank == 0)
-			fprintf(stderr, "mpi_bench: %s needs 2 ranks, not %d\n", test, ranks);
+			fprintf(stderr, "mpi_bench: latency and bw need 2 ranks, not %d\n", ranks);
 		MPI_Abort(MPI_COMM_WORLD, 2);
 		return 2;
 	}
@@ -188,67 +280,14 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
-	if (t_all && bytes < 8)
-		bytes = 8;
-	size_t rbytes = (size_t)bytes * (t_bw ? (size_t)window : 1);
-	unsigned char *sb = malloc(bytes ? (size_t)bytes : 1), *rb = malloc(rbytes ? rbytes : 1);
-	MPI_Request *req = malloc(sizeof(MPI_Request) * (size_t)window);
-	int count = (int)(bytes / 8);
-	double *in = malloc(sizeof(double) * (size_t)(count ? count : 1));
-	double *out = malloc(sizeof(double) * (size_t)(count ? count : 1));
-	double *res = malloc(sizeof(double) * (size_t)samples);
-	if (!sb || !rb || !req || !in || !out || !res)
-		fail("%s: out of memory (%ld, %ld)", "mpi_bench", bytes, window);
-	fill(sb, (size_t)bytes, (unsigned)rank);
-	for (int k = 0; k < count; k++)
-		in[k] = rank + 1 + k;
-
-	for (long s = 0; s < samples; s++) {
-		long n = s == 0 ? warmup : 0;
-		MPI_Barrier(MPI_COMM_WORLD);
-		if (t_lat) {
-			if (n)
-				pingpong(sb, rb, bytes, n);
-			res[s] = pingpong(sb, rb, bytes, iters);
-		} else if (t_bw) {
-			if (n)
-				bandwidth(sb, rb, bytes, n, (int)window, req);
-			res[s] = bandwidth(sb, rb, bytes, iters, (int)window, req);
-		} else {
-			if (n)
-				collective(t_all, in, out, count, n);
-			res[s] = collective(t_all, in, out, count, iters);
-		}
-	}
-	/* What arrived is checked: the peer's pattern, the allreduce's sum. */
-	if (t_lat && rank < 2)
-		check(rb, (size_t)bytes, (unsigned)(1 - rank), "latency: received data");
-	if (t_bw && rank == 1)
-		for (long k = 0; k < window; k++)
-			check(rb + (size_t)k * bytes, (size_t)bytes, 0, "bw: received data");
-	if (t_all)
-		for (int k = 0; k < count; k++) {
-			double want = (double)ranks * (ranks + 1) / 2 + (double)k * ranks;
-			if (out[k] != want)
-				fail("%s: element %ld is wrong (rank count %ld)", "allreduce", k, ranks);
-		}
-	if (rank == 0) {
-		printf("{\"bench\": \"mpi\", \"test\": \"%s\", \"bytes\": %ld, \"ranks\": %d, \"iters\": %ld, "
-		       "\"window\": %ld, \"clock\": \"%s\", \"samples_ns\": [", test, t_bar ? 0 : bytes, ranks, iters,
-		       t_bw ? window : 1, clock);
-		for (long s = 0; s < samples; s++)
-			printf("%s%.1f", s ? ", " : "", res[s]);
-		printf("]}\n");
-		fflush(stdout);
+	for (int k = 0; k < ntests; k++) {
+		enum test t = (enum test)order[k];
+		long it = t == T_BW ? bw_iters : iters;
+		long wu = warmup >= 0 ? warmup : it / 10 + 1;
+		run_test(t, t == T_BW ? bw_bytes : bytes, it, wu, samples, window, clock);
 	}
 	if (clk)
 		pn_close(clk);
-	free(sb);
-	free(rb);
-	free(req);
-	free(in);
-	free(out);
-	free(res);
 	MPI_Finalize();
 	return 0;
 }
