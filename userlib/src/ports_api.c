@@ -85,8 +85,8 @@ static void req_init_send(struct pn_port_req *r, struct peer *pe, int channel, u
 	r->st.len = len;
 }
 
-int pn_port_isend(pn_port_t *p, unsigned node, unsigned ctx, int channel, uint64_t tag, const void *buf,
-		  size_t len, pn_port_req_t **req)
+int pn_port_isendx(pn_port_t *p, unsigned node, unsigned ctx, int channel, uint64_t tag, const void *buf,
+		   size_t len, uint32_t data, unsigned flags, pn_port_req_t **req)
 {
 	struct pn_port_req *r;
 	struct peer *pe;
@@ -95,16 +95,29 @@ int pn_port_isend(pn_port_t *p, unsigned node, unsigned ctx, int channel, uint64
 	if (!p || !req)
 		return -EINVAL;
 	*req = NULL;
+	if (flags & ~(unsigned)PN_PORT_DATA)
+		return -EINVAL;
 	if ((rc = check_dst(p, node, ctx, channel)) < 0 || (rc = check_buf(buf, len)) < 0)
 		return rc;
 	p->now = pn_monotonic_ns();
 	if (!(pe = pt_peer_get(p, node, ctx)) || !(r = malloc(sizeof(*r))))
 		return -ENOMEM;
 	req_init_send(r, pe, channel, tag, buf, len, p);
+	if (flags & PN_PORT_DATA) {
+		r->mflags = PW_MSG_DATA;
+		r->imm = r->st.data = data;
+		r->st.flags = PN_PORT_DATA;
+	}
 	pt_send_enqueue(p, pe, r);
 	progress(p);
 	*req = r;
 	return 0;
+}
+
+int pn_port_isend(pn_port_t *p, unsigned node, unsigned ctx, int channel, uint64_t tag, const void *buf,
+		  size_t len, pn_port_req_t **req)
+{
+	return pn_port_isendx(p, node, ctx, channel, tag, buf, len, 0, 0, req);
 }
 
 static int wait_req(pn_port_t *p, struct pn_port_req *r, int64_t timeout_ns, int stop_when_matched)
@@ -165,8 +178,8 @@ static void req_init_recv(struct pn_port_req *r, int node, int ctx, int channel,
 	r->st.src_node = r->st.src_ctx = r->st.channel = PN_PORT_ANY;
 }
 
-int pn_port_irecv(pn_port_t *p, int src_node, int src_ctx, int channel, uint64_t tag, uint64_t mask, void *buf,
-		  size_t cap, pn_port_req_t **req)
+int pn_port_irecvx(pn_port_t *p, int src_node, int src_ctx, int channel, uint64_t tag, uint64_t mask, void *buf,
+		   size_t cap, unsigned flags, pn_port_req_t **req)
 {
 	struct pn_port_req *r;
 	int rc;
@@ -174,6 +187,8 @@ int pn_port_irecv(pn_port_t *p, int src_node, int src_ctx, int channel, uint64_t
 	if (!p || !req)
 		return -EINVAL;
 	*req = NULL;
+	if (flags & ~(unsigned)PN_PORT_TRUNC)
+		return -EINVAL;
 	if ((rc = check_match(p, src_node, src_ctx, channel)) < 0)
 		return rc;
 	if (cap > (size_t)SSIZE_MAX || (!buf && cap))
@@ -181,10 +196,17 @@ int pn_port_irecv(pn_port_t *p, int src_node, int src_ctx, int channel, uint64_t
 	if (!(r = malloc(sizeof(*r))))
 		return -ENOMEM;
 	req_init_recv(r, src_node, src_ctx, channel, tag, mask, buf, cap);
+	r->trunc = !!(flags & PN_PORT_TRUNC);
 	progress(p);
 	pt_recv_post(p, r);
 	*req = r;
 	return 0;
+}
+
+int pn_port_irecv(pn_port_t *p, int src_node, int src_ctx, int channel, uint64_t tag, uint64_t mask, void *buf,
+		  size_t cap, pn_port_req_t **req)
+{
+	return pn_port_irecvx(p, src_node, src_ctx, channel, tag, mask, buf, cap, 0, req);
 }
 
 int pn_port_recv(pn_port_t *p, int src_node, int src_ctx, int channel, uint64_t tag, uint64_t mask, void *buf,
@@ -255,6 +277,13 @@ int pn_port_test(pn_port_t *p, pn_port_req_t **req, pn_port_status_t *st)
 	if ((*req)->state != RQ_DONE)
 		return 0;
 	return req_collect(req, st);
+}
+
+int pn_port_done(const pn_port_req_t *req)
+{
+	if (!req)
+		return -EINVAL;
+	return req->state == RQ_DONE;
 }
 
 int pn_port_wait(pn_port_t *p, pn_port_req_t **req, pn_port_status_t *st, int64_t timeout_ns)

@@ -102,9 +102,12 @@ struct pn_port_req {
 	struct pn_port_req *next, *prev;
 	struct rqlist *list;
 	uint8_t type, state, on_stack, registered;
+	uint8_t trunc;              /* recv: PN_PORT_TRUNC (take a longer message, cut) */
 	struct peer *peer;
 	/* send */
 	uint16_t channel;
+	uint16_t mflags;            /* send: pw_msg.flags (PW_MSG_DATA) */
+	uint32_t imm;               /* send: the immediate data */
 	uint64_t tag;
 	const uint8_t *sbuf;
 	size_t len, off;
@@ -125,6 +128,8 @@ struct imsg {
 	struct peer *peer;
 	uint8_t kind, complete, direct, discard, delivered;
 	uint16_t channel;
+	uint16_t mflags;            /* pw_msg.flags */
+	uint32_t imm;               /* pw_msg.data */
 	uint64_t tag;
 	uint32_t len, seq, sreq, got, conn;
 	uint64_t cost;
@@ -348,6 +353,23 @@ static inline void fill_status(pn_port_status_t *st, const struct peer *pe, cons
 	st->tag = m->tag;
 	st->len = m->len;
 	st->error = 0;
+	st->data = m->imm;
+	st->flags = (m->mflags & PW_MSG_DATA) ? PN_PORT_DATA : 0;
+}
+
+/* Bytes of n at offset off of a message that receive r's buffer takes: all of them,
+ * unless r truncates (PN_PORT_TRUNC) a message longer than its buffer. */
+static inline size_t rq_room(const struct pn_port_req *r, size_t off, size_t n)
+{
+	if (off >= r->cap)
+		return 0;
+	return n < r->cap - off ? n : r->cap - off;
+}
+
+/* How a receive whose message has all arrived ends: -EMSGSIZE when it was truncated. */
+static inline int rq_end(const struct pn_port_req *r)
+{
+	return r->st.len > r->cap ? -EMSGSIZE : 0;
 }
 
 static inline int req_matches(const struct pn_port_req *r, const struct peer *pe, uint16_t chan, uint64_t tag)

@@ -101,7 +101,7 @@ static void rndv_start(pn_port_t *p, struct pn_port_req *r, struct peer *pe, uin
 	}
 }
 
-/* Give message m to receive r (which fits it). */
+/* Give message m to receive r (which fits it, or truncates it). */
 static void attach(pn_port_t *p, struct pn_port_req *r, struct imsg *m)
 {
 	struct peer *pe = m->peer;
@@ -115,18 +115,21 @@ static void attach(pn_port_t *p, struct pn_port_req *r, struct imsg *m)
 		return;
 	}
 	if (m->complete) {
-		if (m->len)
-			memcpy(r->rbuf, m->data, m->len);
+		size_t n = rq_room(r, 0, m->len);
+		if (n)
+			memcpy(r->rbuf, m->data, n);
 		pt_consume(p, m);
 		pt_imsg_free(p, m);
-		req_finish(p, r, 0);
+		req_finish(p, r, rq_end(r));
 		return;
 	}
 	unx_unlink(p, m);
 	m->req = r;
 	r->state = RQ_MATCHED;
-	if (!m->data && m->got == 0)
+	if (!m->data && m->got == 0 && m->len <= r->cap)
 		m->direct = 1;   /* nothing arrived yet: the data goes straight into r's buffer */
+	else
+		buf_get(p, m);   /* (a truncating receive: the whole message, then cut) */
 }
 
 /* The first posted receive that matches m and can hold it; those that match but are
@@ -137,7 +140,7 @@ struct pn_port_req *pt_find_posted(pn_port_t *p, const struct peer *pe, const st
 		nx = r->next;
 		if (!req_matches(r, pe, m->channel, m->tag))
 			continue;
-		if (m->len > r->cap) {
+		if (m->len > r->cap && !r->trunc) {
 			fill_status(&r->st, pe, m);
 			req_finish(p, r, -EMSGSIZE);
 			continue;
@@ -153,7 +156,7 @@ void pt_recv_post(pn_port_t *p, struct pn_port_req *r)
 	for (struct imsg *m = p->unx_head; m; m = m->next) {
 		if (!req_matches(r, m->peer, m->channel, m->tag))
 			continue;
-		if (m->len > r->cap) {
+		if (m->len > r->cap && !r->trunc) {
 			fill_status(&r->st, m->peer, m);
 			req_finish(p, r, -EMSGSIZE);
 			return;
@@ -241,11 +244,12 @@ void pt_eager_complete(pn_port_t *p, struct imsg *m)
 		return;
 	}
 	if (r) {
-		if (!m->direct && m->len)
-			memcpy(r->rbuf, m->data, m->len);
+		size_t n = rq_room(r, 0, m->len);
+		if (!m->direct && n && m->data)
+			memcpy(r->rbuf, m->data, n);
 		pt_consume(p, m);
 		pt_imsg_free(p, m);
-		req_finish(p, r, 0);
+		req_finish(p, r, rq_end(r));
 	}
 }
 

@@ -103,6 +103,8 @@ static inline __attribute__((always_inline)) void on_eager(pn_port_t *p, struct 
 			tmp.channel = w.channel;
 			tmp.tag = w.tag;
 			tmp.len = w.len;
+			tmp.mflags = w.flags;
+			tmp.imm = w.data;
 			if ((r = pt_find_posted(p, pe, &tmp))) {
 				pe->rx_seq++;
 				pe->rx_arrived += msg_cost(w.len);
@@ -110,12 +112,12 @@ static inline __attribute__((always_inline)) void on_eager(pn_port_t *p, struct 
 				fill_status(&r->st, pe, &tmp);
 				r->peer = pe;
 				if (n)
-					memcpy(r->rbuf, pl + HDR, n);
+					memcpy(r->rbuf, pl + HDR, rq_room(r, 0, n));
 				tmp.peer = pe;
 				tmp.conn = pe->rx_conn;
 				tmp.cost = msg_cost(w.len);
 				pt_consume(p, &tmp);
-				req_finish(p, r, 0);
+				req_finish(p, r, rq_end(r));
 				pt_release_held(p, pe);
 				return;
 			}
@@ -134,6 +136,8 @@ static inline __attribute__((always_inline)) void on_eager(pn_port_t *p, struct 
 		m->channel = w.channel;
 		m->tag = w.tag;
 		m->len = w.len;
+		m->mflags = w.flags;
+		m->imm = w.data;
 		m->seq = seq;
 		m->conn = pe->rx_conn;
 		m->cost = msg_cost(w.len);
@@ -197,6 +201,8 @@ static void on_rts(pn_port_t *p, struct peer *pe, const pn_header_t *hd, const s
 	m->channel = w->m.channel;
 	m->tag = w->m.tag;
 	m->len = w->m.len;
+	m->mflags = w->m.flags;
+	m->imm = w->m.data;
 	m->seq = seq;
 	m->sreq = w->sreq;
 	m->conn = pe->rx_conn;
@@ -213,13 +219,14 @@ static void on_rdata(pn_port_t *p, struct peer *pe, const pn_header_t *hd, const
 		return;
 	}
 	heard(p, pe);
-	if (hd->length)
-		memcpy(r->rbuf + r->got, pl, hd->length);
+	size_t n = rq_room(r, r->got, hd->length);
+	if (n)
+		memcpy(r->rbuf + r->got, pl, n);
 	r->got += hd->length;
 	if (r->got == r->st.len) {
 		pt_id_free(&p->rtab, r->rid);
 		pe->n_rndv--;
-		req_finish(p, r, 0);
+		req_finish(p, r, rq_end(r));
 	}
 }
 

@@ -112,6 +112,8 @@ static int send_start_shm(pn_port_t *p, struct peer *pe, struct pn_port_req *r)
 	m.m.tag = r->tag;
 	m.m.len = (uint32_t)r->len;
 	m.m.channel = r->channel;
+	m.m.flags = r->mflags;
+	m.m.data = r->imm;
 	r->registered = 0;   /* nothing of the caller's buffer is read after the send completes */
 	if ((rc = pn_shm_begin(p->shm, l)) < 0) {
 		rq_unlink(r);
@@ -188,6 +190,8 @@ static int send_start(pn_port_t *p, struct peer *pe, struct pn_port_req *r)
 	m.m.tag = r->tag;
 	m.m.len = (uint32_t)r->len;
 	m.m.channel = r->channel;
+	m.m.flags = r->mflags;
+	m.m.data = r->imm;
 	if (eager) {
 		size_t total = HDR + r->len;
 		if ((long)total <= h->pio_threshold && total <= p->pio_max) {

@@ -58,15 +58,18 @@ struct pw_dead {
 #define PW_TAG_EPOCH(t) ((uint16_t)((t) >> 40))
 #define PW_TAG_LOW(t) ((uint32_t)(t))
 
-/* Header of an eager message, in front of its data in the first packet. */
+/* Header of an eager message, in front of its data in the first packet (24 bytes). */
 struct pw_msg {
 	uint64_t tag;      /* the user's tag */
 	uint32_t len;      /* message length */
 	uint16_t channel;
-	uint16_t flags;    /* 0 */
+	uint16_t flags;    /* PW_MSG_DATA or 0 */
+	uint32_t data;     /* 32 bits of immediate data (pn_port_isendx), valid with PW_MSG_DATA */
+	uint32_t rsvd;     /* 0 */
 };
+#define PW_MSG_DATA 0x1u   /* pw_msg.flags: the message carries `data` */
 
-/* Payload of an RTS. */
+/* Payload of an RTS (32 bytes). */
 struct pw_rts {
 	struct pw_msg m;
 	uint32_t sreq;     /* the sender's request id (comes back in the CTS) */
@@ -158,8 +161,8 @@ struct pw_shm_ring {
 _Static_assert(sizeof(struct pw_shm_rec) == 16, "pw_shm_rec is 16 bytes");
 _Static_assert(sizeof(struct pw_shm_ring) <= PW_SHM_HDR_BYTES, "ring header fits its page");
 
-_Static_assert(sizeof(struct pw_msg) == 16, "pw_msg is 16 bytes on the wire");
-_Static_assert(sizeof(struct pw_rts) == 24, "pw_rts is 24 bytes on the wire");
+_Static_assert(sizeof(struct pw_msg) == 24, "pw_msg is 24 bytes on the wire");
+_Static_assert(sizeof(struct pw_rts) == 32, "pw_rts is 32 bytes on the wire");
 _Static_assert(sizeof(struct pw_ctl) == 32, "pw_ctl is 32 bytes on the wire");
 _Static_assert(sizeof(struct pw_dead) == 16, "pw_dead is 16 bytes on the wire");
 

@@ -203,7 +203,7 @@ static int case_forge(void)
 			for (unsigned i = 0; i < 4; i++) {
 				uint32_t q = order[i];
 				size_t len = q == 5 ? big : 16;
-				struct pw_msg w = {0x100u + q, (uint32_t)len, 2, 0};
+				struct pw_msg w = {.tag = 0x100u + q, .len = (uint32_t)len, .channel = 2};
 				uint64_t tag = PW_TAG(PW_EAGER, pw_conn_key(ps.epoch, 1), q);
 				memcpy(d, &w, sizeof(w));
 				pat_fill(d + sizeof(w), len, seed_of(2, PCTX, 0, q), 0);

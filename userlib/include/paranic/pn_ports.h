@@ -63,6 +63,12 @@ extern "C" {
 #define PN_PORT_DEFAULT_TIMEOUT_MS 5000     /* connect and liveness timeout */
 #define PN_PORT_CHUNK (128u * 1024u)        /* rendezvous DMA chunk through bounce buffers */
 
+/* Flags of pn_port_isendx / pn_port_irecvx (and pn_port_status_t.flags). */
+#define PN_PORT_DATA 1    /* send: the message carries 32 bits of immediate data */
+#define PN_PORT_TRUNC 2   /* receive: a longer message is taken anyway: the first cap bytes land
+			   * in buf, the rest is dropped, and the receive ends with -EMSGSIZE
+			   * (the status says the message's length) */
+
 typedef struct pn_port pn_port_t;
 typedef struct pn_port_req pn_port_req_t;
 
@@ -83,6 +89,8 @@ typedef struct pn_port_status {
 	uint64_t tag;
 	size_t len;           /* the message's length (also on -EMSGSIZE) */
 	int error;            /* 0 or the negative errno the operation ended with */
+	uint32_t data;        /* the immediate data the sender gave (pn_port_isendx), with PN_PORT_DATA */
+	unsigned flags;       /* PN_PORT_DATA: the message carries `data` */
 } pn_port_status_t;
 
 typedef struct pn_port_stats {
@@ -152,6 +160,12 @@ int pn_port_send(pn_port_t *p, unsigned node, unsigned ctx, int channel, uint64_
 int pn_port_isend(pn_port_t *p, unsigned node, unsigned ctx, int channel, uint64_t tag,
 		  const void *buf, size_t len, pn_port_req_t **req);
 
+/* The same with 32 bits of immediate data (flags PN_PORT_DATA; 0: none, as
+ * pn_port_isend), which the receiver finds in its status (st.data, st.flags). The data
+ * travel in the message's header (docs/ports.md, wire format), at no extra packet. */
+int pn_port_isendx(pn_port_t *p, unsigned node, unsigned ctx, int channel, uint64_t tag,
+		   const void *buf, size_t len, uint32_t data, unsigned flags, pn_port_req_t **req);
+
 /* ---- receive --------------------------------------------------------------------------- */
 
 /* Receive the first matching message (unexpected ones first, in order) into buf.
@@ -165,6 +179,10 @@ int pn_port_recv(pn_port_t *p, int src_node, int src_ctx, int channel, uint64_t 
  * with -EMSGSIZE when a matching one is longer than cap: the message stays queued). */
 int pn_port_irecv(pn_port_t *p, int src_node, int src_ctx, int channel, uint64_t tag, uint64_t mask,
 		  void *buf, size_t cap, pn_port_req_t **req);
+/* pn_port_irecv with flags: PN_PORT_TRUNC takes a matching message longer than cap
+ * (truncated, -EMSGSIZE) instead of leaving it queued; 0 as pn_port_irecv. */
+int pn_port_irecvx(pn_port_t *p, int src_node, int src_ctx, int channel, uint64_t tag, uint64_t mask,
+		   void *buf, size_t cap, unsigned flags, pn_port_req_t **req);
 /* 1 and the status of the first matching message that has arrived (complete or not:
  * its size is known) and is not yet taken by a receive, 0 if none. */
 int pn_port_probe(pn_port_t *p, int src_node, int src_ctx, int channel, uint64_t tag, uint64_t mask,
@@ -176,6 +194,10 @@ int pn_port_probe(pn_port_t *p, int src_node, int src_ctx, int channel, uint64_t
  * the negative errno it ended with; in both cases *req is freed and set to NULL and *st
  * (may be NULL) filled. -EINVAL (req untouched) for a NULL port or request. */
 int pn_port_test(pn_port_t *p, pn_port_req_t **req, pn_port_status_t *st);
+/* 1 when req has completed, 0 while it is pending, -EINVAL for NULL: no progress made
+ * (a caller that polls many requests runs pn_port_progress once, then looks at each,
+ * and collects the completed ones with pn_port_test). */
+int pn_port_done(const pn_port_req_t *req);
 /* Wait until *req completes (as pn_port_test), or -ETIMEDOUT after timeout_ns (< 0:
  * forever) with *req still pending. */
 int pn_port_wait(pn_port_t *p, pn_port_req_t **req, pn_port_status_t *st, int64_t timeout_ns);

@@ -41,7 +41,8 @@ _I32 = (1 << 31) - 1
 @dataclasses.dataclass(frozen=True)
 class Status:
     """``pn_port_status_t``: the sender port (as its NIC stamped it), channel, tag,
-    the message's length, and the error the operation ended with (0 or -errno)."""
+    the message's length, the error the operation ended with (0 or -errno), and the
+    immediate data (``data``, valid when ``flags`` has ``PN_PORT_DATA``)."""
 
     src_node: int
     src_ctx: int
@@ -49,6 +50,8 @@ class Status:
     tag: int
     len: int
     error: int
+    data: int = 0
+    flags: int = 0
 
     @classmethod
     def _of(cls, st: Any) -> "Status":
