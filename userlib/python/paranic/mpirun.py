@@ -17,7 +17,8 @@ Transports (``--transport``):
   provider ``libparanic-fi.so`` (``FI_PROVIDER_PATH`` = the build directory,
   ``mtl_ofi_provider_include paranic``; the BTLs are cut down to ``self`` so no MPI
   message can take the OS's TCP or shared memory instead). ``--stats`` sets
-  ``PARANIC_FI_STATS`` so every rank's provider prints its counters at the end.
+  ``PARANIC_FI_STATS`` so every rank's provider writes its counters at the end (a file
+  per rank, read back: :attr:`MpiRun.stats`); the CLI prints them and their sum.
 * ``tcp``: the OB1 PML over the TCP BTL on loopback (``btl tcp,self``,
   ``btl_tcp_if_include lo``): the operating system's TCP, for comparison.
 * ``sm``: the OB1 PML over the shared-memory BTL (``btl vader,self``).
@@ -36,6 +37,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping, Sequence, TextIO
@@ -137,9 +139,42 @@ class MpiRun:
     rc: int
     out: str
     cmd: list[str] = field(default_factory=list)
+    #: with stats: each rank's provider counters (parse_stats), one dict per process
+    stats: list[dict] = field(default_factory=list)
 
     def lines(self, prefix: str) -> list[str]:
         return [ln for ln in self.out.splitlines() if ln.startswith(prefix)]
+
+    def traffic(self) -> dict[str, int]:
+        """The ranks' provider counters summed (``nic_*``: what went through the NIC,
+        ``shm_*``: the ports layer's intra-node shared-memory path)."""
+        out: dict[str, int] = {"ranks": len(self.stats)}
+        for st in self.stats:
+            for k, v in st.items():
+                if k not in ("pid", "node"):
+                    out[k] = out.get(k, 0) + v
+        return out
+
+
+def parse_stats(text: str) -> list[dict]:
+    """The provider's counter lines (``paranic-fi: key=value ...``, PARANIC_FI_STATS,
+    docs/fabric.md) in ``text``, one dict of ints per line."""
+    rows = []
+    for line in text.splitlines():
+        if line.startswith("paranic-fi: ") and "=" in line:
+            try:
+                rows.append({k: int(v) for k, v in (kv.split("=", 1) for kv in line.split()[1:])})
+            except ValueError:
+                continue
+    return rows
+
+
+def traffic_line(t: dict[str, int]) -> str:
+    """One line saying where the MPI traffic went (the provider's counters, summed)."""
+    return (f"paranic mpirun: the provider of {t.get('ranks', 0)} ranks sent {t.get('nic_sent_msgs', 0)} messages "
+            f"({t.get('nic_sent_bytes', 0)} bytes) through ParaNIC in {t.get('nic_tx_packets', 0)} packets, "
+            f"{t.get('shm_sent_msgs', 0)} messages ({t.get('shm_sent_bytes', 0)} bytes) through the ports' "
+            f"intra-node shared memory; MPI's own BTLs: self only")
 
 
 def run_mpi(prog: Sequence[str], np_: int, *, ppn: int = 1, backend: str = "sw", transport: str = "paranic",
@@ -175,10 +210,12 @@ def _run(a: argparse.Namespace, prog: list[str], np_: int, ppn: int, transport: 
     env = runjob.job_env()
     env.update({"PARANIC_BACKEND": a.backend, "PARANIC_CLUSTER": cluster, "PARANIC_NODES": str(nodes),
                 "PARANIC_PPN": str(ppn)})
+    stats_dir = None
     if transport == "paranic":
         env["FI_PROVIDER_PATH"] = str(PROVIDER.parent)
-        if stats:
-            env["PARANIC_FI_STATS"] = "1"
+        if stats:   # one file per rank process ("%p": its pid), read after the run
+            stats_dir = tempfile.mkdtemp(prefix="pn-mpi-stats-")
+            env["PARANIC_FI_STATS"] = os.path.join(stats_dir, "fi-%p.txt")
     env.update(extra_env)
     if os.geteuid() == 0:   # the same as --allow-run-as-root, for mpirun's own helpers
         env.update({"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"})
@@ -187,13 +224,18 @@ def _run(a: argparse.Namespace, prog: list[str], np_: int, ppn: int, transport: 
                             nodes_what="the job's nodes (-np / --ppn)") as job:
         keys = sorted(k for k in job.env if k.startswith(("PARANIC_", "FI_")))
         cmd = mpirun_cmd(prog, np_, transport, keys, tag_output)
+        st: list[dict] = []
         try:
             rc, out = _wait(cmd, job.env, timeout, stream)
         finally:
             if not job.daemons and a.backend == "sw":   # the ranks created the sw cluster: remove it
                 from paranic import lib
                 lib.sw_cluster_destroy(cluster, missing_ok=True)
-        return MpiRun(rc, out, cmd)
+            if stats_dir:
+                for f in sorted(Path(stats_dir).glob("fi-*.txt")):
+                    st += parse_stats(f.read_text(errors="replace"))
+                shutil.rmtree(stats_dir, ignore_errors=True)
+        return MpiRun(rc, out, cmd, sorted(st, key=lambda x: (x.get("node", 0), x.get("pid", 0))))
 
 
 def _wait(cmd: list[str], env: Mapping[str, str], timeout: int, stream: TextIO | None) -> tuple[int, str]:
@@ -246,6 +288,10 @@ def run(a: argparse.Namespace) -> int:
     except (MpiError, RuntimeError, TimeoutError, ValueError) as e:
         print(f"paranic mpirun: {e}", file=sys.stderr)
         return 1
+    if a.stats:
+        for st in r.stats:
+            print("paranic-fi: " + " ".join(f"{k}={v}" for k, v in st.items()), file=sys.stderr)
+        print(traffic_line(r.traffic()), file=sys.stderr)
     if r.rc == 124:
         print("paranic mpirun: timed out", file=sys.stderr)
     return r.rc
