@@ -105,21 +105,30 @@ class Bench:
         if r.rc != 0 or len(rows) != len(tests):
             tail = "\n".join(r.out.splitlines()[-25:])
             raise msg.BenchError(f"mpi_bench {','.join(tests)} ({tag}) failed (exit {r.rc}):\n{tail}")
+        traffic = r.traffic() if transport == "paranic" else {}
+        if transport == "paranic" and (traffic.get("ranks") != nodes or not traffic.get("nic_sent_msgs")):
+            raise msg.BenchError(f"mpi_bench ({tag}): the provider's counters do not show the traffic through "
+                                 f"ParaNIC: {traffic}")
         for row in rows:
-            row["stats"] = r.lines("paranic-fi")
+            row["traffic"] = traffic
             s = _stats(row["samples_ns"])
             _log(f"  [{tag}] {row['test']:9s} {s['ns']:>12.1f} ns median ({s['min_ns']:.1f} .. {s['max_ns']:.1f}, "
                  f"{s['samples']} samples of {row['iters']})")
         _log(f"paranic bench mpi: done in {time.time() - t0:.0f} s")
         return rows
 
-    def ports_sw_ns(self) -> float | None:
-        """The ports layer's 8-byte one-way latency natively (pn_bench), for the added figure."""
-        rows = self.sess.pn_bench("sw", 2, ["--bench", "pingpong", "--layer", "ports", "--min", str(LAT_BYTES),
-                                            "--max", str(LAT_BYTES), "--scale", str(self.sess.scale("sw"))],
-                                  show=msg._show_msg)
-        sel = [r for r in rows if r["layer"] == "ports" and r["bytes"] == LAT_BYTES]
-        return float(sel[0]["latency_ns"]) if sel else None
+    def ports_sw_ns(self, runs: int = 3) -> float | None:
+        """The ports layer's 8-byte one-way latency natively (pn_bench --layer ports), the
+        fastest of ``runs`` runs (a busy machine only ever adds), for the goal's figure."""
+        best = None
+        for _ in range(runs):
+            rows = self.sess.pn_bench("sw", 2, ["--bench", "pingpong", "--layer", "ports", "--min", str(LAT_BYTES),
+                                                "--max", str(LAT_BYTES), "--scale", str(self.sess.scale("sw"))],
+                                      show=msg._show_msg)
+            for r in rows:
+                if r["layer"] == "ports" and r["bytes"] == LAT_BYTES:
+                    best = float(r["latency_ns"]) if best is None else min(best, float(r["latency_ns"]))
+        return best
 
 
 def tests_for(nodes: int) -> list[str]:
@@ -188,7 +197,9 @@ def _row(test: str, nodes: int, transport: str, sw: dict | None, hw: dict | None
     else:
         r["total_ns"] = round(sum(x for x in (r["hw_ns"], r["sw_ns"]) if x is not None), 1)
         r["MBps"] = None
-    r["provider_stats"] = (sw or hw or {}).get("stats", []) if transport == "paranic" else []
+    tr = (sw or hw or {}).get("traffic", {})
+    r["nic_sent_msgs"] = tr.get("nic_sent_msgs")   # the job's, all its tests: proof it went through ParaNIC
+    r["shm_sent_msgs"] = tr.get("shm_sent_msgs")
     return r
 
 
@@ -218,14 +229,17 @@ def goals(rows: list[dict], notes: dict) -> list[dict]:
     lat = next((r for r in rows if r["test"] == "latency" and r["transport"] == "paranic"), None)
     bw = next((r for r in rows if r["test"] == "bw" and r["transport"] == "paranic"), None)
     ports = notes.get("ports_sw_ns")
-    added = round(lat["sw_ns"] - ports, 1) if lat and lat["sw_ns"] is not None and ports is not None else None
+    # fastest against fastest: MPI's fastest sample, the ports layer's fastest run
+    mpi_best = lat["sw_min_ns"] if lat else None
+    added = round(mpi_best - ports, 1) if mpi_best is not None and ports is not None else None
     link = link_payload_MBps()
     frac = round(bw["hw_MBps"] / link, 3) if bw and bw["hw_MBps"] else None
     hw = lat["hw_ns"] if lat else None
     return [
         {"goal": "MPI software latency over the ports layer, natively", "limit": f"<= {GOAL_ADDED_SW_NS:.0f} ns",
          "value": added, "unit": "ns", "met": None if added is None else added <= GOAL_ADDED_SW_NS,
-         "detail": f"MPI {lat['sw_ns'] if lat else '-'} ns - ports {ports if ports is not None else '-'} ns"},
+         "detail": f"fastest sample of MPI {mpi_best if mpi_best is not None else '-'} ns - fastest run of the "
+                   f"ports layer {ports if ports is not None else '-'} ns"},
         {"goal": "8-byte MPI one-way hardware path on sim", "limit": f"<= {GOAL_HW_LAT_NS:.0f} ns",
          "value": hw, "unit": "ns", "met": None if hw is None else hw <= GOAL_HW_LAT_NS, "detail": ""},
         {"goal": "1 MiB bandwidth on sim / link payload rate", "limit": f">= {GOAL_BW_FRACTION:.0%}",
