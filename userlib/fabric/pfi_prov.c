@@ -125,7 +125,9 @@ static struct fi_info *offer(uint32_t version, const struct fi_info *h)
 	fi->ep_attr->protocol_version = 1;
 	fi->ep_attr->max_msg_size = PN_PORT_MAX_MSG;
 	fi->ep_attr->msg_prefix_size = 0;
-	fi->ep_attr->mem_tag_format = 0;   /* all 64 bits are the application's */
+	/* All 64 bits are the application's, none reserved (libfabric's generic format, which
+	 * Open MPI reads to count the bits it may use). */
+	fi->ep_attr->mem_tag_format = 0xAAAAAAAAAAAAAAAAull;
 	fi->ep_attr->tx_ctx_cnt = 1;
 	fi->ep_attr->rx_ctx_cnt = 1;
 
