@@ -72,7 +72,8 @@ class UsageError(ValueError):
 
 
 def _sim_alive(path: str) -> bool:
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    """A simulator listens at ``path`` (its socket is SOCK_SEQPACKET: sim/harness/server.cpp)."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     try:
         s.connect(path)
         return True
@@ -159,6 +160,7 @@ def job_cluster(a: argparse.Namespace, cluster: str, nodes: int, ppn: int, prog:
             given = getattr(a, "sim_socket", None) or os.environ.get("PARANIC_SIM_SOCKET")
             if given and _sim_alive(given):
                 print(f"{what}: using the simulator at {given}", file=sys.stderr)
+                env.update(PARANIC_BACKEND="sim", PARANIC_SIM_SOCKET=given)
             else:
                 from paranic.sim import run as simrun
                 from paranic.bench.msg import barrier_topology
