@@ -128,6 +128,7 @@ def job_env() -> dict[str, str]:
         if k in os.environ:   # settings the user gave for the job's processes
             env[k] = os.environ[k]
     env.update({k: v for k, v in os.environ.items() if k.startswith("PARANIC_SOCK")})   # libparanic_sock.so's
+    env.update({k: v for k, v in os.environ.items() if k.startswith("PARANIC_FI_")})    # libparanic-fi.so's
     return env
 
 
