@@ -4,7 +4,7 @@
  * patterns (our own client: the OSU sources are not reachable from here).
  *
  *   mpi_bench TEST[,TEST...] [-b BYTES] [-B BW_BYTES] [-i ITERS] [-I BW_ITERS]
- *             [-w WARMUP] [-r SAMPLES] [-W WINDOW] [-c wall|paranic]
+ *             [-C COLL_ITERS] [-w WARMUP] [-r SAMPLES] [-W WINDOW] [-c wall|paranic]
  *
  * The tests run one after the other in one job (one JSON line each):
  * latency    osu_latency: ranks 0 and 1 ping-pong BYTES (MPI_Send/MPI_Recv);
@@ -17,7 +17,7 @@
  * allreduce  osu_allreduce: MPI_Allreduce of BYTES/8 doubles (MPI_SUM); time per call.
  * Collectives: every rank times its loop; a sample is the largest of the ranks' times.
  *
- * BYTES defaults to 8, ITERS to 1000. Each of SAMPLES (default 5) samples times ITERS
+ * BYTES defaults to 8, ITERS to 1000 (COLL_ITERS, for barrier and allreduce: ITERS). Each of SAMPLES (default 5) samples times ITERS
  * operations after WARMUP untimed ones (first sample only; default ITERS / 10 + 1).
  * The clock (-c): "wall" is MPI_Wtime; "paranic" is libparanic's pn_now_ns on a context of the rank's node (PARANIC_* from pn_mpi_exec): simulated
  * time on the sim backend, the wall clock on sw. Results are checked (the data that
@@ -139,7 +139,7 @@ static void usage(void)
 {
 	if (rank == 0)
 		fprintf(stderr, "usage: mpi_bench TEST[,TEST...] [-b BYTES] [-B BW_BYTES] [-i ITERS] [-I BW_ITERS] "
-				"[-w WARMUP] [-r SAMPLES] [-W WINDOW] [-c wall|paranic]\n"
+				"[-C COLL_ITERS] [-w WARMUP] [-r SAMPLES] [-W WINDOW] [-c wall|paranic]\n"
 				"  TEST: latency, bw, barrier, allreduce\n");
 	MPI_Abort(MPI_COMM_WORLD, 2);
 	exit(2);
@@ -220,7 +220,8 @@ static void run_test(enum test t, long bytes, long iters, long warmup, long samp
 
 int main(int argc, char **argv)
 {
-	long bytes = 8, bw_bytes = 1L << 20, iters = 1000, bw_iters = 10, warmup = -1, samples = 5, window = 64;
+	long bytes = 8, bw_bytes = 1L << 20, iters = 1000, bw_iters = 10, coll_iters = -1, warmup = -1, samples = 5,
+	     window = 64;
 	const char *clock = "wall";
 	int opt, want[4] = { 0 }, order[4], ntests = 0;
 
@@ -243,12 +244,13 @@ int main(int argc, char **argv)
 		want[k] = 1;
 	}
 	optind = 2;
-	while ((opt = getopt(argc, argv, "b:B:i:I:w:r:W:c:")) != -1) {
+	while ((opt = getopt(argc, argv, "b:B:i:I:C:w:r:W:c:")) != -1) {
 		switch (opt) {
 		case 'b': bytes = arg_long(optarg, 0, 1L << 28, "-b (bytes)"); break;
 		case 'B': bw_bytes = arg_long(optarg, 1, 1L << 28, "-B (bandwidth bytes)"); break;
 		case 'i': iters = arg_long(optarg, 1, 1L << 30, "-i (iterations)"); break;
 		case 'I': bw_iters = arg_long(optarg, 1, 1L << 30, "-I (bandwidth iterations)"); break;
+		case 'C': coll_iters = arg_long(optarg, 1, 1L << 30, "-C (barrier/allreduce iterations)"); break;
 		case 'w': warmup = arg_long(optarg, 0, 1L << 30, "-w (warm-up iterations)"); break;
 		case 'r': samples = arg_long(optarg, 1, 10000, "-r (samples)"); break;
 		case 'W': window = arg_long(optarg, 1, 1024, "-W (window)"); break;
@@ -282,7 +284,7 @@ int main(int argc, char **argv)
 	}
 	for (int k = 0; k < ntests; k++) {
 		enum test t = (enum test)order[k];
-		long it = t == T_BW ? bw_iters : iters;
+		long it = t == T_BW ? bw_iters : (t == T_BAR || t == T_ALL) && coll_iters > 0 ? coll_iters : iters;
 		long wu = warmup >= 0 ? warmup : it / 10 + 1;
 		run_test(t, t == T_BW ? bw_bytes : bytes, it, wu, samples, window, clock);
 	}
