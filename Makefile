@@ -10,7 +10,7 @@ help:
 	@echo "make demo      the main job: ParaStation's benchmarks through libparanic on the simulated cluster"
 	@echo "make test      run the test suite (fast tests; slow ones: make test-all)"
 	@echo "make test-all  run every test, including the long adversarial runs"
-	@echo "make bench     every benchmark and the demo, plots into docs/img (router, messages, barrier up to 16 nodes, layers)"
+	@echo "make bench     every benchmark and the demo, plots into docs/img (router, messages, barrier up to 16 nodes, layers, mpi)"
 	@echo "make headers   regenerate the C headers and doc tables generated from the spec (spec/)"
 	@echo "make driver    build driver/paranic.ko (W=1, warnings fail; docs/driver.md)"
 	@echo "make firmware  the SoC's VexRiscv firmware (firmware/, rv32im, LiteX's libs) for the ring and torus SoC nodes"
@@ -56,6 +56,7 @@ bench: deps
 	$(PARANIC) bench barrier --nodes 2,4,8,16 --plot docs/img/barrier.png
 	$(PARANIC) bench layers --plot docs/img/layers.png
 	$(PARANIC) bench faults --plot docs/img/faults.png
+	$(PARANIC) bench mpi --plot docs/img/mpi.png
 	$(PARANIC) demo --img docs/img
 
 # Boards (docs/boards.md). BOARD: kc705 kcu105 ac701 u250 stlv7325.

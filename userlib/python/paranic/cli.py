@@ -85,6 +85,10 @@ def _cmd_bench(a: argparse.Namespace) -> int:
         from .bench import layers
 
         return layers.run(a)
+    if a.what == "mpi":
+        from .bench import mpi
+
+        return mpi.run(a)
     if a.what == "faults":
         from .bench import faults
 
@@ -101,6 +105,12 @@ def _cmd_run(a: argparse.Namespace) -> int:
     from . import runjob
 
     return runjob.run(a)
+
+
+def _cmd_mpirun(a: argparse.Namespace) -> int:
+    from . import mpirun
+
+    return mpirun.run(a)
 
 
 def _cmd_selftest(a: argparse.Namespace) -> int:
@@ -153,10 +163,11 @@ def main(argv: list[str] | None = None) -> int:
 
     p = sub.add_parser("bench", help="benchmarks: router, pairwise, pingpong, stream, messages (all three), "
                                      "overhead, barrier, layers (ParaStation's Table 3), faults (firmware bring-up, cable pull, "
-                                     "goodput at bit-error rates)",
+                                     "goodput at bit-error rates), mpi (MPI over ParaNIC vs Open MPI's TCP and "
+                                     "shared memory)",
                        description="router: the gateware router in Verilator. The others run pn_bench "
                                    "through libparanic: hw_ns on the cluster simulator, sw_ns natively.")
-    p.add_argument("what", choices=["router", *MSG_BENCHES, "layers", "faults"])
+    p.add_argument("what", choices=["router", *MSG_BENCHES, "layers", "faults", "mpi"])
     p.add_argument("--json", action="store_true", help="print one JSON object {\"rows\": [...], ...}")
     p.add_argument("--plot", metavar="FILE.png", help="write a plot")
     p.add_argument("--quick", action="store_true", help="fewer sweep points / iterations")
@@ -173,6 +184,14 @@ def main(argv: list[str] | None = None) -> int:
     from . import runjob
     runjob.add_arguments(p)
     p.set_defaults(func=_cmd_run)
+
+    p = sub.add_parser("mpirun", help="run an MPI program (Open MPI) over ParaNIC's libfabric provider on a sw or "
+                                      "simulated cluster (docs/mpi.md)",
+                       description="paranic mpirun [--backend sw|sim] -np N [--ppn P] [--transport paranic|tcp|sm] "
+                                   "-- PROGRAM ARGS")
+    from . import mpirun
+    mpirun.add_arguments(p)
+    p.set_defaults(func=_cmd_mpirun)
 
     p = sub.add_parser("selftest", help="check a cluster: rawdata all-to-all, HAL PIO and DMA round the "
                                         "ring, barriers, one Python process per node (the bindings)")

@@ -12,6 +12,10 @@ its processes carry ``PARANIC_JOB`` (the cluster name), so that pn_open's attach
 checks and the crash clean-up apply; the daemons stop at the end.
 Output: each line prefixed with its node id.
 Exit status: 0 when every process exited 0, 124 on timeout, else 1 (2: bad usage).
+
+The cluster set-up (simulator, daemons, job registration) is :func:`job_cluster`,
+shared with ``paranic mpirun`` (:mod:`paranic.mpirun`), whose ranks come from Open
+MPI's mpirun instead of pn_launch.
 """
 
 from __future__ import annotations
@@ -21,7 +25,10 @@ import os
 import shutil
 import socket
 import sys
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator, Mapping, Sequence
 
 from paranic import launch as L
 from paranic.spec import protocol as P
@@ -29,14 +36,13 @@ from paranic.spec.sim import ber_to_threshold
 from paranic.spec.topo import Topology
 
 
-def add_arguments(p: argparse.ArgumentParser) -> None:
+
+def add_cluster_arguments(p: argparse.ArgumentParser, what: str = "run") -> None:
+    """The options of the cluster a job runs on (``paranic run`` and ``paranic mpirun``)."""
     p.add_argument("--backend", choices=["sw", "sim"], default=os.environ.get("PARANIC_BACKEND", "sw"),
                    help="sw: software NIC on this machine (default); sim: the Verilator cluster")
-    p.add_argument("--nodes", "-n", type=int, default=2, help="nodes, one process each (default 2)")
-    p.add_argument("--ppn", type=int, default=1,
-                   help="processes per node (default 1); each needs a free context of its node")
-    p.add_argument("--topo", help="sim: the simulated cluster (default: ring:4, ring:8 or torus:4x4 by --nodes)")
-    p.add_argument("--cluster", help="cluster name (default run-<pid>)")
+    p.add_argument("--topo", help="sim: the simulated cluster (default: ring:4, ring:8 or torus:4x4 by the nodes)")
+    p.add_argument("--cluster", help=f"cluster name (default {what}-<pid>)")
     p.add_argument("--timeout", type=int, default=0, help="kill everything after S seconds (default: never)")
     p.add_argument("--ber", type=float, default=0.0, help="sim: bit-error rate of every cable")
     p.add_argument("--ber-cable", action="append", default=[], metavar="K=RATE",
@@ -51,11 +57,23 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="sim --soc: ROM image (default: `make firmware`'s; 'probe': the bring-up probe)")
     p.add_argument("--no-daemon", action="store_true",
                    help="do not start paranicd on the job's nodes (development mode)")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--nodes", "-n", type=int, default=2, help="nodes, one process each (default 2)")
+    p.add_argument("--ppn", type=int, default=1,
+                   help="processes per node (default 1); each needs a free context of its node")
+    add_cluster_arguments(p)
     p.add_argument("program", nargs=argparse.REMAINDER, help="-- PROGRAM ARGS...")
 
 
+class UsageError(ValueError):
+    """Bad options (exit status 2)."""
+
+
 def _sim_alive(path: str) -> bool:
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    """A simulator listens at ``path`` (its socket is SOCK_SEQPACKET: sim/harness/server.cpp)."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     try:
         s.connect(path)
         return True
@@ -65,43 +83,44 @@ def _sim_alive(path: str) -> bool:
         s.close()
 
 
-def run(a: argparse.Namespace) -> int:
+def program_arg(a: argparse.Namespace, what: str) -> list[str]:
+    """The program and its arguments after ``--``; UsageError when missing or not found."""
     prog = list(a.program)
     if prog and prog[0] == "--":
         prog = prog[1:]
     if not prog:
-        print("paranic run: no program given (paranic run [options] -- PROGRAM ARGS)", file=sys.stderr)
-        return 2
+        raise UsageError(f"no program given ({what} [options] -- PROGRAM ARGS)")
     if shutil.which(prog[0]) is None:
-        print(f"paranic run: {prog[0]}: not found or not executable", file=sys.stderr)
-        return 2
-    if not 1 <= a.nodes <= P.MAX_NODES:
-        print(f"paranic run: --nodes must be 1..{P.MAX_NODES}", file=sys.stderr)
-        return 2
+        raise UsageError(f"{prog[0]}: not found or not executable")
+    return prog
+
+
+def check_cluster_args(a: argparse.Namespace, nodes: int, ppn: int, default_name: str,
+                       nodes_what: str = "--nodes") -> str:
+    """Checks the cluster options (and a job of ``nodes`` x ``ppn``; ``nodes_what``
+    names the nodes in messages); returns the cluster name. UsageError with the reason."""
+    if not 1 <= nodes <= P.MAX_NODES:
+        raise UsageError(f"{nodes_what} must be 1..{P.MAX_NODES}, not {nodes}")
     if (getattr(a, "soc", False) or getattr(a, "firmware", None)) and a.backend != "sim":
-        print("paranic run: --soc/--firmware need --backend sim", file=sys.stderr)
-        return 2
+        raise UsageError("--soc/--firmware need --backend sim")
     if getattr(a, "firmware", None) and not getattr(a, "soc", False):
-        print("paranic run: --firmware needs --soc", file=sys.stderr)
-        return 2
+        raise UsageError("--firmware needs --soc")
     if a.timeout < 0:
-        print("paranic run: --timeout must be >= 0", file=sys.stderr)
-        return 2
-    if not 1 <= a.ppn <= 64:
-        print("paranic run: --ppn must be 1..64", file=sys.stderr)
-        return 2
-    cluster = a.cluster or f"run-{os.getpid()}"
+        raise UsageError("--timeout must be >= 0")
+    if not 1 <= ppn <= 64:
+        raise UsageError("--ppn must be 1..64")
+    cluster = a.cluster or f"{default_name}-{os.getpid()}"
     try:
         if L.cluster_name(cluster) != cluster:
             raise ValueError
     except ValueError:
-        print(f"paranic run: bad cluster name {cluster!r} (letters, digits, _ . -; at most 64)", file=sys.stderr)
-        return 2
-    try:
-        L.build_userlib(quiet=False)
-    except L.BuildError as e:
-        print(f"paranic run: {e}", file=sys.stderr)
-        return 1
+        raise UsageError(f"bad cluster name {cluster!r} (letters, digits, _ . -; at most 64)") from None
+    return cluster
+
+
+def job_env() -> dict[str, str]:
+    """The job's base environment: this one without PARANIC_* variables, but with the
+    settings a user gave for the job's processes (libparanic's, the socket library's)."""
     env = L.clean_env()
     for k in ("PARANIC_SIM_SOCKET", "PARANIC_RUN_DIR", "PARANIC_PIO_THRESHOLD", "PARANIC_MTU",
               "PARANIC_CONTEXTS", "PARANIC_RX_SLOTS", "PARANIC_TX_ENTRIES", "PARANIC_DAEMON_DIR",
@@ -110,60 +129,103 @@ def run(a: argparse.Namespace) -> int:
             env[k] = os.environ[k]
     env.update({k: v for k, v in os.environ.items() if k.startswith("PARANIC_SOCK")})   # libparanic_sock.so's
     env.update({k: v for k, v in os.environ.items() if k.startswith("PARANIC_FI_")})    # libparanic-fi.so's
-    timeout = a.timeout or 10 * 365 * 86400
+    return env
+
+
+@dataclass
+class Job:
+    """A job's cluster while :func:`job_cluster` holds it: the environment of its
+    processes (PARANIC_CLUSTER/NODES/BACKEND, the simulator's socket, PARANIC_JOB), and
+    whether paranicds run (then the cluster is theirs: attach, never create)."""
+
+    env: dict[str, str]
+    cluster: str
+    nodes: int
+    daemons: bool
+
+
+@contextmanager
+def job_cluster(a: argparse.Namespace, cluster: str, nodes: int, ppn: int, prog: Sequence[str],
+                env: Mapping[str, str], what: str = "paranic run", nodes_what: str = "--nodes") -> Iterator[Job]:
+    """The cluster of a job of ``nodes`` x ``ppn`` processes of ``prog`` (``a``: the
+    options of :func:`add_cluster_arguments`): on sim the simulator (unless
+    ``a.sim_socket`` or PARANIC_SIM_SOCKET names a running one), then one paranicd per node with the job
+    registered (unless ``a.no_daemon``). Stopped (and the sw cluster removed) at the
+    end. UsageError for a bad topology or fault option; RuntimeError, ValueError,
+    TimeoutError when something does not start."""
+    env = dict(env)
     sim = None
     daemons = None
     try:
         if a.backend == "sim":
-            given = os.environ.get("PARANIC_SIM_SOCKET")
+            given = getattr(a, "sim_socket", None) or os.environ.get("PARANIC_SIM_SOCKET")
             if given and _sim_alive(given):
-                print(f"paranic run: using the simulator at {given}", file=sys.stderr)
+                print(f"{what}: using the simulator at {given}", file=sys.stderr)
+                env.update(PARANIC_BACKEND="sim", PARANIC_SIM_SOCKET=given)
             else:
                 from paranic.sim import run as simrun
                 from paranic.bench.msg import barrier_topology
                 try:
-                    topo = Topology.parse(a.topo) if a.topo else Topology.parse(barrier_topology(a.nodes))
+                    topo = Topology.parse(a.topo) if a.topo else Topology.parse(barrier_topology(nodes))
                     ber_to_threshold(a.ber)
                     from paranic.sim.faults import fault_args
                     fault_args(topo, a.ber_cable, a.cut, a.mend)
                 except ValueError as e:
-                    print(f"paranic run: {e}", file=sys.stderr)
-                    return 2
-                if topo.nodes < a.nodes:
-                    print(f"paranic run: {topo} has {topo.nodes} nodes, fewer than --nodes {a.nodes}",
-                          file=sys.stderr)
-                    return 2
-                print(f"paranic run: starting the {topo} simulator", file=sys.stderr, flush=True)
+                    raise UsageError(str(e)) from None
+                if topo.nodes < nodes:
+                    raise UsageError(f"{topo} has {topo.nodes} nodes, fewer than {nodes_what} {nodes}")
+                print(f"{what}: starting the {topo} simulator", file=sys.stderr, flush=True)
                 sock = simrun.RUN_DIR / f"sim-{cluster}.sock"
                 sim = simrun.start(str(topo), socket=sock, ber=a.ber, timeout=300,
                                    ber_cable=a.ber_cable, cut=a.cut, mend=a.mend,
                                    soc=getattr(a, "soc", False), firmware=getattr(a, "firmware", None))
                 if sim.soc:
-                    print(f"paranic run: the firmware brought the cluster up in {sim.bringup_cycles} cycles "
+                    print(f"{what}: the firmware brought the cluster up in {sim.bringup_cycles} cycles "
                           f"(node ids by index: {sim.node_ids})", file=sys.stderr, flush=True)
                 env = sim.env(env)
-        extra = None
         if not getattr(a, "no_daemon", False):
             from paranic import daemon as PD
 
-            daemons = PD.Daemons.start(cluster, a.nodes, a.backend, env=env)
-            for n in range(a.nodes):
-                PD.job_start(cluster, n, cluster, a.nodes, a.ppn, prog, env=env)
+            daemons = PD.Daemons.start(cluster, nodes, a.backend, env=env)
+            for n in range(nodes):
+                PD.job_start(cluster, n, cluster, nodes, ppn, prog, env=env)
             env = dict(env, PARANIC_JOB=cluster)
-            extra = ["-f", "--attach"]   # the daemons' cluster: pn_launch neither creates nor removes it
-        r = L.launch(prog, a.nodes, cluster, backend=a.backend, timeout=timeout, env=env, stream=sys.stdout,
-                     extra=extra, ppn=a.ppn)
-        return r.rc
-    except (RuntimeError, TimeoutError, ValueError) as e:
-        print(f"paranic run: {e}", file=sys.stderr)
-        return 1
+        yield Job(env, cluster, nodes, daemons is not None)
     finally:
         if daemons is not None:
             daemons.stop()
         if sim is not None:
             rc = sim.stop()
             if rc != 0:
-                print(f"paranic run: the simulator exited with {rc}; log: {sim.log}", file=sys.stderr)
+                print(f"{what}: the simulator exited with {rc}; log: {sim.log}", file=sys.stderr)
             log = Path(sim.log)
             if rc == 0 and log.exists():
                 log.unlink()
+
+
+def run(a: argparse.Namespace) -> int:
+    try:
+        prog = program_arg(a, "paranic run")
+        cluster = check_cluster_args(a, a.nodes, a.ppn, "run")
+    except UsageError as e:
+        print(f"paranic run: {e}", file=sys.stderr)
+        return 2
+    try:
+        L.build_userlib(quiet=False)
+    except L.BuildError as e:
+        print(f"paranic run: {e}", file=sys.stderr)
+        return 1
+    timeout = a.timeout or 10 * 365 * 86400
+    try:
+        with job_cluster(a, cluster, a.nodes, a.ppn, prog, job_env()) as job:
+            # the daemons' cluster: pn_launch neither creates nor removes it
+            extra = ["-f", "--attach"] if job.daemons else None
+            r = L.launch(prog, a.nodes, cluster, backend=a.backend, timeout=timeout, env=job.env,
+                         stream=sys.stdout, extra=extra, ppn=a.ppn)
+            return r.rc
+    except UsageError as e:
+        print(f"paranic run: {e}", file=sys.stderr)
+        return 2
+    except (RuntimeError, TimeoutError, ValueError) as e:
+        print(f"paranic run: {e}", file=sys.stderr)
+        return 1
