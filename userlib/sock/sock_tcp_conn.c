@@ -109,9 +109,11 @@ static void conn_free(struct conn *c)
 static void conn_opened(struct conn *c, uint32_t peer_id, int32_t pid, const uint8_t *boot, uint64_t now)
 {
 	c->state = CS_OPEN;
-	c->peer_id = peer_id;
-	c->peer_pid = pid;
-	c->pid_ok = G.local_pids && !memcmp(boot, G.boot, sizeof(G.boot));
+	if (!c->moves) {   /* (the peer's RESUME, taken before its ACK, says where it is now) */
+		c->peer_id = peer_id;
+		c->peer_pid = pid;
+		c->pid_ok = G.local_pids && !memcmp(boot, G.boot, sizeof(G.boot));
+	}
 	c->live_at = now + SK_LIVE_NS;
 	G.stat[SK_ST_TCP_OPENED]++;
 	if (c->peer_node != G.node)

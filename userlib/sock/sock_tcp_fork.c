@@ -324,10 +324,12 @@ void sk_tcp_fork_ctl(uint64_t now)
 		if (r != (int)sizeof(m) || m.magic != SK_WIRE_MAGIC)
 			continue;
 		c = sk_conn_find((uint32_t)st.tag);
-		if (c && c->peer_node == (unsigned)st.src_node && c->peer_ctx == (unsigned)st.src_ctx &&
-		    c->state == CS_OPEN && !c->error) {
+		if (c && c->peer_node == (unsigned)st.src_node && c->peer_ctx == (unsigned)st.src_ctx && !c->error &&
+		    (c->state == CS_OPEN || c->state == CS_CONNECTING)) {
 			c->paused = 1;   /* nothing more is written until RESUME */
-			if (sk_conn_isend(c, SK_T_PAUSED, NULL, 0, NULL) == 0)
+			/* connecting: the listener accepted and forks before its ACK was taken here;
+			 * nothing was sent yet, so the answer needs no order */
+			if (c->state == CS_OPEN && sk_conn_isend(c, SK_T_PAUSED, NULL, 0, NULL) == 0)
 				continue;
 		}
 		/* gone or broken here: answer anyway, so the fork does not wait */
