@@ -74,8 +74,10 @@ static ssize_t do_write(int fd, const void *buf, size_t n, int flags, const stru
 		r = sk_udp_sendmsg(s, fd, &m, flags);
 	} else {
 		r = sk_write(s, buf, n, flags, &sigpipe);   /* a stream: the address is ignored */
-		if (r > 0)
+		if (r > 0) {
 			G.stat[SK_ST_TCP_TX_BYTES] += (uint64_t)r;
+			sk_zc_sent(s, flags);
+		}
 	}
 	sk_put(s);
 	sk_leave();
@@ -201,10 +203,15 @@ static ssize_t do_iov(int fd, const struct iovec *iov, int cnt, int flags, int o
 		else
 			r = sk_udp_recvmsg(s, fd, msg ? msg : &m, flags);
 		msg = NULL;
+	} else if (!out && msg && (flags & MSG_ERRQUEUE)) {
+		r = s->type == SK_CONN ? sk_zc_errqueue(s, msg) : -EAGAIN;   /* zero-copy completions */
+		msg = NULL;
 	} else {
 		r = out ? sk_writev(s, iov, cnt, flags, &sigpipe) : sk_readv(s, iov, cnt, flags);
 		if (r > 0 && (out || !(flags & MSG_PEEK)))
 			G.stat[out ? SK_ST_TCP_TX_BYTES : SK_ST_TCP_RX_BYTES] += (uint64_t)r;
+		if (r > 0 && out)
+			sk_zc_sent(s, flags);
 	}
 	if (msg && !out) {
 		if (msg->msg_name && s->type == SK_CONN)

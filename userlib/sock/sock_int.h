@@ -158,6 +158,7 @@ struct sock {
 	uint32_t laddr;        /* cluster address (host order) for SK_BOUND/SK_LISTEN/SK_CONN */
 	uint16_t lport;
 	int so_error;
+	uint32_t zc_next, zc_done;   /* MSG_ZEROCOPY sends counted, completions reported (sock_api_zc.c) */
 	int sndbuf, rcvbuf;    /* what SO_SNDBUF/SO_RCVBUF report */
 	int nopts;
 	struct sk_opt opts[SK_MAX_OPTS];
@@ -280,6 +281,10 @@ void sk_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));   /* "
 
 /* The counters as one line ("name value ..."; sock_api_pn.c) on stderr, under the lock. */
 void sk_stats_print(const char *when);
+
+/* MSG_ZEROCOPY on a connection (sock_api_zc.c): a send done, recvmsg(MSG_ERRQUEUE) */
+void sk_zc_sent(struct sock *s, int flags);
+ssize_t sk_zc_errqueue(struct sock *s, struct msghdr *msg);
 
 /* the pn0 interface (sock_if.c): an ioctl on it (1: answered in *ret, 0: the OS's) */
 int sk_if_ioctl(int fd, unsigned long req, void *arg, int *ret);

@@ -574,6 +574,8 @@ short sk_readiness(struct sock *s, short events)
 	if ((events & (POLLOUT | POLLWRNORM)) &&
 	    (c->error || c->wr_shut || c->peer_closed || (c->pbytes < G.sndbuf && !c->paused)))
 		rev |= (short)(events & (POLLOUT | POLLWRNORM));
+	if (s->zc_done != s->zc_next)
+		rev |= POLLERR;   /* a MSG_ZEROCOPY completion waits on the error queue */
 	if (c->error)
 		rev |= POLLERR | POLLHUP;
 	else if (c->eof && (c->wr_shut || c->peer_closed))
