@@ -11,6 +11,9 @@
  *   sock_addr.c      cluster addresses, port numbers, sockets' directory entries
  *   sock_tcp_conn.c  TCP connections: connect, listen, accept, close; sk_service (sock_tcp.h)
  *   sock_tcp_io.c    TCP data: write, read, shutdown, readiness (sock_tcp.h)
+ *   sock_tcp_fork.c  TCP connections shared over fork: PAUSE, takeover, RESUME
+ *   sock_if.c        the pn0 interface (SIOCGIF*, getifaddrs, if_nameindex ...)
+ *   sock_api_zc.c    sendfile, splice, MSG_ZEROCOPY on ParaNIC connections
  *   sock_udp.c       UDP datagrams over ports (SK_UDP)
  *   sock_api.h       what the interposed calls share (the sock_api_*.c files)
  *   sock_api_open.c  socket, bind, listen, connect, accept, getsockname, getpeername
