@@ -9,7 +9,8 @@
 
 #include <string.h>
 
-/* The node of a cluster address (and the address, port), -1 for any other address;
+/* The node of a cluster address (and the address, port), SK_BEYOND for a host address
+ * of the cluster's network that names no node of the job, -1 for any other address;
  * *any: the wildcard address (INADDR_ANY, in6addr_any). */
 int sk_cluster_addr(const struct sockaddr *sa, socklen_t len, uint32_t *addr, uint16_t *port, int *any)
 {
@@ -41,7 +42,25 @@ int sk_cluster_addr(const struct sockaddr *sa, socklen_t len, uint32_t *addr, ui
 		*any = 1;
 		return -1;
 	}
-	return G.active ? sk_addr_node(&G.net, a, G.nodes) : -1;
+	if (!G.active)
+		return -1;
+	{
+		int node = sk_addr_node(&G.net, a, G.nodes);
+		uint32_t h = a - G.net.base;
+		if (node < 0 && (a & G.net.mask) == G.net.base && h >= 1 && h <= sk_net_capacity(&G.net))
+			return SK_BEYOND;
+		return node;
+	}
+}
+
+/* A connect or send to sa must fail with EHOSTUNREACH: a host address of the cluster's
+ * network beyond the job's nodes (it must never reach the OS's default route). */
+int sk_beyond(const struct sockaddr *sa, socklen_t len)
+{
+	uint32_t a;
+	uint16_t port;
+	int any;
+	return G.active && sa && sk_cluster_addr(sa, len, &a, &port, &any) == SK_BEYOND;
 }
 
 int sk_fill_addr(int family, uint32_t addr, uint16_t port, struct sockaddr *sa, socklen_t *len)

@@ -36,6 +36,23 @@ static inline ssize_t fail_ss(ssize_t r)
 	return r;
 }
 
+/* A connect or send to a cluster address beyond the job (sk_beyond): counted, and
+ * EHOSTUNREACH (callable without the lock). */
+static inline ssize_t sk_unreachable_ss(void)
+{
+	__atomic_fetch_add(&G.stat[SK_ST_BEYOND], 1, __ATOMIC_RELAXED);
+	errno = EHOSTUNREACH;
+	return -1;
+}
+
+/* A use of s (data, shutdown, FIONREAD, poll): a connection shared over fork is taken
+ * over by this process, or is another's (stale: EBADF). */
+static inline void sk_use(struct sock *s)
+{
+	if (s && s->type == SK_CONN && s->c && s->c->fs)
+		sk_tcp_claim(s);
+}
+
 /* The socket is ours to serve (not an OS socket the kernel serves). */
 static inline int paranic(const struct sock *s)
 {

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * libparanic_sock.so: the interposed fd calls (sock_api.h): close, dup, dup2, dup3,
- * fcntl, fcntl64, ioctl (FIONBIO, FIONREAD). The socket table follows the OS's fd
+ * fcntl, fcntl64, ioctl (FIONBIO, FIONREAD; the SIOCGIF* calls of the pn0 interface: sock_if.c). The socket table follows the OS's fd
  * table; the socket port's own fds (sk_internal_fd) are kept from a program that closes
  * every fd.
  */
@@ -161,10 +161,14 @@ SK_EXPORT int ioctl(int fd, unsigned long req, ...)
 	va_start(ap, req);
 	arg = va_arg(ap, void *);
 	va_end(ap);
+	if (__builtin_expect(req >= 0x8910 && req < 0x8970, 0) && !sk_in && sk_if_ioctl(fd, req, arg, &r))
+		return r;   /* SIOCGIF*: the pn0 interface (sock_if.c) */
 	if (!paranic(s) || (req != FIONBIO && req != FIONREAD))
 		return REAL(ioctl)(fd, req, arg);
 	sk_enter();
 	s = sk_get(fd);
+	if (req == FIONREAD)
+		sk_use(s);
 	if (!paranic(s) || !arg) {
 		r = paranic(s) ? -EFAULT : 1;
 	} else if (s->stale) {

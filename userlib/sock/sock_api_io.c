@@ -24,6 +24,7 @@ static ssize_t do_read(int fd, void *buf, size_t n, int flags, struct sockaddr *
 		return 0;
 	}
 	*handled = 1;
+	sk_use(s);
 	if (s->stale) {
 		r = -EBADF;
 	} else if (s->type == SK_UDP) {
@@ -35,6 +36,8 @@ static ssize_t do_read(int fd, void *buf, size_t n, int flags, struct sockaddr *
 			*fromlen = m.msg_namelen;
 	} else {
 		r = sk_read(s, buf, n, flags);
+		if (r > 0 && !(flags & MSG_PEEK))
+			G.stat[SK_ST_TCP_RX_BYTES] += (uint64_t)r;
 		if (r >= 0 && from && fromlen && s->type == SK_CONN)
 			sk_fill_addr(s->family, s->c->raddr, s->c->rport, from, fromlen);
 	}
@@ -54,10 +57,15 @@ static ssize_t do_write(int fd, const void *buf, size_t n, int flags, const stru
 	if (!paranic(s) && !(s && sk_udp_wants(s, to, tolen))) {
 		sk_put(s);
 		sk_leave();
+		if (to && sk_beyond(to, tolen)) {   /* an OS socket: still never to the OS */
+			*handled = 1;
+			return sk_unreachable_ss();
+		}
 		*handled = 0;
 		return 0;
 	}
 	*handled = 1;
+	sk_use(s);
 	if (s->stale) {
 		r = -EBADF;
 	} else if (s->dgram) {
@@ -66,6 +74,10 @@ static ssize_t do_write(int fd, const void *buf, size_t n, int flags, const stru
 		r = sk_udp_sendmsg(s, fd, &m, flags);
 	} else {
 		r = sk_write(s, buf, n, flags, &sigpipe);   /* a stream: the address is ignored */
+		if (r > 0) {
+			G.stat[SK_ST_TCP_TX_BYTES] += (uint64_t)r;
+			sk_zc_sent(s, flags);
+		}
 	}
 	sk_put(s);
 	sk_leave();
@@ -151,8 +163,11 @@ SK_EXPORT ssize_t sendto(int fd, const void *buf, size_t n, int flags, __CONST_S
 {
 	int h;
 	ssize_t r;
-	if (__builtin_expect(!sk_peek(fd), 1))
+	if (__builtin_expect(!sk_peek(fd), 1)) {
+		if (__builtin_expect(G.active, 0) && sk_beyond(to.__sockaddr__, tolen))
+			return sk_unreachable_ss();   /* beyond the job: never the OS's route */
 		return REAL(sendto)(fd, buf, n, flags, to.__sockaddr__, tolen);
+	}
 	r = do_write(fd, buf, n, flags, to.__sockaddr__, tolen, &h);
 	return h ? r : REAL(sendto)(fd, buf, n, flags, to.__sockaddr__, tolen);
 }
@@ -168,10 +183,15 @@ static ssize_t do_iov(int fd, const struct iovec *iov, int cnt, int flags, int o
 	if (!paranic(s) && !(s && omsg && sk_udp_wants(s, omsg->msg_name, omsg->msg_namelen))) {
 		sk_put(s);
 		sk_leave();
+		if (omsg && sk_beyond(omsg->msg_name, omsg->msg_namelen)) {   /* never to the OS */
+			*handled = 1;
+			return sk_unreachable_ss();
+		}
 		*handled = 0;
 		return 0;
 	}
 	*handled = 1;
+	sk_use(s);
 	if (s->stale) {
 		r = -EBADF;
 	} else if (s->dgram) {
@@ -183,8 +203,15 @@ static ssize_t do_iov(int fd, const struct iovec *iov, int cnt, int flags, int o
 		else
 			r = sk_udp_recvmsg(s, fd, msg ? msg : &m, flags);
 		msg = NULL;
+	} else if (!out && msg && (flags & MSG_ERRQUEUE)) {
+		r = s->type == SK_CONN ? sk_zc_errqueue(s, msg) : -EAGAIN;   /* zero-copy completions */
+		msg = NULL;
 	} else {
 		r = out ? sk_writev(s, iov, cnt, flags, &sigpipe) : sk_readv(s, iov, cnt, flags);
+		if (r > 0 && (out || !(flags & MSG_PEEK)))
+			G.stat[out ? SK_ST_TCP_TX_BYTES : SK_ST_TCP_RX_BYTES] += (uint64_t)r;
+		if (r > 0 && out)
+			sk_zc_sent(s, flags);
 	}
 	if (msg && !out) {
 		if (msg->msg_name && s->type == SK_CONN)
@@ -235,8 +262,11 @@ SK_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 {
 	int h;
 	ssize_t r;
-	if (__builtin_expect(!sk_peek(fd), 1))
+	if (__builtin_expect(!sk_peek(fd), 1)) {
+		if (__builtin_expect(G.active, 0) && msg && sk_beyond(msg->msg_name, msg->msg_namelen))
+			return sk_unreachable_ss();   /* beyond the job: never the OS's route */
 		return REAL(sendmsg)(fd, msg, flags);
+	}
 	r = do_iov(fd, msg->msg_iov, (int)msg->msg_iovlen, flags, 1, NULL, msg, &h);
 	return h ? r : REAL(sendmsg)(fd, msg, flags);
 }
@@ -249,6 +279,7 @@ SK_EXPORT int shutdown(int fd, int how)
 		return REAL(shutdown)(fd, how);
 	sk_enter();
 	s = sk_get(fd);
+	sk_use(s);
 	if (!paranic(s))
 		r = -ENOTCONN;
 	else if (s->stale)

@@ -56,7 +56,9 @@ SK_EXPORT int bind(int fd, __CONST_SOCKADDR_ARG addr, socklen_t len)
 		return fail(r);
 	}
 	node = sk_cluster_addr(sa, len, &a, &port, &any);
-	if (any && !sk_v6only(s)) {
+	if (node == SK_BEYOND) {
+		r = -EADDRNOTAVAIL;   /* no node of the job has it */
+	} else if (any && !sk_v6only(s)) {
 		/* the wildcard: bound by the OS, listening on the cluster too */
 		r = REAL(bind)(fd, sa, len);
 		if (r == 0) {
@@ -157,13 +159,16 @@ SK_EXPORT int connect(int fd, __CONST_SOCKADDR_ARG addr, socklen_t len)
 	uint16_t port;
 	int any, node, r;
 
-	if (!s)
+	if (!s) {
+		if (__builtin_expect(G.active, 0) && sk_beyond(sa, len))
+			return (int)sk_unreachable_ss();   /* beyond the job: never the OS's route */
 		return REAL(connect)(fd, sa, len);
+	}
 	sk_enter();
 	s = sk_get(fd);
 	if (!s) {
 		sk_leave();
-		return REAL(connect)(fd, sa, len);
+		return sk_beyond(sa, len) ? (int)sk_unreachable_ss() : REAL(connect)(fd, sa, len);
 	}
 	if (s->stale) {
 		r = -EBADF;
@@ -200,11 +205,18 @@ SK_EXPORT int connect(int fd, __CONST_SOCKADDR_ARG addr, socklen_t len)
 	case SK_CAND:
 	case SK_BOUND:
 		node = sk_cluster_addr(sa, len, &a, &port, &any);
+		if (node == SK_BEYOND) {
+			r = -EHOSTUNREACH;   /* a cluster address beyond the job's nodes: never the OS's */
+			G.stat[SK_ST_BEYOND]++;
+			break;
+		}
 		if (node < 0 || !sk_port()) {
 			if (s->type == SK_BOUND) {
 				r = -ENETUNREACH;   /* a cluster-bound socket reaches the cluster only */
 				break;
 			}
+			if (node >= 0)
+				G.stat[SK_ST_OS_CLUSTER]++;   /* no port (said on stderr): the OS's, counted */
 			sk_untrack(fd);
 			sk_put(s);
 			sk_leave();

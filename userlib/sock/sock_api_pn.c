@@ -6,6 +6,7 @@
  */
 #include "sock_int.h"
 
+#include <stdio.h>
 #include <string.h>
 
 /* For the tests and tools: what the library made of fd. 0 not a socket of ours (the
@@ -25,24 +26,32 @@ SK_EXPORT int pn_sock_fd_kind(int fd)
 	return k;
 }
 
-/* For the tests: the library's counters by name (UDP: "udp_sent", "udp_recv",
- * "udp_nobody" (sent to a cluster port nobody has bound: dropped), "udp_unbound"
- * (arrived for a port no socket has any more: dropped), "udp_full" (the receive queue
- * was full: dropped), "udp_failed" (the ports layer failed the send), "udp_taken" (a
- * UDP port shared over fork taken over from another process); TCP: "tcp_opened"
- * (cluster connections opened, by connect or by a listener), "tcp_remote" (those with
- * a peer on another node)); -1 unknown. */
+#define SK_ST_NAME(e, n) n,
+static const char *const st_names[SK_ST_N] = {SK_STATS(SK_ST_NAME)};
+#undef SK_ST_NAME
+
+/* For the tests: the library's counters by name (docs/sockets.md, "Counters"); -1
+ * unknown. */
 SK_EXPORT long long pn_sock_stat(const char *name)
 {
-	static const char *const names[SK_ST_N] = {"udp_sent", "udp_recv", "udp_nobody", "udp_unbound", "udp_full",
-						   "udp_failed", "udp_taken", "tcp_opened", "tcp_remote"};
 	long long v = -1;
 	sk_enter();
 	for (int i = 0; i < SK_ST_N; i++)
-		if (name && !strcmp(name, names[i]))
+		if (name && !strcmp(name, st_names[i]))
 			v = (long long)G.stat[i];
 	sk_leave();
 	return v;
+}
+
+/* PARANIC_SOCK_STATS / PARANIC_SOCK_DEBUG: "paranic_sock[pid]: counters node N: name
+ * value ..." on stderr, for unmodified programs whose counters a test reads. */
+void sk_stats_print(const char *when)
+{
+	char line[1024];
+	int n = snprintf(line, sizeof(line), "counters %s node %u:", when, G.node);
+	for (int i = 0; i < SK_ST_N && n > 0 && (size_t)n < sizeof(line); i++)
+		n += snprintf(line + n, sizeof(line) - (size_t)n, " %s %llu", st_names[i], (unsigned long long)G.stat[i]);
+	sk_warn("%s", line);
 }
 
 /* For benchmarks (pn_sockbench finds it with dlsym): the time base of the socket port's

@@ -88,6 +88,9 @@ static void sk_config(void)
 	if (env_long("PARANIC_SOCK_LINGER_MS", 10000, 0, 86400000, &x) < 0)
 		return;
 	G.linger_ns = (uint64_t)x * 1000000ull;
+	if (env_long("PARANIC_SOCK_FORK_WAIT_MS", 2000, 0, 86400000, &x) < 0)
+		return;
+	G.fork_wait_ns = (uint64_t)x * 1000000ull;
 	if (env_long("PARANIC_SOCK_SNDBUF", 4l << 20, 1, 1l << 30, &x) < 0)
 		return;
 	G.sndbuf = (size_t)x;
@@ -97,6 +100,9 @@ static void sk_config(void)
 	if (env_long("PARANIC_SOCK_DEBUG", 0, 0, 9, &x) < 0)
 		return;
 	G.debug = (int)x;
+	if (env_long("PARANIC_SOCK_STATS", 0, 0, 1, &x) < 0)
+		return;
+	G.stats = (int)x;
 	read_boot_id();
 	G.next_eport = 32768u + (uint32_t)getpid() % 16384u;
 	G.gen = (uint32_t)getpid() * 2654435761u;
@@ -108,7 +114,7 @@ __attribute__((constructor)) static void sk_init(void)
 {
 	sk_resolve();
 	sk_config();
-	pthread_atfork(NULL, sk_atfork_parent, sk_atfork_child);
+	pthread_atfork(sk_atfork_prepare, sk_atfork_parent, sk_atfork_child);
 	if (G.debug && G.active)
 		sk_warn("node %u of %u, address %u.%u.%u.%u, context %d (-1: any free one)", G.node, G.nodes,
 			G.my_addr >> 24, (G.my_addr >> 16) & 255, (G.my_addr >> 8) & 255, G.my_addr & 255,

@@ -11,8 +11,10 @@
 #include <unistd.h>
 
 /* The child of a fork must not use the parent's port (a context belongs to one
- * process): the sockets it inherited that only the port served (connections, cluster
- * listeners) are stale, every call on them fails with EBADF; the ones the OS serves too
+ * process): open TCP connections the prepare handler paused are shared (the first user
+ * takes them, sock_tcp_fork.c); the other sockets it inherited that only the port served
+ * (cluster listeners, connections the fork could not pause) are stale, every call on
+ * them fails with EBADF; the ones the OS serves too
  * (a wildcard listener, a UDP socket bound to INADDR_ANY) become the OS's sockets in the
  * child. An inherited UDP socket on the cluster only (bound to the node's address) is
  * shared: the child's first use opens its own port and takes the socket's directory
@@ -34,11 +36,14 @@ void sk_atfork_child(void)
 			s->dir = 0;   /* a port it bound is the parent's entry */
 		} else if (s->os) {
 			G.fds[fd] = NULL;   /* the OS's socket only, in the child */
+		} else if (s->type == SK_CONN && s->c && s->c->fs) {
+			;   /* shared: paused by the prepare handler, taken by the first user (sock_tcp_fork.c) */
 		} else if (s->type != SK_UDP) {
 			s->stale = 1;
 			s->dir = 0;
 		}
 	}
+	sk_tcp_fork_child();
 	sk_udp_fork(1);   /* (G.udps: the inherited UDP sockets on the cluster only) */
 	G.port = NULL;
 	G.n_ifd = 0;   /* the parent's port's fds: the child may close its copies */
@@ -52,6 +57,16 @@ void sk_atfork_child(void)
 	memset(G.stat, 0, sizeof(G.stat));
 	G.next_eport = 32768u + (uint32_t)getpid() % 16384u;
 	G.gen = (uint32_t)getpid() * 2654435761u;
+}
+
+/* Before fork: the open TCP connections are paused, to be shared (sock_tcp_fork.c). */
+void sk_atfork_prepare(void)
+{
+	if (!G.active || sk_in || !G.port)
+		return;
+	sk_enter();
+	sk_tcp_fork_prepare();
+	sk_leave();
 }
 
 /* The parent of a fork: its UDP sockets on the cluster are shared with the child. */

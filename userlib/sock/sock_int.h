@@ -11,6 +11,9 @@
  *   sock_addr.c      cluster addresses, port numbers, sockets' directory entries
  *   sock_tcp_conn.c  TCP connections: connect, listen, accept, close; sk_service (sock_tcp.h)
  *   sock_tcp_io.c    TCP data: write, read, shutdown, readiness (sock_tcp.h)
+ *   sock_tcp_fork.c  TCP connections shared over fork: PAUSE, takeover, RESUME
+ *   sock_if.c        the pn0 interface (SIOCGIF*, getifaddrs, if_nameindex ...)
+ *   sock_api_zc.c    sendfile, splice, MSG_ZEROCOPY on ParaNIC connections
  *   sock_udp.c       UDP datagrams over ports (SK_UDP)
  *   sock_api.h       what the interposed calls share (the sock_api_*.c files)
  *   sock_api_open.c  socket, bind, listen, connect, accept, getsockname, getpeername
@@ -158,6 +161,7 @@ struct sock {
 	uint32_t laddr;        /* cluster address (host order) for SK_BOUND/SK_LISTEN/SK_CONN */
 	uint16_t lport;
 	int so_error;
+	uint32_t zc_next, zc_done;   /* MSG_ZEROCOPY sends counted, completions reported (sock_api_zc.c) */
 	int sndbuf, rcvbuf;    /* what SO_SNDBUF/SO_RCVBUF report */
 	int nopts;
 	struct sk_opt opts[SK_MAX_OPTS];
@@ -205,10 +209,30 @@ struct conn {
 	struct sk_ack ack;
 	uint64_t t0, retry_at, live_at;
 	uint64_t dead_at;           /* when the peer's process was first seen gone (0: alive) */
+	/* shared over fork (sock_tcp_fork.c) */
+	uint8_t paused;             /* the peer forks: write nothing until its RESUME */
+	uint8_t pause_acked;        /* our PAUSE was answered (PAUSED came) */
+	uint8_t pausing;            /* our PAUSE is out: its PAUSED ends it (resumed at once if no fork shares c) */
+	uint8_t defer_fin, defer_close;   /* FIN / CLOSE for after the peer's RESUME */
+	uint32_t moves;             /* the peer moved (RESUME): a receive posted from its old port is withdrawn */
+	struct sk_fslot *fs;        /* shared with other processes since a fork: who takes it */
+	int32_t home_pid;           /* the process whose port c's channel belongs to */
 };
 
-enum { SK_ST_UDP_SENT, SK_ST_UDP_RECV, SK_ST_UDP_NOBODY, SK_ST_UDP_UNBOUND, SK_ST_UDP_FULL, SK_ST_UDP_FAILED,
-       SK_ST_UDP_TAKEN, SK_ST_TCP_OPENED, SK_ST_TCP_REMOTE, SK_ST_N };
+/* The counters (pn_sock_stat's names, the exit line): X(enum, name). */
+#define SK_STATS(X)                                                                            \
+	X(SK_ST_UDP_SENT, "udp_sent") X(SK_ST_UDP_RECV, "udp_recv") X(SK_ST_UDP_NOBODY, "udp_nobody") \
+	X(SK_ST_UDP_UNBOUND, "udp_unbound") X(SK_ST_UDP_FULL, "udp_full")                        \
+	X(SK_ST_UDP_FAILED, "udp_failed") X(SK_ST_UDP_TAKEN, "udp_taken")                         \
+	X(SK_ST_TCP_OPENED, "tcp_opened") X(SK_ST_TCP_REMOTE, "tcp_remote")                       \
+	X(SK_ST_TCP_TX_BYTES, "tcp_tx_bytes") X(SK_ST_TCP_RX_BYTES, "tcp_rx_bytes")               \
+	X(SK_ST_OS_CLUSTER, "os_cluster") X(SK_ST_BEYOND, "beyond")                               \
+	X(SK_ST_SENDFILE_BYTES, "sendfile_bytes") X(SK_ST_SPLICE_BYTES, "splice_bytes")           \
+	X(SK_ST_ZEROCOPY, "zerocopy_sends") X(SK_ST_FORK_PAUSED, "fork_paused")                   \
+	X(SK_ST_FORK_MOVED, "fork_moved") X(SK_ST_FORK_STALE, "fork_stale")
+#define SK_ST_ENUM(e, n) e,
+enum { SK_STATS(SK_ST_ENUM) SK_ST_N };
+#undef SK_ST_ENUM
 
 struct sk_ep;
 
@@ -225,8 +249,11 @@ struct sk_global {
 	struct sk_net net;
 	uint32_t my_addr;
 	uint64_t connect_wait_ns, connect_timeout_ns, linger_ns;
+	uint64_t fork_wait_ns;      /* PARANIC_SOCK_FORK_WAIT_MS: how long a fork waits for its peers' PAUSED */
+	int forking;                /* in the fork's prepare handler: PAUSED answers our PAUSE */
 	size_t sndbuf, rcvbuf;
 	int debug;
+	int stats;                  /* PARANIC_SOCK_STATS: the counters on stderr at exit */
 	struct conn *conns;
 	struct sock *listeners;
 	struct psend *dh;           /* detached sends (ACKs) */
@@ -255,9 +282,29 @@ void sk_leave(void);
 void sk_pause(struct pn_backoff *b);
 void sk_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));   /* "paranic_sock[pid]: ..." on stderr */
 
+/* The counters as one line ("name value ..."; sock_api_pn.c) on stderr, under the lock. */
+void sk_stats_print(const char *when);
+
+/* MSG_ZEROCOPY on a connection (sock_api_zc.c): a send done, recvmsg(MSG_ERRQUEUE) */
+void sk_zc_sent(struct sock *s, int flags);
+ssize_t sk_zc_errqueue(struct sock *s, struct msghdr *msg);
+
+/* the pn0 interface (sock_if.c): an ioctl on it (1: answered in *ret, 0: the OS's) */
+int sk_if_ioctl(int fd, unsigned long req, void *arg, int *ret);
+
 /* fork (sock_fork.c), registered by the constructor (sock_config.c) */
+void sk_atfork_prepare(void);
 void sk_atfork_parent(void);
 void sk_atfork_child(void);
+
+/* TCP connections shared over fork (sock_tcp_fork.c) */
+void sk_tcp_fork_prepare(void);           /* pause the open connections (the peers answer) */
+void sk_tcp_fork_child(void);             /* the child holds the paused ones too */
+int sk_tcp_claim(struct sock *s);         /* first use after a fork: take c over; 0, or -EBADF (another has it) */
+int sk_tcp_release(struct sock *s);       /* the fd's last close: 1 done (nothing more to send), 0 close as usual */
+void sk_tcp_fork_ctl(uint64_t now);       /* PAUSE / RESUME from peers (sk_service) */
+void sk_tcp_fork_exit(void);              /* at exit: let go of the shared ones */
+void sk_tcp_paused_msg(struct conn *c);   /* PAUSED came on c */
 
 /* the socket table (sock_table.c). sk_peek: lock-free hint (NULL inside the library);
  * sk_get under the lock: the socket with a reference the caller drops with sk_put. */
@@ -289,7 +336,9 @@ static inline int sk_internal_fd(int fd)
 }
 
 /* addresses and port numbers (sock_addr.c) */
+#define SK_BEYOND (-2)   /* sk_cluster_addr: the cluster's network, but no node of the job */
 int sk_cluster_addr(const struct sockaddr *sa, socklen_t len, uint32_t *addr, uint16_t *port, int *any);
+int sk_beyond(const struct sockaddr *sa, socklen_t len);
 int sk_fill_addr(int family, uint32_t addr, uint16_t port, struct sockaddr *sa, socklen_t *len);
 uint16_t sk_ephemeral_port(void);
 int sk_v6only(const struct sock *s);   /* IPV6_V6ONLY set (remembered options) */

@@ -94,9 +94,13 @@ static void sk_fini(void)
 		}
 		sk_in = 1;
 	}
+	if (G.active && !G.finished)
+		sk_tcp_fork_exit();   /* connections shared over fork: let go (the last holder closes) */
 	if (G.dir_used)
 		sk_dir_fini();
 	if (!G.port) {
+		if (G.stats && G.active && !G.finished)
+			sk_stats_print("at exit");
 		G.finished = 1;
 		sk_leave();
 		return;
@@ -134,6 +138,8 @@ static void sk_fini(void)
 			(unsigned long long)G.stat[SK_ST_UDP_SENT], (unsigned long long)G.stat[SK_ST_UDP_RECV],
 			(unsigned long long)G.stat[SK_ST_UDP_TAKEN]);
 	}
+	if (G.stats)
+		sk_stats_print("at exit");
 	__atomic_store_n(&G.n_ifd, 0, __ATOMIC_RELEASE);
 	pn_port_close(G.port);
 	G.port = NULL;

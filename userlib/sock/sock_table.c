@@ -99,7 +99,7 @@ void sk_destroy(struct sock *s)
 		}
 		break;
 	case SK_CONN:
-		if (s->c)
+		if (s->c && !sk_tcp_release(s))   /* shared over fork: let go, unless the last */
 			sk_conn_close(s->c);
 		break;
 	}

@@ -39,7 +39,14 @@ void sk_connect_progress(struct conn *c, uint64_t now);   /* a connecting c: ACK
 void sk_conn_close(struct conn *c);                        /* the program closed c (or never accepted it) */
 void sk_pid_check(struct conn *c, uint64_t now);           /* a peer on this host that has exited: reset */
 
+/* A send no connection owns (buf malloc'ed, freed when done; sk_service collects it). */
+void sk_detached_send(unsigned node, unsigned ctx, int chan, uint64_t tag, void *buf, size_t len);
+struct conn *sk_conn_find(uint32_t id);                    /* ours (zombies too) by id */
+int sk_conn_adopt(struct conn *c);                          /* a child's copy gets a channel of its port */
+void sk_conn_unlink(struct conn *c);                        /* out of G.conns, channel freed; memory kept */
+
 /* sock_tcp_io.c */
+int sk_conn_isend(struct conn *c, unsigned kind, const void *buf, size_t len, void *own);
 void sk_conn_reap(struct conn *c);             /* collect c's finished sends */
 void sk_conn_cancel_sends(struct conn *c);     /* withdraw c's sends that have not started */
 void sk_conn_send_close(struct conn *c);       /* CLOSE to the peer of an open c */

@@ -34,11 +34,58 @@ static struct conn *conn_new(void)
 	G.gen++;
 	c->chan = (uint16_t)ch;
 	c->id = (G.gen << 16) | ch;
+	c->home_pid = (int32_t)getpid();
 	c->next = G.conns;
 	if (G.conns)
 		G.conns->prev = c;
 	G.conns = c;
 	return c;
+}
+
+/* A forked child's copy of a connection it takes over (sock_tcp_fork.c): a channel and
+ * id of its own port, in its list; the parent's requests are not its. */
+int sk_conn_adopt(struct conn *c)
+{
+	struct conn *n = conn_new();
+	if (!n)
+		return -ENOBUFS;
+	/* n holds the new channel and the list place; c keeps its state and takes them */
+	c->chan = n->chan;
+	c->id = n->id;
+	c->home_pid = n->home_pid;
+	c->next = n->next;
+	c->prev = NULL;
+	if (c->next)
+		c->next->prev = c;
+	G.conns = c;
+	free(n);
+	c->ph = c->pt = NULL;
+	c->pbytes = 0;
+	c->req_send = c->ack_req = NULL;
+	c->reading = 0;
+	c->qnext = NULL;
+	c->live_at = pn_monotonic_ns() + SK_LIVE_NS;
+	return 0;
+}
+
+struct conn *sk_conn_find(uint32_t id)
+{
+	for (struct conn *c = G.conns; c; c = c->next)
+		if (c->id == id)
+			return c;
+	return NULL;
+}
+
+void sk_conn_unlink(struct conn *c)
+{
+	if (c->prev)
+		c->prev->next = c->next;
+	else if (G.conns == c)
+		G.conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	c->next = c->prev = NULL;
+	G.chan_used[c->chan / 64] &= ~(1ull << (c->chan % 64));
 }
 
 static void stage_free(struct conn *c)
@@ -54,13 +101,7 @@ static void stage_free(struct conn *c)
 
 static void conn_free(struct conn *c)
 {
-	if (c->prev)
-		c->prev->next = c->next;
-	else
-		G.conns = c->next;
-	if (c->next)
-		c->next->prev = c->prev;
-	G.chan_used[c->chan / 64] &= ~(1ull << (c->chan % 64));
+	sk_conn_unlink(c);
 	stage_free(c);
 	free(c);
 }
@@ -68,9 +109,11 @@ static void conn_free(struct conn *c)
 static void conn_opened(struct conn *c, uint32_t peer_id, int32_t pid, const uint8_t *boot, uint64_t now)
 {
 	c->state = CS_OPEN;
-	c->peer_id = peer_id;
-	c->peer_pid = pid;
-	c->pid_ok = G.local_pids && !memcmp(boot, G.boot, sizeof(G.boot));
+	if (!c->moves) {   /* (the peer's RESUME, taken before its ACK, says where it is now) */
+		c->peer_id = peer_id;
+		c->peer_pid = pid;
+		c->pid_ok = G.local_pids && !memcmp(boot, G.boot, sizeof(G.boot));
+	}
 	c->live_at = now + SK_LIVE_NS;
 	G.stat[SK_ST_TCP_OPENED]++;
 	if (c->peer_node != G.node)
@@ -90,7 +133,8 @@ static int pid_alive(int32_t pid)
  * is read, then the peer's CLOSE ends the connection normally. */
 void sk_pid_check(struct conn *c, uint64_t now)
 {
-	if (!c->pid_ok || c->error || c->state != CS_OPEN || now < c->live_at)
+	/* paused by a forking peer: its pid is not the one that goes on (RESUME says) */
+	if (!c->pid_ok || c->error || c->state != CS_OPEN || now < c->live_at || c->paused || c->fs)
 		return;
 	c->live_at = now + (G.finished ? SK_LIVE_NS / 100 : SK_LIVE_NS);
 	if (pid_alive(c->peer_pid)) {
@@ -282,7 +326,7 @@ struct sock *sk_listener_for(uint16_t port, uint32_t addr)
 }
 
 /* A send no connection owns (a listener's ACK): collected by sk_service when done. */
-static void detached_send(unsigned node, unsigned ctx, int chan, uint64_t tag, void *buf, size_t len)
+void sk_detached_send(unsigned node, unsigned ctx, int chan, uint64_t tag, void *buf, size_t len)
 {
 	struct psend *ps = malloc(sizeof(*ps));
 	if (!ps || pn_port_isend(G.port, node, ctx, chan, tag, buf, len, &ps->req) < 0) {
@@ -344,7 +388,7 @@ static void handle_req(unsigned node, unsigned ctx, const struct sk_req *rq, uin
 	}
 	if (G.debug > 1)
 		sk_warn("REQ from node %u ctx %u for port %u: %s", node, ctx, rq->dst_port, c ? "accepted" : "refused");
-	detached_send(node, ctx, SK_CHAN_CTL, SK_TAG(SK_T_ACK, rq->req_id), ack, sizeof(*ack));
+	sk_detached_send(node, ctx, SK_CHAN_CTL, SK_TAG(SK_T_ACK, rq->req_id), ack, sizeof(*ack));
 }
 
 int sk_accept(struct sock *s, int fd, struct sockaddr *sa, socklen_t *len, int flags)
@@ -487,11 +531,14 @@ void sk_service(int force)
 	}
 	if (G.dh)
 		detached_reap();
+	sk_tcp_fork_ctl(now);
 	sk_udp_pull();
 	if (G.uh)
 		sk_udp_reap();
 	for (struct conn *c = G.conns, *nx; c; c = nx) {
 		nx = c->next;
+		if (c->fs)
+			continue;   /* paused and shared over fork: whoever takes it moves it on */
 		if (c->closed) {
 			zombie_progress(c, now);
 			continue;

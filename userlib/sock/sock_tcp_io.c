@@ -13,7 +13,7 @@
 /* ---- sends ----------------------------------------------------------------------------------- */
 
 /* Send a message of the connection (DATA, FIN, CLOSE); own: a buffer freed when done. */
-static int conn_isend(struct conn *c, unsigned kind, const void *buf, size_t len, void *own)
+int sk_conn_isend(struct conn *c, unsigned kind, const void *buf, size_t len, void *own)
 {
 	struct psend *ps = malloc(sizeof(*ps));
 	int r;
@@ -81,8 +81,10 @@ void sk_conn_cancel_sends(struct conn *c)
 
 void sk_conn_send_close(struct conn *c)
 {
-	if (c->state == CS_OPEN && !c->error && G.port)
-		conn_isend(c, SK_T_CLOSE, NULL, 0, NULL);
+	if (c->paused)
+		c->defer_close = 1;   /* the peer forks: CLOSE goes where its RESUME says */
+	else if (c->state == CS_OPEN && !c->error && G.port)
+		sk_conn_isend(c, SK_T_CLOSE, NULL, 0, NULL);
 }
 
 /* ---- receives -------------------------------------------------------------------------------- */
@@ -138,6 +140,9 @@ size_t sk_conn_poll_msg(struct conn *c, void *buf, size_t cap, int *got)
 		/* fall through */
 	case SK_T_FIN:
 		c->eof = 1;
+		break;
+	case SK_T_PAUSED:
+		sk_tcp_paused_msg(c);
 		break;
 	}
 	return 0;
@@ -207,6 +212,21 @@ ssize_t sk_write(struct sock *s, const void *buf, size_t len, int flags, int *si
 			*sigpipe = 1;
 		return -EPIPE;
 	}
+	if (c->paused) {   /* the peer forks: nothing goes until its RESUME */
+		struct pn_backoff b = {0};
+		if (nb) {
+			sk_service(0);
+			if (c->paused)
+				return -EAGAIN;
+		}
+		while (c->paused && !c->error && G.port) {
+			sk_service(0);
+			if (c->paused)
+				sk_pause(&b);
+		}
+		if (!G.port)
+			return -ENOTSUP;
+	}
 	if (c->error)
 		return -c->error;
 	if (!len)
@@ -227,7 +247,7 @@ ssize_t sk_write(struct sock *s, const void *buf, size_t len, int flags, int *si
 			if (!(own = malloc(piece)))
 				return off ? (ssize_t)off : -ENOBUFS;
 			memcpy(own, (const uint8_t *)buf + off, piece);
-			if ((r = conn_isend(c, SK_T_DATA, own, piece, own)) < 0)
+			if ((r = sk_conn_isend(c, SK_T_DATA, own, piece, own)) < 0)
 				return off ? (ssize_t)off : -sk_conn_err(r);
 		}
 		sk_conn_reap(c);
@@ -236,7 +256,7 @@ ssize_t sk_write(struct sock *s, const void *buf, size_t len, int flags, int *si
 	/* blocking: from the program's buffer, returning when the peer has all of it */
 	for (off = 0; off < len; off += piece) {
 		piece = len - off < SK_MSG_MAX ? len - off : SK_MSG_MAX;
-		if ((r = conn_isend(c, SK_T_DATA, (const uint8_t *)buf + off, piece, NULL)) < 0) {
+		if ((r = sk_conn_isend(c, SK_T_DATA, (const uint8_t *)buf + off, piece, NULL)) < 0) {
 			if (!off)
 				return -sk_conn_err(r);
 			len = off;   /* what was posted goes; report that */
@@ -350,6 +370,7 @@ static size_t read_posted(struct conn *c, uint8_t *buf, size_t cap)
 	pn_port_req_t *rq;
 	pn_port_status_t st;
 	struct pn_backoff b = {0};
+	uint32_t moves = c->moves;
 	int r = pn_port_irecv(G.port, (int)c->peer_node, (int)c->peer_ctx, c->chan, c->id, SK_LOW_MASK, buf, cap, &rq);
 	if (r < 0) {
 		c->error = sk_conn_err(r);
@@ -368,6 +389,9 @@ static size_t read_posted(struct conn *c, uint8_t *buf, size_t cap)
 				/* fall through */
 			case SK_T_FIN:
 				c->eof = 1;
+				break;
+			case SK_T_PAUSED:
+				sk_tcp_paused_msg(c);
 			}
 			return 0;
 		}
@@ -379,8 +403,8 @@ static size_t read_posted(struct conn *c, uint8_t *buf, size_t cap)
 		}
 		sk_service(0);
 		sk_pid_check(c, pn_monotonic_ns());
-		if (c->error && pn_port_cancel(G.port, &rq) == 0) {
-			c->reading = 0;
+		if ((c->error || c->moves != moves) && pn_port_cancel(G.port, &rq) == 0) {
+			c->reading = 0;   /* (moved: the caller posts again, from the peer's new port) */
 			return 0;
 		}
 		sk_pause(&b);
@@ -495,8 +519,10 @@ int sk_shutdown(struct sock *s, int how)
 		c->rd_shut = 1;
 	if (how != SHUT_RD && !c->wr_shut) {
 		c->wr_shut = 1;
-		if (!c->error)
-			conn_isend(c, SK_T_FIN, NULL, 0, NULL);
+		if (c->paused)
+			c->defer_fin = 1;   /* after the forking peer's RESUME */
+		else if (!c->error)
+			sk_conn_isend(c, SK_T_FIN, NULL, 0, NULL);
 	}
 	return 0;
 }
@@ -507,6 +533,8 @@ short sk_readiness(struct sock *s, short events)
 	struct conn *c;
 	pn_port_status_t st;
 
+	if (s->type == SK_CONN && s->c && s->c->fs)
+		sk_tcp_claim(s);   /* shared over fork: polling it is using it */
 	if (s->stale)
 		return POLLERR | POLLHUP;
 	switch (s->type) {
@@ -543,8 +571,11 @@ short sk_readiness(struct sock *s, short events)
 		if (c->eof)
 			rev |= (short)(events & POLLRDHUP);
 	}
-	if ((events & (POLLOUT | POLLWRNORM)) && (c->error || c->wr_shut || c->peer_closed || c->pbytes < G.sndbuf))
+	if ((events & (POLLOUT | POLLWRNORM)) &&
+	    (c->error || c->wr_shut || c->peer_closed || (c->pbytes < G.sndbuf && !c->paused)))
 		rev |= (short)(events & (POLLOUT | POLLWRNORM));
+	if (s->zc_done != s->zc_next)
+		rev |= POLLERR;   /* a MSG_ZEROCOPY completion waits on the error queue */
 	if (c->error)
 		rev |= POLLERR | POLLHUP;
 	else if (c->eof && (c->wr_shut || c->peer_closed))

@@ -104,6 +104,8 @@ int sk_udp_bind(struct sock *s, int fd, const struct sockaddr *sa, socklen_t len
 
 	if (s->type != SK_CAND)
 		return -EINVAL;
+	if (node == SK_BEYOND)
+		return -EADDRNOTAVAIL;
 	if (any && !sk_v6only(s)) {
 		if (REAL(bind)(fd, sa, len) < 0) {
 			/* On sw and sim every node's process shares one host's ports: a port the
@@ -157,7 +159,8 @@ int sk_udp_wants(struct sock *s, const struct sockaddr *to, socklen_t tolen)
 	uint32_t a;
 	uint16_t p;
 	int any;
-	return s->dgram && s->type == SK_CAND && !s->stale && to && sk_cluster_addr(to, tolen, &a, &p, &any) >= 0;
+	return s->dgram && s->type == SK_CAND && !s->stale && to &&
+	       (sk_cluster_addr(to, tolen, &a, &p, &any) >= 0 || sk_beyond(to, tolen));
 }
 
 int sk_udp_connect(struct sock *s, int fd, const struct sockaddr *sa, socklen_t len, int *to_os)
@@ -174,6 +177,10 @@ int sk_udp_connect(struct sock *s, int fd, const struct sockaddr *sa, socklen_t 
 		return 0;
 	}
 	node = sk_cluster_addr(sa, len, &a, &port, &any);
+	if (node == SK_BEYOND) {
+		G.stat[SK_ST_BEYOND]++;
+		return -EHOSTUNREACH;
+	}
 	if (node < 0) {
 		if (s->type == SK_CAND || s->os) {   /* the OS's peer; cluster datagrams are not from it */
 			s->peer_set = s->type == SK_UDP;
@@ -346,6 +353,10 @@ ssize_t sk_udp_sendmsg(struct sock *s, int fd, const struct msghdr *msg, int fla
 		port = s->pport;
 	} else {
 		node = sk_cluster_addr(to, tolen, &a, &port, &any);
+		if (node == SK_BEYOND) {
+			G.stat[SK_ST_BEYOND]++;
+			return -EHOSTUNREACH;   /* beyond the job's nodes: never the OS's */
+		}
 		if (node < 0) {
 			ssize_t n;
 			if (s->type == SK_UDP && !s->os)

@@ -19,6 +19,10 @@
  *   FIN    connection     receiver's conn id  none: the sender writes no more
  *   CLOSE  channel        receiver's conn id  none: the sender closed (writes no more, reads no more)
  *   DGRAM  SK_CHAN_CTL    src port << 16 | dst port   one UDP datagram (0 .. SK_UDP_MAX bytes)
+ *   PAUSE  SK_CHAN_CTL    receiver's conn id  struct sk_move: the sender forks; write nothing more
+ *   PAUSED connection     receiver's conn id  none: the answer, after every DATA sent before it
+ *   RESUME SK_CHAN_CTL    receiver's conn id  struct sk_move: the connection goes on with the sender's
+ *                                             port (its node, context) and conn id
  *
  * A datagram's source address is the sender's node (stamped by its NIC), its source
  * port the tag's upper half.
@@ -48,7 +52,10 @@
 #define SK_CHAN_CTL 0             /* connection requests and answers */
 #define SK_MSG_MAX (1u << 20)     /* a write is sent as messages of at most this many bytes */
 
-enum sk_kind { SK_T_REQ = 1, SK_T_ACK = 2, SK_T_DATA = 3, SK_T_FIN = 4, SK_T_CLOSE = 5, SK_T_DGRAM = 6 };
+enum sk_kind {
+	SK_T_REQ = 1, SK_T_ACK = 2, SK_T_DATA = 3, SK_T_FIN = 4, SK_T_CLOSE = 5, SK_T_DGRAM = 6,
+	SK_T_PAUSE = 7, SK_T_PAUSED = 8, SK_T_RESUME = 9
+};
 
 #define SK_KIND_SHIFT 56
 #define SK_TAG(kind, low) (((uint64_t)(kind) << SK_KIND_SHIFT) | (uint64_t)(uint32_t)(low))
@@ -77,6 +84,14 @@ struct sk_ack {
 	int32_t status;       /* 0: accepted; else a positive errno (ECONNREFUSED) */
 	uint32_t conn;        /* the server's connection id */
 	int32_t pid;
+	uint8_t boot[16];
+};
+
+/* PAUSE and RESUME of a connection shared over fork (docs/sockets.md, "fork"). */
+struct sk_move {
+	uint32_t magic;
+	uint32_t conn;        /* the sender's connection id (PAUSED goes there; RESUME: the new one) */
+	int32_t pid;          /* RESUME: the process that goes on with the connection */
 	uint8_t boot[16];
 };
 

@@ -11,7 +11,9 @@
  *   sock_test_udp    udp
  *   sock_test_ppn    ppn, reclaim (several processes per node: the directory)
  *   sock_test_epoll  epoll
- *   sock_test_fork   fork, fork_udp (and execchild, which the fork case exec's)
+ *   sock_test_fork   fork, forksrv, fork_udp (and execchild, which the fork case exec's)
+ *   sock_test_if     iface, iface_off, beyond (the pn0 interface, addresses beyond the job)
+ *   sock_test_zc     zcopy (sendfile, splice, MSG_ZEROCOPY)
  *
  * In a two-node case node 1 serves and node 0 is the client; each program's header says
  * what its cases check. Each prints "ok CASE ..." or "FAIL CASE: ..." and exits 0 only on

@@ -3,10 +3,17 @@
  * sock_test_fork: fork and exec of a process with ParaNIC sockets (sock_test.h says how
  * to run it).
  *
- *   fork      the child: the parent's connection fails with EBADF (poll: POLLERR|POLLHUP),
- *             the inherited INADDR_ANY UDP socket is the OS's and works, a new connection
- *             of its own works; the parent's connection works after the child; an exec'd
- *             program sees the placeholder as a plain eventfd (execchild)
+ *   fork      two connections shared over fork (fork_paused 2): the child's first write
+ *             takes one over (moved to its port, fork_moved 1; getpeername before it
+ *             takes nothing), it talks and closes it (the server reads EOF), then the
+ *             parent's write on it fails with EBADF (kind -1); the child lets the other
+ *             go, and the parent goes on with it; the inherited INADDR_ANY UDP socket is
+ *             the OS's and works, a new connection of the child's own works; an exec'd
+ *             program sees the placeholder as a plain eventfd (execchild); the parent's
+ *             close after the exec'd child exited closes the connection (EOF)
+ *   forksrv   an accept-then-fork echo server (node 1: the parent closes each accepted
+ *             fd at once, a child serves it) and four clients, two of which write their
+ *             100000 bytes before the server has forked: every byte back, + 1
  *   fork_udp  node 0 binds two UDP sockets to its cluster address (as pvmd: netsock,
  *             ppnetsock) and forks: the child's first touch (a poll) of the inherited one
  *             takes its port over (udp_taken), it sends to the parent's other socket on the
@@ -22,61 +29,72 @@
 
 static int fork_server(void)
 {
-	int l = listener((uint16_t)(port0 + 70), 0), c1, c2;
+	int l = listener((uint16_t)(port0 + 70), 0), c1, c2, c3;
 	char buf[8];
 	CHECK(l >= 0, "listen: %s", strerror(errno));
 	c1 = accept(l, NULL, NULL);
 	CHECK(c1 >= 0, "accept: %s", strerror(errno));
 	EXPECT_RC(read_full(c1, buf, 1, 1), 0);
 	EXPECT_RC(write(c1, "A", 1), 1);
-	c2 = accept(l, NULL, NULL);   /* the child's own connection */
+	c2 = accept(l, NULL, NULL);   /* the parent's second connection */
 	CHECK(c2 >= 0, "accept: %s", strerror(errno));
-	EXPECT_RC(read_full(c2, buf, 5, 5), 0);
+	EXPECT_RC(read_full(c1, buf, 1, 1), 0);   /* from the child, which took c1 over */
+	CHECK(buf[0] == 'z', "the child on the inherited connection: %c", buf[0]);
+	EXPECT_RC(write(c1, "Z", 1), 1);
+	c3 = accept(l, NULL, NULL);   /* the child's own connection */
+	CHECK(c3 >= 0, "accept: %s", strerror(errno));
+	EXPECT_RC(read_full(c3, buf, 5, 5), 0);
 	CHECK(!memcmp(buf, "child", 5), "the child's data");
-	EXPECT_RC(write(c2, "C", 1), 1);
-	EXPECT_RC(read(c2, buf, 1), 0);
-	EXPECT_RC(read_full(c1, buf, 1, 1), 0);   /* the parent's connection still works */
+	EXPECT_RC(write(c3, "C", 1), 1);
+	EXPECT_RC(read(c3, buf, 1), 0);
+	EXPECT_RC(read(c1, buf, 1), 0);   /* the child closed the connection it took */
+	EXPECT_RC(read_full(c2, buf, 1, 1), 0);   /* the parent's other connection still works */
 	CHECK(buf[0] == 'b', "parent after the child: %c", buf[0]);
-	EXPECT_RC(write(c1, "B", 1), 1);
-	EXPECT_RC(read(c1, buf, 1), 0);
+	EXPECT_RC(write(c2, "B", 1), 1);
+	EXPECT_RC(read(c2, buf, 1), 0);
 	close(c1);
 	close(c2);
+	close(c3);
 	close(l);
 	say("ok fork server");
 	return 0;
 }
 
-static int fork_child(int c, int u, int o, uint16_t oport)
+static int fork_child(int c, int d, int u, uint16_t oport)
 {
 	struct sockaddr_in lo = {.sin_family = AF_INET, .sin_port = htons(oport)};
-	struct pollfd p = {.fd = c, .events = POLLIN | POLLOUT};
+	struct sockaddr_in pa;
+	socklen_t pl = sizeof(pa);
 	char x;
 	int n;
 	lo.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	CHECK(kind(c) == K_STALE, "the inherited connection is kind %d", kind(c));
-	CHECK(write(c, "z", 1) < 0 && errno == EBADF, "write on the parent's connection: %s", strerror(errno));
-	CHECK(read(c, &x, 1) < 0 && errno == EBADF, "read on the parent's connection: %s", strerror(errno));
-	EXPECT_RC(poll(&p, 1, 0), 1);
-	CHECK(p.revents & (POLLERR | POLLHUP), "poll on the parent's connection: 0x%x", p.revents);
+	CHECK(kind(c) == K_CONN && kind(d) == K_CONN, "the inherited connections are kind %d, %d", kind(c), kind(d));
+	EXPECT_RC(getpeername(c, (struct sockaddr *)&pa, &pl), 0);   /* from the copy: takes nothing */
+	CHECK(check_addr(&pa, sk_node_addr(&net, 1), (uint16_t)(port0 + 70)), "getpeername");
+	/* the first use takes the connection over: it moves to the child's own port */
+	EXPECT_RC(write(c, "z", 1), 1);
+	EXPECT_RC(read_full(c, &x, 1, 1), 0);
+	CHECK(x == 'Z', "reply on the inherited connection: %c", x);
+	CHECK(sock_stat && sock_stat("fork_moved") == 1, "fork_moved %lld", sock_stat ? sock_stat("fork_moved") : -1);
 	/* OS sockets keep working; a wildcard UDP socket is the OS's in the child */
 	CHECK(kind(u) == K_OS, "the inherited wildcard UDP socket is kind %d", kind(u));
 	EXPECT_RC(sendto(u, "os", 2, 0, (struct sockaddr *)&lo, sizeof(lo)), 2);
-	(void)o;
-	/* a new connection: the child opens a port of its own */
+	/* a new connection of its own */
 	n = connect_to(1, (uint16_t)(port0 + 70), 0);
 	CHECK(n >= 0 && kind(n) == K_CONN, "the child's connect: %s", strerror(errno));
 	EXPECT_RC(write(n, "child", 5), 5);
 	EXPECT_RC(read_full(n, &x, 1, 1), 0);
 	CHECK(x == 'C', "reply to the child %c", x);
 	close(n);
-	close(c);   /* nothing on the wire: the parent's connection stays */
+	close(c);   /* it took c: its close is the connection's */
+	close(d);   /* never used here: let go, the parent goes on with it */
 	return 0;
 }
 
 static int fork_client(const char *self)
 {
 	int c = connect_to(1, (uint16_t)(port0 + 70), 0), u = socket(AF_INET, SOCK_DGRAM, 0),
-	    o = socket(AF_INET, SOCK_DGRAM, 0), st;
+	    o = socket(AF_INET, SOCK_DGRAM, 0), d = -1, st;
 	struct sockaddr_in any = any_sa(0), lo = {.sin_family = AF_INET};
 	socklen_t ll = sizeof(lo);
 	char x, path[64], link[128];
@@ -86,6 +104,8 @@ static int fork_client(const char *self)
 	CHECK(c >= 0 && u >= 0 && o >= 0, "connect: %s", strerror(errno));
 	EXPECT_RC(write(c, "a", 1), 1);
 	EXPECT_RC(read_full(c, &x, 1, 1), 0);
+	d = connect_to(1, (uint16_t)(port0 + 70), 0);
+	CHECK(d >= 0, "connect: %s", strerror(errno));
 	EXPECT_RC(bind(u, (struct sockaddr *)&any, sizeof(any)), 0);
 	CHECK(kind(u) == K_UDP, "kind %d", kind(u));
 	lo.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -95,15 +115,20 @@ static int fork_client(const char *self)
 	pid = fork();
 	CHECK(pid >= 0, "fork: %s", strerror(errno));
 	if (pid == 0)
-		_exit(fork_child(c, u, o, ntohs(lo.sin_port)) == 0 ? 0 : 1);
+		_exit(fork_child(c, d, u, ntohs(lo.sin_port)) == 0 ? 0 : 1);
+	CHECK(sock_stat && sock_stat("fork_paused") == 2, "fork_paused %lld", sock_stat ? sock_stat("fork_paused") : -1);
 	CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0, "the child failed (0x%x)", st);
 	EXPECT_RC(recv(o, &x, 1, MSG_DONTWAIT), 1);   /* the child's datagram over the OS */
-	CHECK(kind(c) == K_CONN, "the parent's connection is kind %d", kind(c));
-	EXPECT_RC(write(c, "b", 1), 1);
-	EXPECT_RC(read_full(c, &x, 1, 1), 0);
+	/* c is the child's now: unusable here */
+	CHECK(write(c, "y", 1) < 0 && errno == EBADF, "write on the child's connection: %s", strerror(errno));
+	CHECK(kind(c) == K_STALE, "kind %d", kind(c));
+	/* d, which the child let go, is still the parent's */
+	EXPECT_RC(write(d, "b", 1), 1);
+	EXPECT_RC(read_full(d, &x, 1, 1), 0);
 	CHECK(x == 'B', "reply %c", x);
+	CHECK(kind(d) == K_CONN, "kind %d", kind(d));
 	/* exec: ParaNIC sockets do not survive; the fd is a plain eventfd in the new program */
-	snprintf(path, sizeof(path), "%d", c);
+	snprintf(path, sizeof(path), "%d", d);
 	pid = fork();
 	CHECK(pid >= 0, "fork: %s", strerror(errno));
 	if (pid == 0) {
@@ -112,14 +137,86 @@ static int fork_client(const char *self)
 	}
 	CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0, "the exec'd child failed (0x%x)",
 	      st);
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", c);
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", d);
 	n = readlink(path, link, sizeof(link) - 1);
 	link[n > 0 ? n : 0] = 0;
 	CHECK(strstr(link, "eventfd"), "the placeholder is %s", link);
 	close(c);
+	close(d);   /* the exec'd child is gone: the last holder closes it (the server reads EOF) */
 	close(u);
 	close(o);
 	say("ok fork client");
+	return 0;
+}
+
+/* ---- forksrv: an accept-then-fork echo server (node 1) and four clients (node 0) ------------- */
+
+#define FS_N 4
+#define FS_LEN 100000
+
+static int forksrv_server(void)
+{
+	int l = listener((uint16_t)(port0 + 80), 1), ok = 0;
+	pid_t kids[FS_N];
+	CHECK(l >= 0, "listen: %s", strerror(errno));
+	for (int i = 0; i < FS_N; i++) {
+		int a = accept(l, NULL, NULL);
+		CHECK(a >= 0, "accept: %s", strerror(errno));
+		fflush(stdout);
+		kids[i] = fork();
+		CHECK(kids[i] >= 0, "fork: %s", strerror(errno));
+		if (kids[i] == 0) {   /* the child serves: echo, each byte + 1, until EOF */
+			static uint8_t b[65536];
+			ssize_t n;
+			close(l);
+			while ((n = read(a, b, sizeof(b))) > 0) {
+				for (ssize_t k = 0; k < n; k++)
+					b[k]++;
+				if (write_full(a, b, (size_t)n) < 0)
+					_exit(2);
+			}
+			_exit(n == 0 && close(a) == 0 ? 0 : 3);
+		}
+		close(a);   /* the parent lets go at once, as forking servers do */
+	}
+	for (int i = 0; i < FS_N; i++) {
+		int st;
+		if (waitpid(kids[i], &st, 0) == kids[i] && WIFEXITED(st) && WEXITSTATUS(st) == 0)
+			ok++;
+	}
+	CHECK(ok == FS_N, "%d of %d children served", ok, FS_N);
+	CHECK(sock_stat("fork_paused") == FS_N, "fork_paused %lld", sock_stat("fork_paused"));
+	close(l);
+	say("ok forksrv server children=%d", ok);
+	return 0;
+}
+
+static int forksrv_client(void)
+{
+	static uint8_t out[FS_LEN], back[FS_LEN];
+	int c[FS_N];
+	for (int i = 0; i < FS_N; i++) {
+		c[i] = connect_to(1, (uint16_t)(port0 + 80), 0);
+		CHECK(c[i] >= 0, "connect %d: %s", i, strerror(errno));
+		if (i % 2 == 0) {   /* half write at once, before the server has forked */
+			for (size_t k = 0; k < FS_LEN; k++)
+				out[k] = (uint8_t)t_mix((uint32_t)(k + (size_t)i * 7919u));
+			EXPECT_RC(write_full(c[i], out, FS_LEN), 0);
+		}
+	}
+	for (int i = 0; i < FS_N; i++) {
+		for (size_t k = 0; k < FS_LEN; k++)
+			out[k] = (uint8_t)t_mix((uint32_t)(k + (size_t)i * 7919u));
+		if (i % 2)
+			EXPECT_RC(write_full(c[i], out, FS_LEN), 0);
+		EXPECT_RC(shutdown(c[i], SHUT_WR), 0);
+		EXPECT_RC(read_full(c[i], back, FS_LEN, 65536), 0);
+		for (size_t k = 0; k < FS_LEN; k++)
+			CHECK(back[k] == (uint8_t)(out[k] + 1), "connection %d byte %zu", i, k);
+		EXPECT_RC(read(c[i], back, 1), 0);
+		close(c[i]);
+	}
+	say("ok forksrv client connections=%d", FS_N);
 	return 0;
 }
 
@@ -338,6 +435,8 @@ int main(int argc, char **argv)
 		return rc;
 	if (!strcmp(cs, "fork"))
 		r = me ? fork_server() : fork_client(argv[0]);
+	else if (!strcmp(cs, "forksrv"))
+		r = me ? forksrv_server() : forksrv_client();
 	else if (!strcmp(cs, "fork_udp"))
 		r = me ? fork_udp_server() : fork_udp_client();
 	else if (!strcmp(cs, "execchild") && argc > 2)
