@@ -31,8 +31,9 @@ from paranic.spec import fw as FW
 from paranic.spec import protocol as P
 from paranic.spec.link import LinkState
 
-from .common import packet_layout
+from .common import hdr, packet_layout
 from .fifo import PacketFifo
+from .lane import is_lane_header
 from .router import default_buf_words
 
 #: Width of ``tx_target``: a router port number (``paranic.spec.protocol.Port``).
@@ -187,42 +188,54 @@ class MgmtPort(LiteXModule):
 
 
 class MgmtSteer(LiteXModule):
-    """Sends each management packet to the router input ``target`` names.
+    """Sends each management packet to the control lane or the router input ``target`` names.
 
-    ``sink`` (the MgmtPort's ``source``) goes to ``local`` (target 0: NicCore's injection
+    ``sink`` (the MgmtPort's ``source``) goes to ``lanes[p - 1]`` when it is a link-local
+    CONTROL packet for link port p (:func:`paranic.hw.lane.is_lane_header`: the control
+    lane, beside the router), and otherwise to ``local`` (target 0: NicCore's injection
     arbiter) or to ``links[p - 1]`` (target p: link port p's :class:`EvacInput`).
-    ``target`` is sampled at a packet's first word and held until its last, so changing
-    it never cuts a packet. A packet for a port beyond ``n_links`` (a bad target) is
-    read and discarded whole, counted in ``misrouted``. ``cur``: the input the packet
-    at the head goes to (the held target during a packet, else ``target``).
+    The way is chosen at a packet's first word (``target`` sampled then) and held until
+    its last, so changing ``target`` never cuts a packet. A routed packet for a target
+    beyond ``n_links`` is read and discarded whole, counted in ``misrouted``. ``cur``:
+    the router input the packet at the head goes to (the held target during a packet,
+    else ``target``); ``lane``: it goes to a lane instead.
     """
 
     def __init__(self, n_links: int) -> None:
         self.sink = stream.Endpoint(packet_layout())
         self.local = stream.Endpoint(packet_layout())
         self.links = [stream.Endpoint(packet_layout()) for _ in range(n_links)]
+        self.lanes = [stream.Endpoint(packet_layout()) for _ in range(n_links)]
         self.target = Signal(TARGET_BITS)
         self.cur = Signal(TARGET_BITS)
+        self.lane = Signal()
         self.misrouted = Signal(32)
 
         # # #
 
         open_ = Signal()                 # a packet is part-way through
         held = Signal(TARGET_BITS)
+        held_lane = Signal()
+        lane_port = Signal(TARGET_BITS)  # the lane of the packet at the head
+        held_port = Signal(TARGET_BITS)
         beat = Signal()
         self.comb += [
             self.cur.eq(Mux(open_, held, self.target)),
+            self.lane.eq(Mux(open_, held_lane, is_lane_header(self.sink.data, n_links))),
+            lane_port.eq(Mux(open_, held_port, hdr(self.sink.data, "direct"))),
             beat.eq(self.sink.valid & self.sink.ready),
         ]
         self.sync += If(beat,
             open_.eq(~self.sink.last),
-            If(~open_, held.eq(self.target)),
+            If(~open_, held.eq(self.target), held_lane.eq(self.lane), held_port.eq(lane_port)),
         )
         outs = [self.local] + self.links
         bad = Signal()
-        self.comb += bad.eq(self.cur > n_links)
+        self.comb += bad.eq(~self.lane & (self.cur > n_links))
         for p, out in enumerate(outs):
-            self.comb += If(self.cur == p, self.sink.connect(out))
+            self.comb += If(~self.lane & (self.cur == p), self.sink.connect(out))
+        for p, out in enumerate(self.lanes, start=1):
+            self.comb += If(self.lane & (lane_port == p), self.sink.connect(out))
         # A bad target: drain the packet (never block the port behind it).
         self.comb += If(bad, self.sink.ready.eq(1))
         self.sync += If(bad & beat & self.sink.last, self.misrouted.eq(self.misrouted + 1))

@@ -13,15 +13,16 @@ from __future__ import annotations
 
 from migen import If
 from litex.gen import LiteXModule
-from litex.soc.interconnect import packet
+from litex.soc.interconnect import packet, stream
 from litex.soc.interconnect.csr import CSRStatus, CSRStorage
 
 from paranic.spec import protocol as P
 
 from .barrier import BarrierUnit
-from .common import hdr
+from .common import hdr, packet_layout
 from .host import HostInterface
 from .inject import InjectionGate, StartGate
+from .lane import LaneRx, LaneTx
 from .link import LinkLayer
 from .mgmt import FwStatus, Identity, MgmtPort, MgmtTxPath
 from .router import Router, default_buf_words
@@ -118,10 +119,26 @@ class NicCore(LiteXModule):
         # router's local input (mgmt_tx_target 0) or, through a multiplexer in front of
         # each link port's input buffer, into the buffer of a port whose link is DOWN
         # (target p; docs/mgmt.md, "Replayed packets"). -----------------------------------
+        # Each link carries the control lane beside the router's packets: link-local
+        # CONTROL packets go from the management port to the link (LaneTx) and from the
+        # far link to the far management port (LaneRx), never through a router buffer
+        # (hw/lane.py; docs/architecture.md, "The control lane"). ----------------------------
         self.mgmt_tx = MgmtTxPath(self.mgmt, self.router)
-        for port, link, rx_sink, state in zip(self.router.links, self.links,
-                                              self.mgmt_tx.link_sinks, self.mgmt_tx.link_states):
-            self.comb += [link.port_connections(port, rx_sink=rx_sink), state.eq(link.link_state)]
+        self.lanes_tx, self.lanes_rx = [], []
+        for i, (port, link, evac_sink, state) in enumerate(zip(
+                self.router.links, self.links, self.mgmt_tx.link_sinks, self.mgmt_tx.link_states)):
+            ltx, lrx = LaneTx(), LaneRx(port=i + 1, n_links=n_links)
+            setattr(self, f"lane_tx{i}", ltx)
+            setattr(self, f"lane_rx{i}", lrx)
+            self.lanes_tx.append(ltx)
+            self.lanes_rx.append(lrx)
+            self.comb += [
+                link.port_connections(port, rx_sink=lrx.sink, lane_tx=ltx),
+                ltx.router_busy.eq(self.router.busy[i + 1]),
+                self.mgmt_tx.steer.lanes[i].connect(ltx.lane_sink),
+                lrx.router_source.connect(evac_sink),
+                state.eq(link.link_state),
+            ]
 
         # Injection: barrier packets, the management port's packets (target 0) and host
         # packets share the router's local input (packet round-robin). Barrier and host
@@ -151,8 +168,13 @@ class NicCore(LiteXModule):
 
         # Ejection by type: BARRIER to the barrier unit, CONTROL to the management port
         # (which back-pressures, never drops), everything else to the host. -----------------
+        eject_mgmt = stream.Endpoint(packet_layout())
         self.eject = packet.Dispatcher(self.router.local_source,
-                                       [self.host.rx_sink, self.barrier.sink, self.mgmt.sink])
+                                       [self.host.rx_sink, self.barrier.sink, eject_mgmt])
+        # The management port receives routed CONTROL packets from the router and
+        # link-local ones from the lanes (packet round-robin).
+        self.mgmt_rx = packet.Arbiter([eject_mgmt] + [lrx.source for lrx in self.lanes_rx],
+                                      self.mgmt.sink)
         ptype = hdr(self.router.local_source.data, "type")
         self.comb += If(ptype == P.PacketType.BARRIER, self.eject.sel.eq(1)
                         ).Elif(ptype == P.PacketType.CONTROL, self.eject.sel.eq(2)

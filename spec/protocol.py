@@ -37,6 +37,9 @@ HEADER_WORDS = HEADER_BYTES // WORD_BYTES
 DEFAULT_MTU = 1024
 #: Largest MTU the header's length field and the RX slot layout can describe.
 MAX_MTU = 8192
+#: Largest payload of a link-local CONTROL packet that takes the control lane (beside the
+#: router; hw/lane.py, docs/architecture.md "The control lane"). Longer ones are routed.
+LANE_MAX_BYTES = 256
 #: Default number of hardware contexts (a NicCore parameter).
 DEFAULT_CONTEXTS = 16
 #: Width of node and context identifiers in the header.

@@ -36,7 +36,7 @@ COUNTERS: tuple[tuple[str, int, str], ...] = (
     ("naks", 32, "NAKs received from the far end"),
     ("naks_sent", 32, "NAKs sent to the far end"),
     ("timeouts", 32, "ACK timeouts (replay without a NAK)"),
-    ("rx_overflows", 32, "words the router's input did not accept (credit violation; should stay 0)"),
+    ("rx_overflows", 32, "words refused: by the router's input (a credit violation) or by a full control lane (replayed)"),
 )
 
 
@@ -261,19 +261,29 @@ class LinkLayer(LiteXModule):
         for name, _, _ in COUNTERS:
             setattr(self, name, getattr(tx, name) if hasattr(tx, name) else getattr(rx, name))
 
-    def port_connections(self, port, rx_sink=None) -> list:
+    def port_connections(self, port, rx_sink=None, lane_tx=None) -> list:
         """Statements joining this link layer to a router's ``LinkPortIf``.
 
         ``rx_sink``: where the received packets go instead of ``port.sink`` (NicCore
-        puts a :class:`paranic.hw.mgmt.EvacInput` there)."""
-        return [
-            port.source.connect(self.tx_sink),
+        puts a :class:`paranic.hw.lane.LaneRx` there). ``lane_tx``: a
+        :class:`paranic.hw.lane.LaneTx` between the port's packets and this link layer
+        (its ``router_busy`` is left to the caller)."""
+        if lane_tx is None:
+            tx = [port.source.connect(self.tx_sink), port.tx_room.eq(self.tx_room)]
+        else:
+            tx = [
+                port.source.connect(lane_tx.router_sink),
+                lane_tx.source.connect(self.tx_sink),
+                lane_tx.room_in.eq(self.tx_room),
+                lane_tx.up.eq(self.up),
+                port.tx_room.eq(lane_tx.room_out),
+            ]
+        return tx + [
             self.rx_source.connect(port.sink if rx_sink is None else rx_sink),
             port.credit_valid.eq(self.credit_valid),
             port.credit_words.eq(self.credit_words),
             self.drained.eq(port.drained),
             port.up.eq(self.up),
-            port.tx_room.eq(self.tx_room),
             self.rx_buf_empty.eq(port.buf_empty),
         ]
 
