@@ -262,21 +262,14 @@ class Router(LiteXModule):
             r = Signal(P.ROUTE_BITS, name=f"route_{PORT_NAMES[k]}")
             dn = Signal(name=f"drop_{PORT_NAMES[k]}")
             rq = Signal(name=f"req_{PORT_NAMES[k]}")
-            # A link-local packet in a link input with ``rt`` set was put there by the
-            # management port (mgmt_tx_target: the firmware sends through the input of
-            # a DOWN link while the local input waits behind packets for that link): it
-            # leaves on its ``direct`` port like one from the local input, with ``rt``
-            # cleared, so the next router delivers it. Link-local packets from a
-            # neighbour have ``rt`` 0 and are delivered here.
+            # A link-local packet from the local port leaves on its ``direct`` port; one
+            # from a link port is delivered here. One sent out on a link that is not up
+            # is dropped (and counted in err_unknown): it was meant for whoever is at the
+            # other end of that cable, and waiting would block the input behind it.
             out = Signal(name=f"directout_{PORT_NAMES[k]}")
-            self.comb += out.eq((dr != 0) if k == 0 else ((dr != 0) & rt))
-            # A link-local packet sent out on a link that is not up is dropped (and
-            # counted in err_unknown): it was meant for whoever is at the other end of
-            # that cable, and waiting would block the input behind it.
+            self.comb += out.eq(dr != 0) if k == 0 else out.eq(0)
             dead = Signal(name=f"deaddirect_{PORT_NAMES[k]}")
             self.comb += dead.eq(out & ~Array(link_up)[dr])
-            fl = Signal(name=f"flipnow_{PORT_NAMES[k]}")
-            self.comb += fl.eq(dv if k == 0 else (dv | out))
             self.comb += [
                 If(out, r.eq(dr)
                 ).Elif(dr != 0, r.eq(P.Port.LOCAL)
@@ -287,7 +280,7 @@ class Router(LiteXModule):
             ]
             directs.append(dr)
             diverts.append(dv)
-            flips.append(fl)
+            flips.append(dv)
             route.append(r)
             words.append(nw)
             req.append(rq)

@@ -91,7 +91,8 @@ struct fw_port {
 	unsigned int hw;         /* last PN_LINK_STATE_* read */
 	uint8_t up;              /* link layer UP */
 	uint8_t usable;          /* carries routes */
-	uint8_t frozen;          /* went DOWN; replay buffer not yet evacuated */
+	uint8_t frozen;          /* went DOWN; not yet restarted */
+	uint8_t replayed;        /* ... its replay buffer evacuated: restarts once idle */
 	uint8_t nbr_known;
 	uint64_t nbr_uid;        /* who is at the other end (kept while the link is down) */
 	uint8_t nbr_port;

@@ -76,14 +76,15 @@ void fw_init(struct fw *f, const struct fw_hw *hw)
 /* -- packets ------------------------------------------------------------------------- */
 
 /*
- * Where the management port injects (mgmt_tx_target). Normally the router's local input;
- * while a link is DOWN, its own input instead: host packets for that link may fill the
- * local input and wait there until the route change this node's control packets are
- * needed for (docs/firmware.md, "Route changes"). While a link's packets are replayed,
- * that link's input. The management port applies a new target from the next packet it
+ * Where the management port injects its routed packets (mgmt_tx_target; link-local ones
+ * take the control lanes whatever the target). Normally the router's local input; while
+ * a link is DOWN, its own input instead: host packets for that link may fill the local
+ * input and wait there until the route change this node's FLUSHes and ACKs are needed
+ * for (docs/firmware.md, "Route changes"). While a link's packets are replayed, that
+ * link's input. The management port applies a new target from the next packet it
  * starts, so the packets still in its TX FIFO (perhaps waiting behind that local input)
- * follow the new target too; before a link restarts, fw_evacuate() waits until its
- * input is empty and sets the target back.
+ * follow the new target too; fw_evacuate() waits until the input is empty, and the
+ * target is back at 0 before the link restarts (restart_links()).
  */
 static void tx_route(struct fw *f, unsigned int want)
 {
@@ -116,9 +117,7 @@ static void send_direct(struct fw *f, unsigned int port, enum fw_msg_kind k, con
 
 	PN_SET(h, PN_HDR_TYPE, PN_TYPE_CONTROL);
 	PN_SET(h, PN_HDR_LENGTH, n * 8);
-	PN_SET(h, PN_HDR_DIRECT, port);
-	/* through a link input: rt tells that router to send it out on `port` */
-	PN_SET(h, PN_HDR_RT, f->tx_port != 0);
+	PN_SET(h, PN_HDR_DIRECT, port);   /* the control lane of link port `port` */
 	PN_SET(h, PN_HDR_SRC_NODE, f->id);
 	hw->tx_word(hw->ctx, h[0]);
 	hw->tx_word(hw->ctx, h[1]);
@@ -282,15 +281,15 @@ static void links(struct fw *f, uint64_t now)
  * The far end's receive count at its DOWN (in its LSA) tells which of our unacknowledged
  * frames arrived: those before it did; the rest enter our router through the failed link's
  * own input (tx_target), ahead of every packet still queued for that link, stamped with
- * table set `set`. Then the link restarts (and comes back when its cable does).
- * Non-blocking: returns 1 when done, 0 to be called again.
+ * table set `set`. The link restarts later, once no route change is under way
+ * (restart_links). Non-blocking: returns 1 when done, 0 to be called again.
  */
 int fw_evacuate(struct fw *f, unsigned int p, unsigned int set, uint64_t now)
 {
 	const struct fw_hw *hw = f->hw;
 	struct fw_port *q = &f->port[p];
 
-	if (!q->frozen)
+	if (!q->frozen || q->replayed)
 		return 1;
 	if (!q->evac_go) {
 		const struct fw_lsa_port *far = far_end(f, q);
@@ -345,16 +344,46 @@ int fw_evacuate(struct fw *f, unsigned int p, unsigned int set, uint64_t now)
 			return 0;
 		f->flush_timeouts++;
 	}
-	/* The link's input may take nothing more from the management port once it trains. */
 	hw->tx_target(hw->ctx, 0);
 	f->tx_port = 0;
 	f->evac_port = 0;
-	hw->link_restart(hw->ctx, p);
-	q->frozen = 0;
 	q->evac_go = 0;
-	f->self_dirty = 1;
+	q->replayed = 1;
 	f->dirty_status = 1;
 	return 1;
+}
+
+/*
+ * Restart the links whose replay buffers are evacuated, once no route change is under way.
+ * Not earlier: a link whose cable is whole (taken out for its errors) trains again at once,
+ * and while a change is under way the old table set still routes over it, so newer packets
+ * would take it past the older ones that were replayed by another path (and divert, which
+ * acts only on links that are not up, would stop moving them). Once idle, only the table
+ * set in use carries packets, and it avoids the link until a later plan puts it back.
+ */
+static void restart_links(struct fw *f)
+{
+	const struct fw_hw *hw = f->hw;
+	unsigned int p;
+
+	if (f->phase != FW_PHASE_IDLE)
+		return;
+	for (p = 1; p <= f->nports; p++) {
+		struct fw_port *q = &f->port[p];
+
+		if (!q->frozen || !q->replayed)
+			continue;
+		/* The link's input may take nothing more from the management port once it
+		 * trains. */
+		if (f->tx_port == p) {
+			hw->tx_target(hw->ctx, 0);
+			f->tx_port = 0;
+		}
+		hw->link_restart(hw->ctx, p);
+		q->frozen = q->replayed = 0;
+		f->self_dirty = 1;
+		f->dirty_status = 1;
+	}
 }
 
 /* -- routes -------------------------------------------------------------------------- */
@@ -395,6 +424,7 @@ void fw_poll(struct fw *f)
 		f->dirty_status = 1;
 	}
 	fw_plan_step(f, now);
+	restart_links(f);
 	if (f->self_dirty)
 		fw_db_self(f);
 	transmit(f);

@@ -148,37 +148,3 @@ def test_direct_to_a_port_that_is_down_is_dropped():
     assert b.words(Port.XP) == [behind]
     assert b.words(Port.XM) == []
 
-
-def ctl_rt(direct, rt, dst=5, tag=0, length=16):
-    w0, w1 = P.header_words(dst_node=dst, src_node=3, type=CONTROL, length=length, direct=direct, rt=rt)
-    return [w0, tag] + [0x1111 * (i + 1) for i in range(P.payload_words(length))]
-
-
-@pytest.mark.parametrize("n_links", [2, 4])
-def test_direct_with_rt_in_a_link_input_leaves_on_its_port(n_links):
-    """A link-local packet with ``rt`` set in a link input (the management port put it
-    there: mgmt_tx_target, docs/mgmt.md) leaves on its ``direct`` port with ``rt``
-    cleared, the rest untouched; one with ``rt`` 0 (from a neighbour) is delivered
-    locally; one for a port that is not up is dropped and counted."""
-    b = Bench(n_links)
-    n = n_links + 1
-    rtf = P.HEADER_FIELD["rt"].offset
-    fwd = ctl_rt(Port.XP, 1, tag=0x31)            # in input XM: out on XP
-    local = ctl_rt(Port.XP, 0, tag=0x32)          # in input XM: a neighbour's, delivered here
-    dead = ctl_rt(Port.XM, 1, tag=0x33)           # XM is down: dropped
-
-    def main():
-        yield b.dut.links[Port.XM - 1].up.eq(0)
-        yield from b.load({})
-        yield from b.send(Port.XM, [fwd, local, dead])
-        for _ in range(150):
-            yield
-        assert (yield b.dut.err_unknown) == 1
-    b.run(main, 400)
-    out = b.words(Port.XP)
-    assert len(out) == 1
-    assert (out[0][0] >> rtf) & 1 == 0 and out[0][0] | (1 << rtf) == fwd[0] and out[0][1:] == fwd[1:]
-    got = b.words(0)
-    assert [w[1] for w in got] == [0x32]
-    for p in range(2, n):
-        assert b.words(p) == []
