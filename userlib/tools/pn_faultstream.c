@@ -23,15 +23,20 @@
  * ("out_of_order": messages from a sender that arrived after a later one of it).
  *
  * A message that never arrives makes B wait for ever: run it under a time limit (the
- * bench does) and read the simulator's counters.
+ * bench does) and read the simulator's counters. Every 10 s without a message B says on
+ * stderr how far it got and what rawdata dropped.
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "paranic/pn_rawdata.h"
 #include "tutil.h"
+
+/* Wall-clock time without a message after which the receiver reports where it stands. */
+#define STALL_NS 10000000000ll
 
 static int cmp_u64(const void *a, const void *b)
 {
@@ -82,7 +87,28 @@ static int receive(pn_rd_t *rd, pn_hal_t *h, int src, unsigned nsrc, long count,
 		uint64_t w, seq;
 		unsigned who;
 
-		r = pn_rd_recv(rd, src, buf, bytes, &from, &len);
+		r = pn_rd_recv_timeout(rd, src, buf, bytes, &from, &len, STALL_NS);
+		if (r == -ETIMEDOUT) {
+			/* Never a silent stall: say where the stream stands, keep waiting. */
+			pn_rd_stats_t st;
+
+			pn_rd_stats(rd, &st);
+			fprintf(stderr, "pn_faultstream: no message for %d s: %ld of %ld received "
+				"(newest seq from node %d: %ld); rawdata aborted %llu stray %llu "
+				"foreign %llu; missing:", (int)(STALL_NS / 1000000000), got, expect,
+				src < 0 ? 0 : src, last[src < 0 ? 0 : src],
+				(unsigned long long)st.aborted, (unsigned long long)st.stray,
+				(unsigned long long)st.foreign);
+			for (unsigned k = 0, shown = 0; k < n && shown < 8; k++)
+				for (long q = 0; q < count && shown < 8; q++)
+					if (k != me && (src < 0 || (unsigned)src == k) &&
+					    !seen[k * (size_t)count + q]) {
+						fprintf(stderr, " %u:%ld", k, q);
+						shown++;
+					}
+			fprintf(stderr, "\n");
+			continue;
+		}
 		if (r < 0) {
 			say("FAIL recv: %d (%s)", r, pn_strerror(r));
 			return 1;
