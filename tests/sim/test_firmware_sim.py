@@ -201,9 +201,6 @@ def test_cable_pulled_during_all_to_all(soc_torus):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="open (issue 12): at BER 1e-3 the route change stalls: the "
-                   "node whose link went DOWN cannot get its control packets out (docs/firmware.md, "
-                   "\"Limits\")")
 def test_link_at_ber_1e3_is_taken_out_or_progresses(soc_ring_binary, userlib_build, firmware_images):
     """Cable 0 at a bit-error rate of 1e-3: a stream across it either still progresses or
     the link goes down and is routed around. Never a silent stall: the stream of 4 KiB
