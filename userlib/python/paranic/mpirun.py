@@ -118,10 +118,15 @@ def provider_missing() -> str | None:
 
 
 def mpirun_cmd(prog: Sequence[str], np_: int, transport: str, env_keys: Sequence[str] = (),
-               tag_output: bool = False) -> list[str]:
+               tag_output: bool = False, backend: str = "sw") -> list[str]:
     """The mpirun command line: ``np_`` ranks here, unbound, each through pn_mpi_exec;
-    ``env_keys`` are forwarded to the ranks explicitly (``-x``)."""
+    ``env_keys`` are forwarded to the ranks explicitly (``-x``). On ``sim`` the ranks
+    yield the CPU while they wait (``mpi_yield_when_idle``): the simulator needs the
+    cores they would spin on, and simulated time keeps running while it waits for one
+    (an 8-byte ping-pong: 0.91 us one way yielding, 1.1 to 4.5 us spinning on 2 cores)."""
     cmd = [MPIRUN, "-np", str(np_), "--oversubscribe", "--bind-to", "none"]
+    if backend == "sim":
+        cmd += ["--mca", "mpi_yield_when_idle", "1"]
     if os.geteuid() == 0:
         cmd.append("--allow-run-as-root")   # containers and CI run as root
     if tag_output:
@@ -223,7 +228,7 @@ def _run(a: argparse.Namespace, prog: list[str], np_: int, ppn: int, transport: 
     with runjob.job_cluster(a, cluster, nodes, ppn, prog, env, what="paranic mpirun",
                             nodes_what="the job's nodes (-np / --ppn)") as job:
         keys = sorted(k for k in job.env if k.startswith(("PARANIC_", "FI_")))
-        cmd = mpirun_cmd(prog, np_, transport, keys, tag_output)
+        cmd = mpirun_cmd(prog, np_, transport, keys, tag_output, a.backend)
         st: list[dict] = []
         try:
             rc, out = _wait(cmd, job.env, timeout, stream)
