@@ -6,7 +6,7 @@ straight from the link layer into the management port (:class:`LaneRx`). It neve
 enters a router buffer, so it never waits behind a routed packet: a router input buffer
 can stay blocked for as long as a route change takes (its head packet waits for a link
 that is DOWN until divert frees it), and the route change itself needs the firmware to
-hear its neighbours (docs/architecture.md, "The control lane"). The link layer frames
+hear its neighbours (docs/architecture.md, "Control lane"). The link layer frames
 both kinds of packet alike: CRC, replay and the frame order are the link's.
 
 Neither side touches the router's credits: lane packets never occupy a router input
@@ -108,11 +108,12 @@ class LaneRx(LiteXModule):
     router port's input buffer), except lane packets, which go into a packet FIFO of
     ``depth_words`` whose ``source`` feeds the management port, with ``direct`` set to
     ``port`` (the firmware learns the port a neighbour's packet came in on, as from the
-    router). ``depth_words``: default :data:`LANE_RX_WORDS`. A lane packet is taken only when all of it fits (its length from its header
-    against the FIFO's free words); otherwise it is refused whole: the link layer counts
-    the refused words (``rx_overflows``), poisons the frame and the far end replays it.
-    ``refused``: lane packets refused. The router's credits never cover lane packets, so
-    this is the lane's only flow control.
+    router); ``depth_words`` defaults to :data:`LANE_RX_WORDS`. A lane packet is taken
+    only when all of it fits (its length from its header against the FIFO's free
+    words); otherwise it is refused whole: the link layer counts the refused words
+    (``rx_overflows``), poisons the frame and the far end replays it. ``refused``: lane
+    packets refused. The router's credits never cover lane packets, so this is the
+    lane's only flow control.
     """
 
     def __init__(self, port: int, n_links: int, depth_words: int | None = None) -> None:

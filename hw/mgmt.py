@@ -1,14 +1,16 @@
 """The management port, the identity inputs and the firmware status registers.
 
-* :class:`MgmtPort`: a CPU-driven packet port into the router's local port, for the
-  firmware's CONTROL packets (neighbour discovery, topology flooding). Transmit: the
-  CPU pushes the words of a packet (the whole header, sent raw: the NIC stamps
-  nothing, so link-local packets carry their ``direct`` port and routed ones the
-  firmware's own source node) and commits them with ``tx_send``. Receive: CONTROL
-  packets the router ejects land in a packet FIFO the CPU reads word by word. The RX
-  side never drops a packet: when it is full it back-pressures the ejection path.
-* :class:`MgmtSteer` and :class:`EvacInput`: where the management port's packets enter
-  the router: its local input (``tx_target`` 0, the default) or the input buffer of a
+* :class:`MgmtPort`: a CPU-driven packet port for the firmware's CONTROL packets
+  (neighbour discovery, topology flooding, route changes). Transmit: the CPU pushes the
+  words of a packet (the whole header, sent raw: the NIC stamps nothing, so link-local
+  packets carry their ``direct`` port and routed ones the firmware's own source node)
+  and commits them with ``tx_send``. Receive: CONTROL packets the router ejects and
+  those the control lanes bring (:mod:`paranic.hw.lane`) land in a packet FIFO the CPU
+  reads word by word. The RX side never drops a packet: when it is full it
+  back-pressures the ejection path and the lanes.
+* :class:`MgmtSteer` and :class:`EvacInput`: where the management port's packets go:
+  link-local ones to their link's control lane; the others into the router, at its
+  local input (``tx_target`` 0, the default) or the input buffer of a
   link port whose link is DOWN (``tx_target`` p), so that packets the firmware replays
   from that link's frozen replay buffer enter the router as if they had just arrived
   on that port, ahead of everything queued behind them at the local input.
@@ -41,8 +43,9 @@ TARGET_BITS = P.ROUTE_BITS
 
 
 class MgmtPort(LiteXModule):
-    """CPU packet port: ``source`` joins the router's injection, ``sink`` takes the
-    CONTROL packets the router ejects.
+    """CPU packet port: ``source`` goes to the router's injection and the control lanes
+    (:class:`MgmtSteer`), ``sink`` takes the CONTROL packets the router ejects and the
+    lanes bring.
 
     ``depth_words`` (power of two, default room for two MTU packets) sizes each of the
     two packet FIFOs. CSRs (collected as ``mgmt_*``):

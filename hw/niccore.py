@@ -1,8 +1,9 @@
 """NicCore: everything on a ParaNIC board that is not board-specific.
 
-Router + one LinkLayer per link port + HostInterface + BarrierUnit + MgmtPort (the
-firmware's CONTROL packets, and through MgmtTxPath the packets it replays after a link
-fault), joined by packet streams; the identity inputs ``dna`` and
+Router + one LinkLayer per link port (carrying a control lane beside the router's
+packets: hw/lane.py) + HostInterface + BarrierUnit + MgmtPort (the firmware's CONTROL
+packets, and through MgmtTxPath the packets it replays after a link fault), joined by
+packet streams; the identity inputs ``dna`` and
 ``cfg_node`` (driven by the board or the simulator) and the firmware status registers. The board (or the simulator) supplies the PHY adapters for the
 link ports' ``phy_tx``/``phy_rx`` streams, a Wishbone master for ``bus`` (the
 context pages; privileged CSRs are collected by LiteX from the submodules), and
