@@ -354,13 +354,14 @@ def build(topo: str | Topology = "ring:4", mtu: int = P.DEFAULT_MTU, n_ctx: int 
     instead of NicCores the harness configures.
 
     Progress goes to stderr (``quiet`` silences it). ``jobs``: parallel compiler jobs
-    for the model (default ``$PARANIC_SIM_JOBS`` or 1: the machine is shared).
+    for the model (default ``$PARANIC_SIM_JOBS``, else one per CPU: builds run while
+    nothing else does, in make test and make demo alike).
     Concurrent calls for the same topology wait for each other (a lock file).
     """
     t = topo if isinstance(topo, Topology) else Topology.parse(topo)
     if t.nodes > 16 or (t.is_torus and (t.x > 4 or t.y > 4)):
         raise ValueError(f"{t}: the simulator supports rings up to 16 nodes and tori up to 4x4")
-    jobs = jobs or int(os.environ.get("PARANIC_SIM_JOBS", "1"))
+    jobs = jobs or int(os.environ.get("PARANIC_SIM_JOBS", "0")) or os.cpu_count() or 1
     tag = topo_tag(t, soc)
     _TAG.value = tag
     simroot = BUILD_ROOT / "sim"
