@@ -17,7 +17,11 @@
  *
  *   fwnet --topo ring:4|torus:XxY [--dna-seed S] [--cfg NODE=ID]... [--ticks T]
  *         [--traffic PACKETS] [--cut CABLE@TICK]... [--mend CABLE@TICK]...
- *         [--boot-twice]
+ *         [--fail CABLE@TICK]... [--boot-twice]
+ *
+ * --fail takes cable CABLE's first end DOWN at TICK as its link layer does at the replay
+ * limit, the cable staying whole: the far end then sees loss of signal, and a restarted
+ * link trains again at once (a link taken out for its error rate).
  *
  * Prints one JSON object: per node (by index) its uid, id, coords, state, epoch, table;
  * traffic totals (sent, delivered once, duplicated, missing, out of order, evacuated, lost,
@@ -469,7 +473,9 @@ static void boot(unsigned int n)
 int main(int argc, char **argv)
 {
 	uint64_t ticks = 3000, seed = 1, routed_at = 0, cut_at[16] = {0}, mend_at[16] = {0};
-	int cut_k[16], mend_k[16], ncut = 0, nmend = 0, traffic = 0, boot_twice = 0;
+	uint64_t fail_at[16] = {0};
+	int cut_k[16], mend_k[16], fail_k[16], ncut = 0, nmend = 0, nfail = 0, traffic = 0;
+	int boot_twice = 0;
 	uint64_t rerouted_at = 0, restored_at = 0;
 	uint32_t cfgs[MAXN] = {0};
 	unsigned int n, p, i;
@@ -491,6 +497,8 @@ int main(int argc, char **argv)
 			cut_k[ncut] = (int)k; cut_at[ncut++] = t; a++;
 		} else if (!strcmp(argv[a], "--mend") && sscanf(v, "%u@%llu", &k, &t) == 2 && nmend < 16) {
 			mend_k[nmend] = (int)k; mend_at[nmend++] = t; a++;
+		} else if (!strcmp(argv[a], "--fail") && sscanf(v, "%u@%llu", &k, &t) == 2 && nfail < 16) {
+			fail_k[nfail] = (int)k; fail_at[nfail++] = t; a++;
 		} else {
 			fprintf(stderr, "fwnet: bad argument %s\n", argv[a]);
 			return 2;
@@ -508,11 +516,14 @@ int main(int argc, char **argv)
 			far_of(n, p, &m, &q);
 			cables[ncables++] = (struct cable){n, p, m, q, 0};
 		}
-	for (a = 0; a < ncut; a++)
-		if ((unsigned int)cut_k[a] >= ncables) {
-			fprintf(stderr, "fwnet: no cable %d\n", cut_k[a]);
+	for (a = 0; a < ncut + nfail; a++) {
+		int c = a < ncut ? cut_k[a] : fail_k[a - ncut];
+
+		if ((unsigned int)c >= ncables) {
+			fprintf(stderr, "fwnet: no cable %d\n", c);
 			return 2;
 		}
+	}
 	srand((unsigned int)seed);
 	for (n = 0; n < N; n++) {
 		nic[n].dna = ((uint64_t)rand() << 32 | (uint64_t)rand()) | 1;
@@ -546,6 +557,12 @@ int main(int argc, char **argv)
 			for (a = 0; a < nmend; a++)
 				if (mend_at[a] == tick)
 					cables[mend_k[a]].cut = 0;
+			for (a = 0; a < nfail; a++) {
+				struct lport *l = &nic[cables[fail_k[a]].a].port[cables[fail_k[a]].pa];
+
+				if (fail_at[a] == tick && l->state == PN_LINK_STATE_UP)
+					l->state = PN_LINK_STATE_DOWN;
+			}
 			step_links();
 			for (n = 0; n < N; n++)
 				fw_poll(&nic[n].fw);
