@@ -18,7 +18,7 @@ from litex.soc.interconnect import stream
 
 from paranic.spec import protocol as P
 
-from .common import hdr, packet_layout
+from .common import hdr, packet_layout, packet_words
 from .host_ctx import ContextState, RRPicker, user_type_ok
 
 
@@ -125,7 +125,7 @@ class PioEngine(Module):
                 NextState("IDLE"),
             ).Else(
                 NextValue(hdr0, stamped),
-                NextValue(nwords, P.HEADER_WORDS + ((length + 7) >> 3)),
+                NextValue(nwords, packet_words(length)),
                 NextValue(idx, 0),
                 NextState("SEND"),
             ),

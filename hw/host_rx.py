@@ -23,7 +23,7 @@ from litex.soc.interconnect import stream
 
 from paranic.spec import protocol as P
 
-from .common import hdr, packet_layout
+from .common import hdr, packet_layout, packet_words
 from .dma import DmaWriter
 from .host_ctx import ContextConfig, ContextState
 
@@ -107,7 +107,7 @@ class RxEngine(Module):
                 NextState("DROP"),
             ).Elif(~full,
                 NextValue(slot_adr, cfg.rx_base_rd.dat_r + (tail & mask) * slot_bytes),
-                NextValue(nwords, P.HEADER_WORDS + ((length + 7) >> 3)),
+                NextValue(nwords, packet_words(length)),
                 NextValue(sent, 0),
                 NextValue(ended, 0),
                 NextValue(bad, 0),

@@ -36,7 +36,7 @@ from litex.soc.interconnect import stream
 
 from paranic.spec import protocol as P
 
-from .common import hdr, packet_layout
+from .common import hdr, packet_layout, payload_words
 from .dma import DmaPort, ReadRealigner
 from .host_ctx import ContextConfig, ContextState, RRPicker, user_type_ok
 
@@ -266,7 +266,7 @@ class DmaTxEngine(Module):
             end_al.eq(Cat(Signal(3), (end + 7)[3:])),
             ok.eq(~b_bad & type_ok & len_ok
                   & ((length == 0) | ((addr_al >= win_base) & (end_al <= win_end)))),
-            n_in.eq((addr[:3] + length + 7) >> 3),
+            n_in.eq(payload_words(addr[:3] + length)),
             room.eq(mr_words - i_adr[3:mr_bits]) if mr_bits > 3 else room.eq(1),
             i_chunk.eq(room),
             If(left < room, i_chunk.eq(left)),
@@ -349,7 +349,7 @@ class DmaTxEngine(Module):
         self.comb += [
             plen.eq(mtu),
             If(remaining < mtu, plen.eq(remaining)),
-            kwords.eq((plen + 7) >> 3),
+            kwords.eq(payload_words(plen)),
             no_prev.eq(~ra.have_prev),
             need_full.eq(kwords + no_prev),
             need.eq(Mux(ra.in_left < need_full, ra.in_left, need_full)),
@@ -363,8 +363,8 @@ class DmaTxEngine(Module):
             hdr(hw0, "flags").eq(Cat(first_pkt, last_pkt)),
             st.tx_fin.ctx.eq(p_ctx),
             ra.shift.eq(j.shift),
-            ra.n_in.eq(Mux_(j.length != 0, (j.shift + j.length + 7) >> 3)),
-            ra.n_out.eq((j.length + 7) >> 3),
+            ra.n_in.eq(Mux_(j.length != 0, payload_words(j.shift + j.length))),
+            ra.n_out.eq(payload_words(j.length)),
             ra.tail_bytes.eq(j.length[:3]),
         ]
         assert int(P.Flags.SOM) == 1 and int(P.Flags.EOM) == 2

@@ -21,7 +21,7 @@ from litex.soc.interconnect import stream
 
 from paranic.spec import protocol as P
 
-from .common import hdr, packet_layout
+from .common import hdr, packet_layout, packet_words
 from .fifo import PacketFifo
 
 
@@ -133,7 +133,7 @@ class LaneRx(LiteXModule):
         need = Signal(len(fifo.free) + 1)
         length = hdr(d, "length")
         self.comb += [
-            need.eq(P.HEADER_WORDS + ((length + 7) >> 3)),
+            need.eq(packet_words(length)),
             If(open_,
                 way.eq(held),
             ).Elif(is_lane_header(d, n_links),

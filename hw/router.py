@@ -38,7 +38,7 @@ from litex.soc.interconnect.csr import CSR, CSRStatus, CSRStorage
 
 from paranic.spec import protocol as P
 
-from .common import LinkPortIf, hdr, packet_layout
+from .common import LinkPortIf, hdr, packet_layout, packet_words
 from .fifo import PacketFifo
 
 PORT_NAMES = {int(p): p.name.lower() for p in P.Port}
@@ -234,7 +234,7 @@ class Router(LiteXModule):
             self.comb += [
                 head.eq(f.source.valid & (f.packets != 0)),
                 rp.adr.eq(dst[:tbits]),
-                pw.eq(P.HEADER_WORDS + ((length + (P.WORD_BYTES - 1)) >> 3)),
+                pw.eq(packet_words(length)),
             ]
             # Link-local packets (header ``direct`` != 0, CONTROL only): from the local
             # port out on link port ``direct``; from a link port to the local port.

@@ -20,7 +20,7 @@ from paranic.spec import protocol as P
 from paranic.spec.link import (CRC16_INIT, CRC16_POLY, CRC16_XOROUT, CRC32_INIT, CRC32_POLY,
                                CRC32_XOROUT, CREDIT_BITS, CTL_BODY_BITS, LEN_BITS, SEQ_BITS, CtlKind)
 
-from ..common import hdr, packet_layout
+from ..common import hdr, packet_layout, packet_words
 from ..phy import phy_layout
 from .crc import crc_next
 from .ctl import ctl_slice
@@ -244,7 +244,7 @@ class LinkTX(LiteXModule):
         len_w = Signal(LEN_BITS)
         self.comb += [
             hlen.eq(hdr(sink.data, "length")),
-            plen.eq(P.HEADER_WORDS + ((hlen + P.WORD_BYTES - 1) >> 3)),
+            plen.eq(packet_words(hlen)),
             len_w.eq(Mux(plen > max_words, max_words, plen)),
         ]
 
