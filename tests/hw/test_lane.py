@@ -272,3 +272,49 @@ def test_lane_packets_dropped_while_the_link_is_down():
     r = run(body)
     assert res["counts"] == (0, len(lp))
     assert r.b_lane == []
+
+
+def test_mgmt_steer_sends_link_local_control_to_the_lanes():
+    """MgmtSteer: a short link-local CONTROL packet goes to its port's lane whatever
+    ``target`` says; a longer one (over LANE_MAX_BYTES), a DATA packet with ``direct`` set
+    and a routed CONTROL packet go where ``target`` says."""
+    from paranic.hw.mgmt import MgmtSteer
+
+    def pk(tag, length, ptype=P.PacketType.CONTROL, direct=0):
+        h0, _ = P.header_words(dst_node=1, src_node=2, length=length, tag=tag, type=ptype, direct=direct)
+        return [h0, tag] + [tag * 100 + i for i in range(P.payload_words(length))]
+
+    sent = [pk(1, 48, direct=XM), pk(2, P.LANE_MAX_BYTES + 8, direct=XP), pk(3, 16, P.PacketType.DATA, direct=XP),
+            pk(4, 24), pk(5, P.LANE_MAX_BYTES, direct=XP)]
+    want = {"lane2": [sent[0]], "link1": [sent[1], sent[2], sent[3]], "lane1": [sent[4]]}
+    dut = MgmtSteer(n_links=2)
+    outs = {"local": dut.local, "link1": dut.links[0], "link2": dut.links[1],
+            "lane1": dut.lanes[0], "lane2": dut.lanes[1]}
+    got = {k: [] for k in outs}
+
+    def body():
+        yield dut.target.eq(XP)          # routed packets into link port XP's input
+        for ep in outs.values():
+            yield ep.ready.eq(1)
+        cur = {k: [] for k in outs}
+        words = [(w, i == len(p) - 1) for p in sent for i, w in enumerate(p)]
+        k = 0
+        for _ in range(400):
+            if k < len(words):
+                yield dut.sink.valid.eq(1)
+                yield dut.sink.data.eq(words[k][0])
+                yield dut.sink.last.eq(words[k][1])
+            else:
+                yield dut.sink.valid.eq(0)
+            yield
+            if k < len(words) and (yield dut.sink.ready):
+                k += 1
+            for name, ep in outs.items():
+                if (yield ep.valid) and (yield ep.ready):
+                    cur[name].append((yield ep.data))
+                    if (yield ep.last):
+                        got[name].append(cur[name])
+                        cur[name] = []
+
+    run_simulation(dut, body())
+    assert {k: v for k, v in got.items() if v} == want
