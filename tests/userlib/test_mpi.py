@@ -19,18 +19,6 @@ from paranic import runjob
 HEAT_N, HEAT_STEPS = 48, 60
 
 
-@pytest.fixture(scope="module")
-def mpi_build(userlib_build):
-    why = M.missing()
-    if why:
-        pytest.fail(why)
-    M.build()
-    why = M.provider_missing()
-    if why:
-        pytest.fail(why)
-    return M.MPI_BUILD
-
-
 def heat(np_: int, ppn: int = 1, transport: str = "paranic", **kw) -> tuple[dict, M.MpiRun]:
     r = M.run_mpi([str(M.MPI_BUILD / "mpi_heat"), "-n", str(HEAT_N), "-s", str(HEAT_STEPS), "-g", "20"], np_,
                   ppn=ppn, transport=transport, stats=transport == "paranic", timeout=120,
