@@ -33,7 +33,10 @@ def heat(np_: int, ppn: int = 1, transport: str = "paranic", **kw) -> tuple[dict
 
 def test_heat_checksum_and_traffic_over_paranic(mpi_build):
     """1, 2 and 4 ranks (one per node) compute the same plate; with 2 and 4 every halo
-    and reduction message went through the NIC and none through shared memory."""
+    and reduction message went through the NIC and none through shared memory: each
+    rank's provider counted at least a halo row per neighbour and step through the NIC
+    and its NIC's own packet counters at least as many packets (a rank whose messages
+    took another path would fail this)."""
     base, _ = heat(1)
     for np_ in (2, 4):
         res, r = heat(np_)
@@ -45,6 +48,10 @@ def test_heat_checksum_and_traffic_over_paranic(mpi_build):
         assert t["nic_sent_msgs"] == t["nic_recv_msgs"], t
         assert t["nic_tx_packets"] >= t["nic_sent_msgs"] and t["nic_tx_bytes"] > 0, t
         assert t["shm_sent_msgs"] == 0 and t["errors"] == 0 and t["cq_errors"] == 0, t
+        for s in r.stats:   # every rank, not only the sum: none of them took another path
+            nbrs = (s["node"] > 0) + (s["node"] < np_ - 1)
+            assert s["nic_sent_msgs"] >= nbrs * HEAT_STEPS and s["nic_recv_msgs"] >= nbrs * HEAT_STEPS, s
+            assert s["nic_tx_packets"] >= s["nic_sent_msgs"] and s["nic_rx_packets"] >= s["nic_recv_msgs"], s
         line = M.traffic_line(t)
         assert f"sent {t['nic_sent_msgs']} messages" in line
 
