@@ -159,6 +159,11 @@ def test_bench_mpi_quick_json(mpi_build):
                 assert x["nic_sent_msgs"] > 0 and x["shm_sent_msgs"] == 0, x
     assert rows[("bw", 2, "paranic")]["MBps"] > 0
     goals = {g["goal"]: g for g in res["goals"]}
-    assert goals["MPI software latency over the ports layer, natively"]["value"] is not None
+    added = goals["MPI software latency over the ports layer, natively"]
+    lat, ports = rows[("latency", 2, "paranic")], res["notes"]["ports_sw"]
+    assert ports["samples"] >= 3 and ports["min_ns"] <= ports["ns"] <= ports["max_ns"], ports
+    # median against median, the best case beside it
+    assert added["value"] == round(lat["sw_ns"] - ports["ns"], 1), (added, lat, ports)
+    assert added["best"] == round(lat["sw_min_ns"] - ports["min_ns"], 1), (added, lat, ports)
     assert goals["8-byte MPI one-way hardware path on sim"]["value"] is None   # sw only
     assert res["references"]["parastation_barrier_us"]["8"] == 2.3
