@@ -50,7 +50,7 @@ from typing import Iterable, Sequence
 from paranic import mpirun as M
 from paranic import runjob
 from paranic.spec import protocol as P
-from . import msg
+from . import msg, plots
 from .msg_cli import link_payload_MBps
 
 TESTS = ("latency", "bw", "barrier", "allreduce")
@@ -327,13 +327,14 @@ def table(rows: list[dict], notes: dict, gls: list[dict]) -> str:
 
 
 def plot(rows: list[dict], path: str) -> None:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = plots.pyplot()
     if not rows:
         raise ValueError("no rows to plot")
     ref = references()
+    # the published figures beside the latency and bandwidth bars: (name, µs, MB/s)
+    published = [("PS P4", ref["parastation_p4"]["latency_us"], ref["parastation_p4"]["MBps"]),
+                 ("PS PVM", ref["parastation_pvm"]["latency_us"], ref["parastation_pvm"]["MBps"]),
+                 ("BCL MPI", ref["bcl_mpi"]["latency_us"][1], ref["bcl_mpi"]["MBps"][1])]
     colors = {"paranic": "tab:green", "tcp": "tab:red", "sm": "tab:purple"}
     fig, axes = plt.subplots(1, 4, figsize=(18, 4.6))
     for ax, test in zip(axes[:2], ("latency", "bw")):
@@ -354,35 +355,15 @@ def plot(rows: list[dict], path: str) -> None:
                 vals.append(v)
                 errs.append((v - lo, hi - v))
                 cols.append(colors[r["transport"]])
-        if test == "latency":
-            for name, key in (("PS P4", "parastation_p4"), ("PS PVM", "parastation_pvm")):
-                labels.append(name)
-                vals.append(ref[key]["latency_us"])
-                errs.append((0, 0))
-                cols.append("gray")
-            labels.append("BCL MPI")
-            vals.append(ref["bcl_mpi"]["latency_us"][1])
+        for name, us, mbps in published:
+            labels.append(name)
+            vals.append(us if test == "latency" else mbps)
             errs.append((0, 0))
             cols.append("gray")
-        else:
-            for name, key in (("PS P4", "parastation_p4"), ("PS PVM", "parastation_pvm")):
-                labels.append(name)
-                vals.append(ref[key]["MBps"])
-                errs.append((0, 0))
-                cols.append("gray")
-            labels.append("BCL MPI")
-            vals.append(ref["bcl_mpi"]["MBps"][1])
-            errs.append((0, 0))
-            cols.append("gray")
-        x = list(range(len(vals)))
-        ax.bar(x, vals, color=cols, yerr=list(zip(*errs)) if errs else None, capsize=2)
-        ax.set_xticks(x)
-        ax.set_xticklabels(labels, fontsize=6)
-        ax.set_yscale("log")
-        ax.set_ylabel("µs one way" if test == "latency" else "MB/s")
-        ax.set_title(f"{LAT_BYTES} B latency (ping-pong)" if test == "latency"
-                     else f"{BW_BYTES >> 20} MiB bandwidth (osu_bw)")
-        ax.grid(True, axis="y", which="both", alpha=0.3)
+        ax.bar(list(range(len(vals))), vals, color=cols, yerr=list(zip(*errs)), capsize=2)
+        plots.log_axis(ax, "µs one way" if test == "latency" else "MB/s",
+                       f"{LAT_BYTES} B latency (ping-pong)" if test == "latency"
+                       else f"{BW_BYTES >> 20} MiB bandwidth (osu_bw)", ticks=labels, tick_size=6)
     for ax, test in zip(axes[2:], ("barrier", "allreduce")):
         for t in TRANSPORTS:
             sel = sorted((r for r in rows if r["test"] == test and r["transport"] == t), key=lambda r: r["nodes"])
@@ -396,17 +377,10 @@ def plot(rows: list[dict], path: str) -> None:
             b = ref["parastation_barrier_us"]
             ax.plot(list(b), list(b.values()), "-", marker="s", color="gray", label="ParaStation (hw barrier)")
         ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
         ax.set_xlabel("nodes")
-        ax.set_ylabel("µs per call")
-        ax.set_title(f"MPI_{test.capitalize()}")
-        ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=6)
-    fig.suptitle("MPI over ParaNIC (Open MPI OFI MTL + libparanic-fi) vs Open MPI TCP (loopback) and shared "
-                 "memory; ParaStation/BCL published figures in gray", fontsize=9)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+        plots.log_axis(ax, "µs per call", f"MPI_{test.capitalize()}", legend_size=6, grid_axis="both")
+    plots.save(fig, path, "MPI over ParaNIC (Open MPI OFI MTL + libparanic-fi) vs Open MPI TCP (loopback) and "
+               "shared memory; ParaStation/BCL published figures in gray")
 
 
 # ------------------------------------------------------------------------------------------
