@@ -421,11 +421,4 @@ def run(a: argparse.Namespace) -> int:
                                      "seconds": round(time.time() - t0, 1)}}))
     else:
         print(table(rows, backends, skipped))
-    if a.plot:
-        try:
-            plot(rows, a.plot)
-        except ValueError as e:
-            print(f"paranic bench layers: no plot: {e}", file=sys.stderr)
-            return 1
-        print(f"plot written to {a.plot}", file=sys.stderr)
-    return 0
+    return plots.write(plot, rows, a.plot, "paranic bench layers") if a.plot else 0

@@ -417,11 +417,4 @@ def run(a: argparse.Namespace) -> int:
                                      "clock_mhz": P.TARGET_CLK_HZ / 1e6, "seconds": round(time.time() - t0, 1)}}))
     else:
         print(table(rows, notes, gls))
-    if a.plot:
-        try:
-            plot(rows, a.plot)
-        except ValueError as e:
-            print(f"paranic bench mpi: no plot: {e}", file=sys.stderr)
-            return 1
-        print(f"plot written to {a.plot}", file=sys.stderr)
-    return 0
+    return plots.write(plot, rows, a.plot, "paranic bench mpi") if a.plot else 0

@@ -4,7 +4,8 @@ title and file."""
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+import sys
+from typing import Any, Callable, Sequence
 
 
 def pyplot() -> Any:
@@ -39,3 +40,15 @@ def save(fig: Any, path: str, title: str, title_size: float = 9) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def write(draw: Callable[[list[dict], str], None], rows: list[dict], path: str, what: str) -> int:
+    """``--plot PATH`` of a bench command: ``draw(rows, path)``; 0, or 1 with the reason
+    when there is nothing to plot (``what``: the command, for the message)."""
+    try:
+        draw(rows, path)
+    except ValueError as e:
+        print(f"{what}: no plot: {e}", file=sys.stderr)
+        return 1
+    print(f"plot written to {path}", file=sys.stderr)
+    return 0
