@@ -270,7 +270,7 @@ def goals(rows: list[dict], notes: dict) -> list[dict]:
                    f"({lat['hw_min_ns']}..{lat['hw_max_ns']}); the samples' means: median {lat.get('hw_mean_ns')} ns"},
         {"goal": "1 MiB bandwidth on sim / link payload rate", "limit": f">= {GOAL_BW_FRACTION:.0%}",
          "value": frac, "unit": "", "met": None if frac is None else frac >= GOAL_BW_FRACTION, "best": None,
-         "detail": f"{bw['hw_MBps'] if bw else '-'} of {link:.1f} MB/s"},
+         "detail": "" if frac is None else f"{bw['hw_MBps']} of {link:.1f} MB/s"},
     ]
 
 
