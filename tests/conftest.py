@@ -1,11 +1,14 @@
 """Test-wide set-up: the tests' own helpers (``tests/model`` ...) are importable, in this
-process and in the simulators cocotb starts (they take ``PYTHONPATH``)."""
+process and in the simulators cocotb starts (they take ``PYTHONPATH``); fixtures that
+tests of several directories share (``mpi_build``)."""
 
 from __future__ import annotations
 
 import os
 import sys
 from pathlib import Path
+
+import pytest
 
 TESTS_DIR = Path(__file__).resolve().parent
 
@@ -14,3 +17,20 @@ if str(TESTS_DIR) not in sys.path:
 _path = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
 if str(TESTS_DIR) not in _path:
     os.environ["PYTHONPATH"] = os.pathsep.join([str(TESTS_DIR), *_path])
+
+
+@pytest.fixture(scope="module")
+def mpi_build(userlib_build) -> Path:
+    """The MPI programs and the libfabric provider (tests/userlib/test_mpi.py,
+    tests/sim/test_mpi_sim.py; docs/mpi.md): fails, never skips, when Open MPI or the
+    provider is missing. ``userlib_build`` is the requesting directory's own fixture."""
+    from paranic import mpirun as M
+
+    why = M.missing()
+    if why:
+        pytest.fail(why)
+    M.build()
+    why = M.provider_missing()
+    if why:
+        pytest.fail(why)
+    return M.MPI_BUILD

@@ -7,23 +7,10 @@ from __future__ import annotations
 
 import os
 
-import pytest
-
 from paranic import mpirun as M
 
 ARGS = ["-n", "16", "-s", "20", "-g", "10"]
 STEPS = 20
-
-
-@pytest.fixture(scope="module")
-def mpi_build(userlib_build):
-    why = M.missing()
-    if why:
-        pytest.fail(why)
-    M.build()
-    why = M.provider_missing()
-    if why:
-        pytest.fail(why)
 
 
 def heat(backend: str, np_: int) -> tuple[str, M.MpiRun]:

@@ -19,18 +19,6 @@ from paranic import runjob
 HEAT_N, HEAT_STEPS = 48, 60
 
 
-@pytest.fixture(scope="module")
-def mpi_build(userlib_build):
-    why = M.missing()
-    if why:
-        pytest.fail(why)
-    M.build()
-    why = M.provider_missing()
-    if why:
-        pytest.fail(why)
-    return M.MPI_BUILD
-
-
 def heat(np_: int, ppn: int = 1, transport: str = "paranic", **kw) -> tuple[dict, M.MpiRun]:
     r = M.run_mpi([str(M.MPI_BUILD / "mpi_heat"), "-n", str(HEAT_N), "-s", str(HEAT_STEPS), "-g", "20"], np_,
                   ppn=ppn, transport=transport, stats=transport == "paranic", timeout=120,
@@ -45,7 +33,10 @@ def heat(np_: int, ppn: int = 1, transport: str = "paranic", **kw) -> tuple[dict
 
 def test_heat_checksum_and_traffic_over_paranic(mpi_build):
     """1, 2 and 4 ranks (one per node) compute the same plate; with 2 and 4 every halo
-    and reduction message went through the NIC and none through shared memory."""
+    and reduction message went through the NIC and none through shared memory: each
+    rank's provider counted at least a halo row per neighbour and step through the NIC
+    and its NIC's own packet counters at least as many packets (a rank whose messages
+    took another path would fail this)."""
     base, _ = heat(1)
     for np_ in (2, 4):
         res, r = heat(np_)
@@ -57,6 +48,10 @@ def test_heat_checksum_and_traffic_over_paranic(mpi_build):
         assert t["nic_sent_msgs"] == t["nic_recv_msgs"], t
         assert t["nic_tx_packets"] >= t["nic_sent_msgs"] and t["nic_tx_bytes"] > 0, t
         assert t["shm_sent_msgs"] == 0 and t["errors"] == 0 and t["cq_errors"] == 0, t
+        for s in r.stats:   # every rank, not only the sum: none of them took another path
+            nbrs = (s["node"] > 0) + (s["node"] < np_ - 1)
+            assert s["nic_sent_msgs"] >= nbrs * HEAT_STEPS and s["nic_recv_msgs"] >= nbrs * HEAT_STEPS, s
+            assert s["nic_tx_packets"] >= s["nic_sent_msgs"] and s["nic_rx_packets"] >= s["nic_recv_msgs"], s
         line = M.traffic_line(t)
         assert f"sent {t['nic_sent_msgs']} messages" in line
 
@@ -164,6 +159,11 @@ def test_bench_mpi_quick_json(mpi_build):
                 assert x["nic_sent_msgs"] > 0 and x["shm_sent_msgs"] == 0, x
     assert rows[("bw", 2, "paranic")]["MBps"] > 0
     goals = {g["goal"]: g for g in res["goals"]}
-    assert goals["MPI software latency over the ports layer, natively"]["value"] is not None
+    added = goals["MPI software latency over the ports layer, natively"]
+    lat, ports = rows[("latency", 2, "paranic")], res["notes"]["ports_sw"]
+    assert ports["samples"] >= 3 and ports["min_ns"] <= ports["ns"] <= ports["max_ns"], ports
+    # median against median, the best case beside it
+    assert added["value"] == round(lat["sw_ns"] - ports["ns"], 1), (added, lat, ports)
+    assert added["best"] == round(lat["sw_min_ns"] - ports["min_ns"], 1), (added, lat, ports)
     assert goals["8-byte MPI one-way hardware path on sim"]["value"] is None   # sw only
     assert res["references"]["parastation_barrier_us"]["8"] == 2.3

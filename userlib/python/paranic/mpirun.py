@@ -38,6 +38,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping, Sequence, TextIO
@@ -189,9 +190,11 @@ def run_mpi(prog: Sequence[str], np_: int, *, ppn: int = 1, backend: str = "sw",
     """Run ``prog`` as an MPI job of ``np_`` ranks (``ppn`` per node) on a fresh cluster of
     ``backend`` and wait. ``env``: extra variables for the ranks; ``sim_socket``: a
     running simulator to use. Raises runjob.UsageError, MpiError, TimeoutError."""
-    a = argparse.Namespace(backend=backend, topo=topo, cluster=cluster, timeout=timeout, ber=0.0, ber_cable=[],
-                           cut=[], mend=[], soc=False, firmware=None, no_daemon=not daemons,
-                           sim_socket=sim_socket)
+    p = argparse.ArgumentParser(add_help=False)
+    runjob.add_cluster_arguments(p, "mpirun")   # the cluster options' defaults, from their one definition
+    a = p.parse_args([])
+    a.__dict__.update(backend=backend, topo=topo, cluster=cluster, timeout=timeout, no_daemon=not daemons,
+                      sim_socket=sim_socket)
     return _run(a, list(prog), np_, ppn, transport, stats, env or {}, stream, tag_output)
 
 
@@ -250,7 +253,6 @@ def _wait(cmd: list[str], env: Mapping[str, str], timeout: int, stream: TextIO |
                          start_new_session=True)
     assert p.stdout is not None
     chunks: list[str] = []
-    import threading
 
     def pump() -> None:
         for line in p.stdout:   # type: ignore[union-attr]

@@ -36,7 +36,6 @@ from paranic.spec.sim import ber_to_threshold
 from paranic.spec.topo import Topology
 
 
-
 def add_cluster_arguments(p: argparse.ArgumentParser, what: str = "run") -> None:
     """The options of the cluster a job runs on (``paranic run`` and ``paranic mpirun``)."""
     p.add_argument("--backend", choices=["sw", "sim"], default=os.environ.get("PARANIC_BACKEND", "sw"),

@@ -56,7 +56,7 @@ from typing import Callable, Iterable, Optional
 from paranic import launch as L
 from paranic.paths import USERLIB
 from paranic.spec import protocol as P
-from . import msg
+from . import msg, plots
 
 #: The message sizes of the table (bytes): latency of a small message, bandwidth of a
 #: large one (every layer streams at or near its peak there: docs/benchmarks.md).
@@ -355,10 +355,7 @@ def table(rows: list[dict], backends: Iterable[str] = msg.BACKENDS, skipped: dic
 
 
 def plot(rows: list[dict], path: str) -> None:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = plots.pyplot()
     if not rows:
         raise ValueError("no rows to plot")
     names = [r["layer"] for r in rows]
@@ -378,30 +375,19 @@ def plot(rows: list[dict], path: str) -> None:
                  color=color)
     ax_a.bar([i + 1.5 * w for i in x], [r["parastation_added_us"] or 0 for r in rows], w, color="gray",
              label="ParaStation 1997")
-    ax_a.set_xticks(x)
-    ax_a.set_xticklabels([f"{r['layer']}\nover {r['below']}" if r["below"] else r["layer"] for r in rows])
     series_b = [("hw (sim)", "hw_MBps", "tab:blue"), ("sw (native)", "sw_MBps", "tab:orange"),
                 ("total", "MBps", "tab:green")]
     for k, (label, key, color) in enumerate(series_b):
         ax_b.bar([i + (k - 1.5) * w for i in x], [r[key] or 0 for r in rows], w, label=label, color=color)
     ax_b.bar([i + 1.5 * w for i in x], [r["parastation_MBps"] or 0 for r in rows], w, color="gray",
              label="ParaStation 1997")
-    for ax, yl, t in ((ax_l, "µs one way", f"latency ({LAT_BYTES} B ping-pong)"),
-                      (ax_a, "µs added", "latency added over the layer below"),
-                      (ax_b, "MB/s", f"bandwidth (stream of {BW_BYTES >> 20} MiB messages)")):
-        if ax is not ax_a:
-            ax.set_xticks(x)
-            ax.set_xticklabels(names)
-        ax.set_yscale("log")
-        ax.set_ylabel(yl)
-        ax.set_title(t)
-        ax.grid(True, axis="y", which="both", alpha=0.3)
-        ax.legend(fontsize=7)
-    fig.suptitle("ParaNIC protocol hierarchy (ParaStation's Table 3): hardware path in the Verilator cluster "
-                 "(125 MHz, PCIe model) + native software", fontsize=9)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    below = [f"{r['layer']}\nover {r['below']}" if r["below"] else r["layer"] for r in rows]
+    for ax, yl, t, ticks in ((ax_l, "µs one way", f"latency ({LAT_BYTES} B ping-pong)", names),
+                             (ax_a, "µs added", "latency added over the layer below", below),
+                             (ax_b, "MB/s", f"bandwidth (stream of {BW_BYTES >> 20} MiB messages)", names)):
+        plots.log_axis(ax, yl, t, ticks=ticks, legend_size=7)
+    plots.save(fig, path, "ParaNIC protocol hierarchy (ParaStation's Table 3): hardware path in the Verilator "
+               "cluster (125 MHz, PCIe model) + native software")
 
 
 # ------------------------------------------------------------------------------------------
@@ -435,11 +421,4 @@ def run(a: argparse.Namespace) -> int:
                                      "seconds": round(time.time() - t0, 1)}}))
     else:
         print(table(rows, backends, skipped))
-    if a.plot:
-        try:
-            plot(rows, a.plot)
-        except ValueError as e:
-            print(f"paranic bench layers: no plot: {e}", file=sys.stderr)
-            return 1
-        print(f"plot written to {a.plot}", file=sys.stderr)
-    return 0
+    return plots.write(plot, rows, a.plot, "paranic bench layers") if a.plot else 0
