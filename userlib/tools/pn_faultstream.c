@@ -93,10 +93,9 @@ static int receive(pn_rd_t *rd, pn_hal_t *h, int src, unsigned nsrc, long count,
 			pn_rd_stats_t st;
 
 			pn_rd_stats(rd, &st);
-			fprintf(stderr, "pn_faultstream: no message for %d s: %ld of %ld received "
-				"(newest seq from node %d: %ld); rawdata aborted %llu stray %llu "
-				"foreign %llu; missing:", (int)(STALL_NS / 1000000000), got, expect,
-				src < 0 ? 0 : src, last[src < 0 ? 0 : src],
+			fprintf(stderr, "pn_faultstream: no message for %d s: %ld of %ld received; "
+				"rawdata aborted %llu stray %llu foreign %llu; missing (node:seq):",
+				(int)(STALL_NS / 1000000000), got, expect,
 				(unsigned long long)st.aborted, (unsigned long long)st.stray,
 				(unsigned long long)st.foreign);
 			for (unsigned k = 0, shown = 0; k < n && shown < 8; k++)
