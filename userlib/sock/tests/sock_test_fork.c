@@ -91,7 +91,7 @@ static int fork_child(int c, int d, int u, uint16_t oport)
 	return 0;
 }
 
-static int fork_client(const char *self)
+static int fork_client(void)
 {
 	int c = connect_to(1, (uint16_t)(port0 + 70), 0), u = socket(AF_INET, SOCK_DGRAM, 0),
 	    o = socket(AF_INET, SOCK_DGRAM, 0), d = -1, st;
@@ -132,7 +132,7 @@ static int fork_client(const char *self)
 	pid = fork();
 	CHECK(pid >= 0, "fork: %s", strerror(errno));
 	if (pid == 0) {
-		execl(self, self, "execchild", path, (char *)NULL);
+		execl(self_path, self_path, "execchild", path, (char *)NULL);
 		_exit(127);
 	}
 	CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0, "the exec'd child failed (0x%x)",
@@ -220,10 +220,13 @@ static int forksrv_client(void)
 	return 0;
 }
 
-/* exec'd by fork_client: after exec the inherited ParaNIC fd is nothing to the library */
-static int exec_child(int fd)
+/* exec'd by fork_client (execchild FD): after exec the inherited ParaNIC fd is nothing to
+ * the library */
+static int exec_child(void)
 {
+	int fd = case_arg ? atoi(case_arg) : -1;
 	char x = 0;
+	CHECK(fd >= 0, "execchild wants the fd");
 	CHECK(kind(fd) == K_OS, "the inherited fd is kind %d after exec", kind(fd));
 	CHECK(send(fd, &x, 1, 0) < 0 && errno == ENOTSOCK, "send on it: %s", strerror(errno));
 	say("ok execchild");
@@ -426,22 +429,5 @@ static int fork_udp_client(void)
 	return 0;
 }
 
-int main(int argc, char **argv)
-{
-	const char *cs;
-	int r = -1, rc;
-
-	if (!(cs = sock_test_setup(argc, argv, &rc)))
-		return rc;
-	if (!strcmp(cs, "fork"))
-		r = me ? fork_server() : fork_client(argv[0]);
-	else if (!strcmp(cs, "forksrv"))
-		r = me ? forksrv_server() : forksrv_client();
-	else if (!strcmp(cs, "fork_udp"))
-		r = me ? fork_udp_server() : fork_udp_client();
-	else if (!strcmp(cs, "execchild") && argc > 2)
-		r = exec_child(atoi(argv[2]));
-	else
-		say("FAIL %s: unknown case", cs);
-	return r == 0 && !t_failures ? 0 : 1;
-}
+SOCK_TEST_MAIN({"fork", fork_client, fork_server}, {"forksrv", forksrv_client, forksrv_server},
+	       {"fork_udp", fork_udp_client, fork_udp_server}, {"execchild", exec_child, exec_child})

@@ -145,16 +145,4 @@ static int zc_server(void)
 	return 0;
 }
 
-int main(int argc, char **argv)
-{
-	const char *cs;
-	int r = -1, rc;
-
-	if (!(cs = sock_test_setup(argc, argv, &rc)))
-		return rc;
-	if (!strcmp(cs, "zcopy"))
-		r = me ? zc_server() : zc_client();
-	else
-		say("FAIL %s: unknown case", cs);
-	return r == 0 && !t_failures ? 0 : 1;
-}
+SOCK_TEST_MAIN({"zcopy", zc_client, zc_server})
