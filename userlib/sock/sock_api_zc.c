@@ -168,14 +168,14 @@ SK_EXPORT ssize_t splice(int fd_in, loff_t *off_in, int fd_out, loff_t *off_out,
 	}
 	if ((si && si->stale) || (so && so->stale)) {
 		r = -EBADF;
-	} else if (si && so) {
-		r = -EINVAL;   /* as the kernel: one end must be a pipe */
-	} else if (len > ZC_CHUNK) {
-		len = ZC_CHUNK;
-	}
-	if ((si && si->stale) || (so && so->stale) || (si && so)) {
 		goto out;
 	}
+	if (si && so) {
+		r = -EINVAL;   /* as the kernel: one end must be a pipe */
+		goto out;
+	}
+	if (len > ZC_CHUNK)
+		len = ZC_CHUNK;
 	if (!(buf = malloc(len ? len : 1))) {
 		r = -ENOMEM;
 	} else if (so) {   /* pipe (or file) -> connection */
