@@ -1,11 +1,11 @@
 """The socket emulation where MPI's TCP path and forking servers need it (issue 13 §3,
 docs/sockets.md): the `pn0` interface, addresses beyond the job, connections shared over
-fork, sendfile/splice/MSG_ZEROCOPY, on the `sw` backend.
+fork, sendfile/splice/MSG_ZEROCOPY (accepted, by copying), on the `sw` backend.
 
 * userlib/sock/tests/sock_test_if.c (iface, iface_off, beyond), sock_test_fork.c
   (forksrv: an accept-then-fork echo server), sock_test_zc.c (zcopy) under pn_launch.
 * socat's fork mode (`TCP-LISTEN:...,fork`) serving several clients, each over ParaNIC.
-* iperf3 -Z (sendfile) between two nodes, its JSON report parsed.
+* iperf3 -Z (sendfile, by copying) between two nodes, its JSON report parsed.
 * Open MPI 4.1 (`--mca btl tcp,self --mca btl_tcp_if_include pn0`, and the subnet form)
   with 2 and 4 ranks: the program checks its data; the library's counters
   (PARANIC_SOCK_STATS) show every rank's bytes went over ParaNIC and none to the OS.
@@ -104,8 +104,9 @@ def test_socat_fork_server(userlib_build, tmp_path):
     assert paused >= 5 and moved >= 5, out
 
 
-def test_iperf3_zerocopy(userlib_build, tmp_path):
-    """iperf3 -Z (its sender uses sendfile from its buffer file) from node 0 to node 1, 64 MiB:
+def test_iperf3_sendfile(userlib_build, tmp_path):
+    """iperf3 -Z (its sender uses sendfile from its buffer file, which the library accepts by
+    copying) from node 0 to node 1, 64 MiB:
     the report parses, the receiver got what was sent (less at most the send buffer and a
     block in flight at the end, as in test_sock's iperf3 test) at a positive rate, and the
     client's sendfile counter carried it."""

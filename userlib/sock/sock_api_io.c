@@ -204,7 +204,7 @@ static ssize_t do_iov(int fd, const struct iovec *iov, int cnt, int flags, int o
 			r = sk_udp_recvmsg(s, fd, msg ? msg : &m, flags);
 		msg = NULL;
 	} else if (!out && msg && (flags & MSG_ERRQUEUE)) {
-		r = s->type == SK_CONN ? sk_zc_errqueue(s, msg) : -EAGAIN;   /* zero-copy completions */
+		r = s->type == SK_CONN ? sk_zc_errqueue(s, msg) : -EAGAIN;   /* MSG_ZEROCOPY completions (copied) */
 		msg = NULL;
 	} else {
 		r = out ? sk_writev(s, iov, cnt, flags, &sigpipe) : sk_readv(s, iov, cnt, flags);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * libparanic_sock.so: the kernel's "zero-copy" paths on ParaNIC connections, done by
- * copying (docs/sockets.md, "sendfile, splice, MSG_ZEROCOPY"):
+ * libparanic_sock.so: sendfile, splice and MSG_ZEROCOPY on ParaNIC connections, accepted
+ * and done by copying through a buffer (a copying fallback: nothing is shared with the
+ * NIC; docs/sockets.md, "sendfile, splice, MSG_ZEROCOPY"):
  *
  *   sendfile, sendfile64   from a file to a ParaNIC connection: read (pread at *offset)
  *                          and written as write() would; the file's offset moves by what
@@ -10,9 +11,10 @@
  *                          from the pipe is all written (a non-blocking socket may wait for
  *                          room: taken data cannot go back); from the connection at most
  *                          the pipe's free room is read
- *   MSG_ZEROCOPY           with SO_ZEROCOPY set, each send counts as a zero-copy send whose
- *                          completion is queued at once (the data was copied or has
- *                          arrived: SO_EE_CODE_ZEROCOPY_COPIED); recvmsg(MSG_ERRQUEUE)
+ *   MSG_ZEROCOPY           with SO_ZEROCOPY set, each send is an ordinary (copying) send
+ *                          numbered as the kernel numbers MSG_ZEROCOPY sends; its
+ *                          completion is queued at once and says the data was copied
+ *                          (SO_EE_CODE_ZEROCOPY_COPIED); recvmsg(MSG_ERRQUEUE)
  *                          returns the range (sock_extended_err, SO_EE_ORIGIN_ZEROCOPY),
  *                          poll reports POLLERR while one is queued
  *
@@ -166,14 +168,14 @@ SK_EXPORT ssize_t splice(int fd_in, loff_t *off_in, int fd_out, loff_t *off_out,
 	}
 	if ((si && si->stale) || (so && so->stale)) {
 		r = -EBADF;
-	} else if (si && so) {
-		r = -EINVAL;   /* as the kernel: one end must be a pipe */
-	} else if (len > ZC_CHUNK) {
-		len = ZC_CHUNK;
-	}
-	if ((si && si->stale) || (so && so->stale) || (si && so)) {
 		goto out;
 	}
+	if (si && so) {
+		r = -EINVAL;   /* as the kernel: one end must be a pipe */
+		goto out;
+	}
+	if (len > ZC_CHUNK)
+		len = ZC_CHUNK;
 	if (!(buf = malloc(len ? len : 1))) {
 		r = -ENOMEM;
 	} else if (so) {   /* pipe (or file) -> connection */
@@ -246,10 +248,11 @@ void sk_zc_sent(struct sock *s, int flags)
 	if (!(flags & MSG_ZEROCOPY) || !zc_enabled(s))
 		return;   /* as Linux: the flag without SO_ZEROCOPY is an ordinary send */
 	s->zc_next++;
-	G.stat[SK_ST_ZEROCOPY]++;
+	G.stat[SK_ST_ZC_COPIED]++;
 }
 
-/* recvmsg(MSG_ERRQUEUE): the zero-copy completions not reported yet, as one range. */
+/* recvmsg(MSG_ERRQUEUE): the MSG_ZEROCOPY completions (all "copied") not reported yet, as
+ * one range. */
 ssize_t sk_zc_errqueue(struct sock *s, struct msghdr *msg)
 {
 	struct sock_extended_err ee = {0};

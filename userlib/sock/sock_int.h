@@ -228,7 +228,7 @@ struct conn {
 	X(SK_ST_TCP_TX_BYTES, "tcp_tx_bytes") X(SK_ST_TCP_RX_BYTES, "tcp_rx_bytes")               \
 	X(SK_ST_OS_CLUSTER, "os_cluster") X(SK_ST_BEYOND, "beyond")                               \
 	X(SK_ST_SENDFILE_BYTES, "sendfile_bytes") X(SK_ST_SPLICE_BYTES, "splice_bytes")           \
-	X(SK_ST_ZEROCOPY, "zerocopy_sends") X(SK_ST_FORK_PAUSED, "fork_paused")                   \
+	X(SK_ST_ZC_COPIED, "msg_zerocopy_copied") X(SK_ST_FORK_PAUSED, "fork_paused")                   \
 	X(SK_ST_FORK_MOVED, "fork_moved") X(SK_ST_FORK_STALE, "fork_stale")
 #define SK_ST_ENUM(e, n) e,
 enum { SK_STATS(SK_ST_ENUM) SK_ST_N };
@@ -285,7 +285,8 @@ void sk_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));   /* "
 /* The counters as one line ("name value ..."; sock_api_pn.c) on stderr, under the lock. */
 void sk_stats_print(const char *when);
 
-/* MSG_ZEROCOPY on a connection (sock_api_zc.c): a send done, recvmsg(MSG_ERRQUEUE) */
+/* MSG_ZEROCOPY on a connection, accepted by copying (sock_api_zc.c): a send done,
+ * recvmsg(MSG_ERRQUEUE) */
 void sk_zc_sent(struct sock *s, int flags);
 ssize_t sk_zc_errqueue(struct sock *s, struct msghdr *msg);
 

@@ -17,7 +17,8 @@
  *
  * In a two-node case node 1 serves and node 0 is the client; each program's header says
  * what its cases check. Each prints "ok CASE ..." or "FAIL CASE: ..." and exits 0 only on
- * success. Every program is one translation unit: the helpers here are static.
+ * success. Every program is one translation unit: the helpers here are static, and its
+ * main is sock_test_main over a table of its cases (struct sock_case).
  */
 #ifndef PN_SOCK_TEST_H
 #define PN_SOCK_TEST_H
@@ -48,6 +49,8 @@ static uint16_t port0;             /* this run's first TCP port */
 static int (*fd_kind)(int);        /* pn_sock_fd_kind of the preloaded library */
 static volatile sig_atomic_t sigpipes;
 static long long (*sock_stat)(const char *);   /* pn_sock_stat of the preloaded library */
+static const char *self_path;      /* argv[0]: for a case that execs this program again */
+static const char *case_arg;       /* argv[2], NULL without one */
 
 enum { K_STALE = -1, K_OS = 0, K_CAND = 1, K_BOUND = 2, K_LISTEN = 3, K_CONN = 4, K_UDP = 5 };
 
@@ -166,6 +169,8 @@ static inline const char *sock_test_setup(int argc, char **argv, int *rc)
 		*rc = 0;
 		return NULL;
 	}
+	self_path = argv[0];
+	case_arg = argc > 2 ? argv[2] : NULL;
 	me = (unsigned)t_env_long("PARANIC_NODE", 0);
 	for (const char *p = cl ? cl : ""; *p; p++)
 		h = h * 33 + (uint8_t)*p;
@@ -180,5 +185,38 @@ static inline const char *sock_test_setup(int argc, char **argv, int *rc)
 	}
 	return cs;
 }
+
+/* A case of a test program: node 0 runs `run`, the other nodes `serve`; without `serve`
+ * every process runs `run` (a case that looks at `me` itself). */
+struct sock_case {
+	const char *name;
+	int (*run)(void);
+	int (*serve)(void);
+};
+
+/* Every test program's main: the set-up, then the case named by argv[1]; exit 0 only
+ * when it returned 0 and no check failed. */
+static inline int sock_test_main(int argc, char **argv, const struct sock_case *cases, size_t n)
+{
+	const char *cs;
+	int rc;
+
+	if (!(cs = sock_test_setup(argc, argv, &rc)))
+		return rc;
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(cs, cases[i].name)) {
+			int r = me && cases[i].serve ? cases[i].serve() : cases[i].run();
+			return r == 0 && !t_failures ? 0 : 1;
+		}
+	say("FAIL %s: unknown case", cs);
+	return 1;
+}
+
+#define SOCK_TEST_MAIN(...)                                                                  \
+	int main(int argc, char **argv)                                                      \
+	{                                                                                    \
+		static const struct sock_case cases_[] = {__VA_ARGS__};                      \
+		return sock_test_main(argc, argv, cases_, sizeof(cases_) / sizeof(cases_[0])); \
+	}
 
 #endif /* PN_SOCK_TEST_H */

@@ -138,16 +138,4 @@ static int epoll_client(void)
 	return 0;
 }
 
-int main(int argc, char **argv)
-{
-	const char *cs;
-	int r = -1, rc;
-
-	if (!(cs = sock_test_setup(argc, argv, &rc)))
-		return rc;
-	if (!strcmp(cs, "epoll"))
-		r = me ? epoll_server() : epoll_client();
-	else
-		say("FAIL %s: unknown case", cs);
-	return r == 0 && !t_failures ? 0 : 1;
-}
+SOCK_TEST_MAIN({"epoll", epoll_client, epoll_server})

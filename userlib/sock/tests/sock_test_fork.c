@@ -91,7 +91,7 @@ static int fork_child(int c, int d, int u, uint16_t oport)
 	return 0;
 }
 
-static int fork_client(const char *self)
+static int fork_client(void)
 {
 	int c = connect_to(1, (uint16_t)(port0 + 70), 0), u = socket(AF_INET, SOCK_DGRAM, 0),
 	    o = socket(AF_INET, SOCK_DGRAM, 0), d = -1, st;
@@ -132,7 +132,7 @@ static int fork_client(const char *self)
 	pid = fork();
 	CHECK(pid >= 0, "fork: %s", strerror(errno));
 	if (pid == 0) {
-		execl(self, self, "execchild", path, (char *)NULL);
+		execl(self_path, self_path, "execchild", path, (char *)NULL);
 		_exit(127);
 	}
 	CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0, "the exec'd child failed (0x%x)",
@@ -154,40 +154,58 @@ static int fork_client(const char *self)
 #define FS_N 4
 #define FS_LEN 100000
 
+/* A child that ended: a failed one fails the case at once (its client waits for its
+ * bytes, and the server for the client's next connection: the launcher stops both). */
+static int fs_reaped(pid_t k, int st, int *ended)
+{
+	CHECK(k > 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "a child (pid %d) failed (0x%x)", (int)k, st);
+	(*ended)++;
+	return 0;
+}
+
 static int forksrv_server(void)
 {
-	int l = listener((uint16_t)(port0 + 80), 1), ok = 0;
-	pid_t kids[FS_N];
+	int l = listener((uint16_t)(port0 + 80), 1), ended = 0, st;
+	pid_t k;
 	CHECK(l >= 0, "listen: %s", strerror(errno));
 	for (int i = 0; i < FS_N; i++) {
-		int a = accept(l, NULL, NULL);
+		struct pollfd p = {.fd = l, .events = POLLIN};
+		int a;
+		while (poll(&p, 1, 100) != 1)   /* the children that ended meanwhile */
+			while ((k = waitpid(-1, &st, WNOHANG)) > 0)
+				if (fs_reaped(k, st, &ended) < 0)
+					return -1;
+		a = accept(l, NULL, NULL);
 		CHECK(a >= 0, "accept: %s", strerror(errno));
 		fflush(stdout);
-		kids[i] = fork();
-		CHECK(kids[i] >= 0, "fork: %s", strerror(errno));
-		if (kids[i] == 0) {   /* the child serves: echo, each byte + 1, until EOF */
+		k = fork();
+		CHECK(k >= 0, "fork: %s", strerror(errno));
+		if (k == 0) {   /* the child serves: echo, each byte + 1, until EOF */
 			static uint8_t b[65536];
 			ssize_t n;
 			close(l);
 			while ((n = read(a, b, sizeof(b))) > 0) {
-				for (ssize_t k = 0; k < n; k++)
-					b[k]++;
-				if (write_full(a, b, (size_t)n) < 0)
+				for (ssize_t j = 0; j < n; j++)
+					b[j]++;
+				if (write_full(a, b, (size_t)n) < 0) {
+					say("FAIL forksrv: child %d: write: %s", i, strerror(errno));
 					_exit(2);
+				}
 			}
+			if (n < 0)   /* e.g. EBADF: the inherited connection was not handed over */
+				say("FAIL forksrv: child %d: read: %s", i, strerror(errno));
 			_exit(n == 0 && close(a) == 0 ? 0 : 3);
 		}
 		close(a);   /* the parent lets go at once, as forking servers do */
 	}
-	for (int i = 0; i < FS_N; i++) {
-		int st;
-		if (waitpid(kids[i], &st, 0) == kids[i] && WIFEXITED(st) && WEXITSTATUS(st) == 0)
-			ok++;
+	while (ended < FS_N) {
+		k = waitpid(-1, &st, 0);
+		if (fs_reaped(k, st, &ended) < 0)
+			return -1;
 	}
-	CHECK(ok == FS_N, "%d of %d children served", ok, FS_N);
 	CHECK(sock_stat("fork_paused") == FS_N, "fork_paused %lld", sock_stat("fork_paused"));
 	close(l);
-	say("ok forksrv server children=%d", ok);
+	say("ok forksrv server children=%d", ended);
 	return 0;
 }
 
@@ -220,10 +238,13 @@ static int forksrv_client(void)
 	return 0;
 }
 
-/* exec'd by fork_client: after exec the inherited ParaNIC fd is nothing to the library */
-static int exec_child(int fd)
+/* exec'd by fork_client (execchild FD): after exec the inherited ParaNIC fd is nothing to
+ * the library */
+static int exec_child(void)
 {
+	int fd = case_arg ? atoi(case_arg) : -1;
 	char x = 0;
+	CHECK(fd >= 0, "execchild wants the fd");
 	CHECK(kind(fd) == K_OS, "the inherited fd is kind %d after exec", kind(fd));
 	CHECK(send(fd, &x, 1, 0) < 0 && errno == ENOTSOCK, "send on it: %s", strerror(errno));
 	say("ok execchild");
@@ -426,22 +447,5 @@ static int fork_udp_client(void)
 	return 0;
 }
 
-int main(int argc, char **argv)
-{
-	const char *cs;
-	int r = -1, rc;
-
-	if (!(cs = sock_test_setup(argc, argv, &rc)))
-		return rc;
-	if (!strcmp(cs, "fork"))
-		r = me ? fork_server() : fork_client(argv[0]);
-	else if (!strcmp(cs, "forksrv"))
-		r = me ? forksrv_server() : forksrv_client();
-	else if (!strcmp(cs, "fork_udp"))
-		r = me ? fork_udp_server() : fork_udp_client();
-	else if (!strcmp(cs, "execchild") && argc > 2)
-		r = exec_child(atoi(argv[2]));
-	else
-		say("FAIL %s: unknown case", cs);
-	return r == 0 && !t_failures ? 0 : 1;
-}
+SOCK_TEST_MAIN({"fork", fork_client, fork_server}, {"forksrv", forksrv_client, forksrv_server},
+	       {"fork_udp", fork_udp_client, fork_udp_server}, {"execchild", exec_child, exec_child})

@@ -225,20 +225,4 @@ static int beyond(void)
 	return 0;
 }
 
-int main(int argc, char **argv)
-{
-	const char *cs;
-	int r = -1, rc;
-
-	if (!(cs = sock_test_setup(argc, argv, &rc)))
-		return rc;
-	if (!strcmp(cs, "iface"))
-		r = iface();
-	else if (!strcmp(cs, "iface_off"))
-		r = iface_off();
-	else if (!strcmp(cs, "beyond"))
-		r = beyond();
-	else
-		say("FAIL %s: unknown case", cs);
-	return r == 0 && !t_failures ? 0 : 1;
-}
+SOCK_TEST_MAIN({"iface", iface, NULL}, {"iface_off", iface_off, NULL}, {"beyond", beyond, NULL})

@@ -172,18 +172,4 @@ static int reclaim_case(void)
 	return 0;
 }
 
-int main(int argc, char **argv)
-{
-	const char *cs;
-	int r = -1, rc;
-
-	if (!(cs = sock_test_setup(argc, argv, &rc)))
-		return rc;
-	if (!strcmp(cs, "ppn"))
-		r = ppn_case();
-	else if (!strcmp(cs, "reclaim"))
-		r = reclaim_case();
-	else
-		say("FAIL %s: unknown case", cs);
-	return r == 0 && !t_failures ? 0 : 1;
-}
+SOCK_TEST_MAIN({"ppn", ppn_case, NULL}, {"reclaim", reclaim_case, NULL})

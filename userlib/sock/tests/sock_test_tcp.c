@@ -609,34 +609,13 @@ static int os_only(void)
 	return 0;
 }
 
-int main(int argc, char **argv)
+/* eof's server part: two connections in turn */
+static int eof_servers(void)
 {
-	const char *cs;
-	int r = -1, rc;
-
-	if (!(cs = sock_test_setup(argc, argv, &rc)))
-		return rc;
-	if (!strcmp(cs, "echo"))
-		r = me ? echo_server() : echo_client();
-	else if (!strcmp(cs, "many"))
-		r = me ? many_server() : many_client();
-	else if (!strcmp(cs, "eof"))
-		r = me ? (eof_server() || eof_server2()) : eof_client();
-	else if (!strcmp(cs, "nonblock"))
-		r = me ? nb_server() : nb_client();
-	else if (!strcmp(cs, "mixed"))
-		r = me ? mixed_server() : mixed_client();
-	else if (!strcmp(cs, "refused"))
-		r = me ? refused_server() : refused_client();
-	else if (!strcmp(cs, "reset"))
-		r = me ? reset_server() : reset_client();
-	else if (!strcmp(cs, "noport"))
-		r = me ? noport_server() : noport_client();
-	else if (!strcmp(cs, "cross"))
-		r = cross();
-	else if (!strcmp(cs, "os"))
-		r = os_only();
-	else
-		say("FAIL %s: unknown case", cs);
-	return r == 0 && !t_failures ? 0 : 1;
+	return eof_server() || eof_server2();
 }
+
+SOCK_TEST_MAIN({"echo", echo_client, echo_server}, {"many", many_client, many_server},
+	       {"eof", eof_client, eof_servers}, {"nonblock", nb_client, nb_server}, {"mixed", mixed_client, mixed_server},
+	       {"refused", refused_client, refused_server}, {"reset", reset_client, reset_server},
+	       {"noport", noport_client, noport_server}, {"cross", cross, NULL}, {"os", os_only, NULL})
