@@ -51,7 +51,7 @@ def run_fi(run_nodes, tmp_path: Path, case: str, nodes: int, ppn: int = 1, timeo
     return r
 
 
-def test_fi_info_lists_the_provider():
+def test_fi_info_lists_the_provider(userlib_build):
     """``fi_info -p paranic`` finds it with FI_PROVIDER_PATH, with what Open MPI's OFI MTL
     needs; hints it cannot meet give no result."""
     if not shutil.which("fi_info"):
@@ -110,7 +110,7 @@ def test_av_table(run_nodes, tmp_path):
     run_fi(run_nodes, tmp_path, "table", 2)
 
 
-def test_paranic_run_launches_it(tmp_path):
+def test_paranic_run_launches_it(userlib_build, tmp_path):
     """``paranic run --backend sw`` (with its paranicd per node) runs a libfabric program
     over the provider: only FI_PROVIDER_PATH is needed besides what paranic run sets."""
     addr = tmp_path / "addr"
