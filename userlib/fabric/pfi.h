@@ -192,6 +192,12 @@ uint32_t pfi_cluster_hash(void);
 
 /* pfi_fabric.c */
 int pfi_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric, void *context);
+/* The fi_ops entries no object of the provider has (-FI_ENOSYS): bind (of a fabric,
+ * domain, AV or CQ: no event queues, no wait sets), control (no wait objects), ops_open
+ * (no extension interfaces). */
+int pfi_no_bind(struct fid *fid, struct fid *bfid, uint64_t flags);
+int pfi_no_control(struct fid *fid, int command, void *arg);
+int pfi_no_ops_open(struct fid *fid, const char *name, uint64_t flags, void **ops, void *context);
 
 /* pfi_av.c */
 int pfi_av_open(struct fid_domain *domain, struct fi_av_attr *attr, struct fid_av **av, void *context);

@@ -169,30 +169,12 @@ static int av_close(struct fid *fid)
 	return 0;
 }
 
-static int av_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
-{
-	(void)fid, (void)bfid, (void)flags;
-	return -FI_ENOSYS;   /* no event queues: inserts are synchronous */
-}
-
-static int av_control(struct fid *fid, int command, void *arg)
-{
-	(void)fid, (void)command, (void)arg;
-	return -FI_ENOSYS;
-}
-
-static int av_ops_open(struct fid *fid, const char *name, uint64_t flags, void **ops, void *context)
-{
-	(void)fid, (void)name, (void)flags, (void)ops, (void)context;
-	return -FI_ENOSYS;
-}
-
 static struct fi_ops av_fi_ops = {
 	.size = sizeof(struct fi_ops),
 	.close = av_close,
-	.bind = av_bind,
-	.control = av_control,
-	.ops_open = av_ops_open,
+	.bind = pfi_no_bind,   /* no event queues: inserts are synchronous */
+	.control = pfi_no_control,
+	.ops_open = pfi_no_ops_open,
 };
 
 int pfi_av_open(struct fid_domain *domain, struct fi_av_attr *attr, struct fid_av **out, void *context)

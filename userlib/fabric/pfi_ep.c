@@ -564,18 +564,12 @@ static int ep_close(struct fid *fid)
 	return 0;
 }
 
-static int ep_ops_open(struct fid *fid, const char *name, uint64_t flags, void **ops, void *context)
-{
-	(void)fid, (void)name, (void)flags, (void)ops, (void)context;
-	return -FI_ENOSYS;
-}
-
 static struct fi_ops ep_fi_ops = {
 	.size = sizeof(struct fi_ops),
 	.close = ep_close,
 	.bind = ep_bind,
 	.control = ep_control,
-	.ops_open = ep_ops_open,
+	.ops_open = pfi_no_ops_open,
 };
 
 int pfi_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep **out, void *context)
