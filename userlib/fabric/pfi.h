@@ -227,6 +227,26 @@ ssize_t pfi_post_send(struct pfi_ep *ep, int channel, const void *buf, size_t le
 		      uint64_t tag, uint64_t data, void *context, uint64_t flags, int inject);
 ssize_t pfi_post_recv(struct pfi_ep *ep, int channel, void *buf, size_t len, fi_addr_t src, uint64_t tag,
 		      uint64_t ignore, void *context, uint64_t flags);
+/* The same for the calls with an iovec list (fi_sendv, fi_sendmsg ...): its one buffer. */
+static inline ssize_t pfi_post_sendv(struct pfi_ep *ep, int channel, const struct iovec *iov, size_t count,
+				     fi_addr_t dest, uint64_t tag, uint64_t data, void *context, uint64_t flags,
+				     int inject)
+{
+	void *b;
+	size_t n;
+	if (pfi_iov1(iov, count, &b, &n) < 0)
+		return -FI_EINVAL;
+	return pfi_post_send(ep, channel, b, n, dest, tag, data, context, flags, inject);
+}
+static inline ssize_t pfi_post_recvv(struct pfi_ep *ep, int channel, const struct iovec *iov, size_t count,
+				     fi_addr_t src, uint64_t tag, uint64_t ignore, void *context, uint64_t flags)
+{
+	void *b;
+	size_t n;
+	if (pfi_iov1(iov, count, &b, &n) < 0)
+		return -FI_EINVAL;
+	return pfi_post_recv(ep, channel, b, n, src, tag, ignore, context, flags);
+}
 void pfi_ep_track(struct pfi_ep *ep, struct pfi_op *op);
 struct pfi_op *pfi_ep_find_claim(struct pfi_ep *ep, void *context);
 /* Write an entry for op to the right CQ (success: only when op->comp). */

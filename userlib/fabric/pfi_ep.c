@@ -239,6 +239,10 @@ ssize_t pfi_post_send(struct pfi_ep *ep, int channel, const void *buf, size_t le
 		pfi_op_drop(ep, op);
 		return pfi_errno(rc);
 	}
+	if (inject == PFI_INJECT_CALL)
+		*(channel == PFI_CH_TAGGED ? &ep->cnt->tinject : &ep->cnt->inject) += 1;
+	else
+		*(channel == PFI_CH_TAGGED ? &ep->cnt->tsend : &ep->cnt->send) += 1;
 	if (!op->comp && pn_port_done(op->req) > 0) {
 		op->rc = pn_port_test(ep->port, &op->req, &op->st);
 		op->done = 1;
@@ -274,6 +278,7 @@ ssize_t pfi_post_recv(struct pfi_ep *ep, int channel, void *buf, size_t len, fi_
 		pfi_op_drop(ep, op);
 		return pfi_errno(rc);
 	}
+	*(channel == PFI_CH_TAGGED ? &ep->cnt->trecv : &ep->cnt->recv) += 1;
 	op_append(ep, op);
 	return 0;
 }
