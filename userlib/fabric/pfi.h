@@ -67,9 +67,10 @@ struct pfi_addr {
 };
 
 /* fi_addr_t of FI_AV_MAP: the address itself, (node << 16) | ctx. */
+#define PFI_MAP_CTX_BITS 16
 static inline fi_addr_t pfi_map_addr(unsigned node, unsigned ctx)
 {
-	return ((fi_addr_t)node << 16) | ctx;
+	return ((fi_addr_t)node << PFI_MAP_CTX_BITS) | ctx;
 }
 
 /* Counters of one process's provider use (pfi_stats.c). */

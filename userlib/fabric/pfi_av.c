@@ -12,9 +12,15 @@
 
 #include "pfi.h"
 
+/* A node and context the NIC can address (pn_protocol.h, from spec/protocol.py). */
+static int port_ok(unsigned node, unsigned ctx)
+{
+	return node < PN_MAX_NODES && ctx < PN_MAX_CONTEXTS;
+}
+
 static int addr_ok(const struct pfi_av *av, const struct pfi_addr *a)
 {
-	return a->magic == PFI_ADDR_MAGIC && a->cluster == av->cluster && a->ctx < 256;
+	return a->magic == PFI_ADDR_MAGIC && a->cluster == av->cluster && port_ok(a->node, a->ctx);
 }
 
 int pfi_av_resolve(const struct pfi_av *av, fi_addr_t a, unsigned *node, unsigned *ctx)
@@ -22,10 +28,11 @@ int pfi_av_resolve(const struct pfi_av *av, fi_addr_t a, unsigned *node, unsigne
 	if (a == FI_ADDR_UNSPEC || a == FI_ADDR_NOTAVAIL)
 		return -FI_EINVAL;
 	if (av->type == FI_AV_MAP) {
-		if (a >> 32 || (a & 0xffff) >= 256)
+		fi_addr_t n = a >> PFI_MAP_CTX_BITS, c = a & ((1u << PFI_MAP_CTX_BITS) - 1);
+		if (n >= PN_MAX_NODES || !port_ok((unsigned)n, (unsigned)c))
 			return -FI_EINVAL;
-		*node = (unsigned)(a >> 16);
-		*ctx = (unsigned)(a & 0xffff);
+		*node = (unsigned)n;
+		*ctx = (unsigned)c;
 		return 0;
 	}
 	if (a >= av->n || !av->tab[a].magic)

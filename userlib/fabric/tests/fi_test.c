@@ -27,6 +27,8 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_tagged.h>
 
+#include "paranic/pn_protocol.h"   /* facts only (PN_MAX_CONTEXTS), no libparanic call */
+
 static int rank, nranks, fails;
 static struct fi_info *info;
 static struct fid_fabric *fabric;
@@ -597,7 +599,10 @@ static void case_errors(void)
 	char a[16];
 	len = sizeof(a);
 	TRY(fi_getname(&ep->fid, a, &len));
-	((uint16_t *)a)[4] = 4000;   /* node field (struct pfi_addr: magic, cluster, node, ctx) */
+	((uint16_t *)a)[5] = PN_MAX_CONTEXTS;   /* ctx field (struct pfi_addr: magic, cluster, node, ctx) */
+	CHECK(fi_av_insert(av, a, 1, &fa, 0, NULL) == 0 && fa == FI_ADDR_NOTAVAIL, "context beyond the NIC's inserted");
+	((uint16_t *)a)[5] = 0;
+	((uint16_t *)a)[4] = 4000;   /* node field */
 	TRY(fi_av_insert(av, a, 1, &fa, 0, NULL));
 	struct rec r = {0};
 	ssize_t rc = fi_tsend(ep, buf, 8, NULL, fa, 1, &r);
