@@ -237,6 +237,18 @@ static void setup(const char *dir, enum fi_av_type avt)
 static void teardown(void)
 {
 	barrier();
+	/* Exactly once: every message sent to this rank has been received by now (a sender's
+	 * messages come before its barrier message), so a peek at any tag finds nothing; a
+	 * message delivered twice, or a truncated one left queued, would be found. (No barrier
+	 * after it: a barrier message could come before another rank's peek.) */
+	struct rec p = {0};
+	struct fi_msg_tagged m = {0};
+	m.addr = FI_ADDR_UNSPEC;
+	m.ignore = ~0ull;
+	m.context = &p;
+	POST(fi_trecvmsg(ep, &m, FI_PEEK | FI_COMPLETION));
+	wait_rec(&p, "final peek");
+	CHECK(p.err == FI_ENOMSG, "a message left over: tag %llx, %zu bytes", (unsigned long long)p.e.tag, p.e.len);
 	TRY(fi_close(&ep->fid));
 	TRY(fi_close(&cq->fid));
 	TRY(fi_close(&av->fid));
