@@ -16,13 +16,11 @@
 
 #define CLOSE_DRAIN_NS 2000000000ull   /* at close, sends still in flight get this long */
 
+/* The ports layer's -errno as libfabric's -FI_E*: the same numbers (fi_errno.h defines
+ * FI_EMSGSIZE, FI_EHOSTUNREACH ... as the errno values); 0 for success. */
 int pfi_errno(int e)
 {
-	if (e >= 0)
-		return 0;
-	if (e == -EMSGSIZE)
-		return -FI_EMSGSIZE;
-	return e;   /* libfabric's FI_E* are the errno values for everything else we return */
+	return e < 0 ? e : 0;
 }
 
 static uint64_t now_ns(void)
