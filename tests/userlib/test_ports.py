@@ -79,7 +79,8 @@ def test_header_stands_alone_and_exports(userlib_build, tmp_path):
                           capture_output=True, text=True).stdout
     for fn in ("pn_port_open", "pn_port_close", "pn_port_send", "pn_port_isend", "pn_port_recv", "pn_port_irecv",
                "pn_port_test", "pn_port_wait", "pn_port_cancel", "pn_port_probe", "pn_port_progress",
-               "pn_port_barrier", "pn_port_stats", "pn_port_mem_register"):
+               "pn_port_barrier", "pn_port_stats", "pn_port_mem_register", "pn_port_isendx", "pn_port_irecvx",
+               "pn_port_done"):
         assert f" {fn}\n" in syms, fn
 
 
@@ -126,6 +127,19 @@ def test_order_per_channel(run_nodes, C):
     m = re.match(r"ok order 400 messages in order per channel, channels taken last to first; unexpected peak "
                  r"(\d+) bytes", r.ok(0, "order"))
     assert m and 0 < int(m.group(1)) <= window(C, C["PN_PORT_DEFAULT_EAGER_MAX"]), r.ok(0, "order")
+
+
+def test_immediate_data_and_truncation(run_nodes):
+    """pn_port_isendx's 32 bits of immediate data (in the receive's and a probe's status),
+    PN_PORT_TRUNC receives (eager, multi-packet eager and rendezvous; unexpected and
+    posted first): -EMSGSIZE with the message's length, the first cap bytes kept and not
+    one byte more written, the message consumed (the next of its tag comes whole);
+    pn_port_done without progress; bad flags give -EINVAL."""
+    r = ports(run_nodes, "ext", 2)
+    assert_clean(r, 2)
+    assert r.ok(0, "ext") == ("ok ext immediate data (probe too), truncating receives (eager, multi-packet, "
+                              "rendezvous; unexpected and posted first), pn_port_done")
+    assert r.ok(1, "ext") == "ok ext sender"
 
 
 def test_many_channels(run_nodes):

@@ -67,9 +67,10 @@ struct pfi_addr {
 };
 
 /* fi_addr_t of FI_AV_MAP: the address itself, (node << 16) | ctx. */
+#define PFI_MAP_CTX_BITS 16
 static inline fi_addr_t pfi_map_addr(unsigned node, unsigned ctx)
 {
-	return ((fi_addr_t)node << 16) | ctx;
+	return ((fi_addr_t)node << PFI_MAP_CTX_BITS) | ctx;
 }
 
 /* Counters of one process's provider use (pfi_stats.c). */
@@ -192,6 +193,12 @@ uint32_t pfi_cluster_hash(void);
 
 /* pfi_fabric.c */
 int pfi_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric, void *context);
+/* The fi_ops entries no object of the provider has (-FI_ENOSYS): bind (of a fabric,
+ * domain, AV or CQ: no event queues, no wait sets), control (no wait objects), ops_open
+ * (no extension interfaces). */
+int pfi_no_bind(struct fid *fid, struct fid *bfid, uint64_t flags);
+int pfi_no_control(struct fid *fid, int command, void *arg);
+int pfi_no_ops_open(struct fid *fid, const char *name, uint64_t flags, void **ops, void *context);
 
 /* pfi_av.c */
 int pfi_av_open(struct fid_domain *domain, struct fi_av_attr *attr, struct fid_av **av, void *context);
@@ -221,6 +228,26 @@ ssize_t pfi_post_send(struct pfi_ep *ep, int channel, const void *buf, size_t le
 		      uint64_t tag, uint64_t data, void *context, uint64_t flags, int inject);
 ssize_t pfi_post_recv(struct pfi_ep *ep, int channel, void *buf, size_t len, fi_addr_t src, uint64_t tag,
 		      uint64_t ignore, void *context, uint64_t flags);
+/* The same for the calls with an iovec list (fi_sendv, fi_sendmsg ...): its one buffer. */
+static inline ssize_t pfi_post_sendv(struct pfi_ep *ep, int channel, const struct iovec *iov, size_t count,
+				     fi_addr_t dest, uint64_t tag, uint64_t data, void *context, uint64_t flags,
+				     int inject)
+{
+	void *b;
+	size_t n;
+	if (pfi_iov1(iov, count, &b, &n) < 0)
+		return -FI_EINVAL;
+	return pfi_post_send(ep, channel, b, n, dest, tag, data, context, flags, inject);
+}
+static inline ssize_t pfi_post_recvv(struct pfi_ep *ep, int channel, const struct iovec *iov, size_t count,
+				     fi_addr_t src, uint64_t tag, uint64_t ignore, void *context, uint64_t flags)
+{
+	void *b;
+	size_t n;
+	if (pfi_iov1(iov, count, &b, &n) < 0)
+		return -FI_EINVAL;
+	return pfi_post_recv(ep, channel, b, n, src, tag, ignore, context, flags);
+}
 void pfi_ep_track(struct pfi_ep *ep, struct pfi_op *op);
 struct pfi_op *pfi_ep_find_claim(struct pfi_ep *ep, void *context);
 /* Write an entry for op to the right CQ (success: only when op->comp). */

@@ -12,9 +12,15 @@
 
 #include "pfi.h"
 
+/* A node and context the NIC can address (pn_protocol.h, from spec/protocol.py). */
+static int port_ok(unsigned node, unsigned ctx)
+{
+	return node < PN_MAX_NODES && ctx < PN_MAX_CONTEXTS;
+}
+
 static int addr_ok(const struct pfi_av *av, const struct pfi_addr *a)
 {
-	return a->magic == PFI_ADDR_MAGIC && a->cluster == av->cluster && a->ctx < 256;
+	return a->magic == PFI_ADDR_MAGIC && a->cluster == av->cluster && port_ok(a->node, a->ctx);
 }
 
 int pfi_av_resolve(const struct pfi_av *av, fi_addr_t a, unsigned *node, unsigned *ctx)
@@ -22,10 +28,11 @@ int pfi_av_resolve(const struct pfi_av *av, fi_addr_t a, unsigned *node, unsigne
 	if (a == FI_ADDR_UNSPEC || a == FI_ADDR_NOTAVAIL)
 		return -FI_EINVAL;
 	if (av->type == FI_AV_MAP) {
-		if (a >> 32 || (a & 0xffff) >= 256)
+		fi_addr_t n = a >> PFI_MAP_CTX_BITS, c = a & ((1u << PFI_MAP_CTX_BITS) - 1);
+		if (n >= PN_MAX_NODES || !port_ok((unsigned)n, (unsigned)c))
 			return -FI_EINVAL;
-		*node = (unsigned)(a >> 16);
-		*ctx = (unsigned)(a & 0xffff);
+		*node = (unsigned)n;
+		*ctx = (unsigned)c;
 		return 0;
 	}
 	if (a >= av->n || !av->tab[a].magic)
@@ -169,30 +176,12 @@ static int av_close(struct fid *fid)
 	return 0;
 }
 
-static int av_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
-{
-	(void)fid, (void)bfid, (void)flags;
-	return -FI_ENOSYS;   /* no event queues: inserts are synchronous */
-}
-
-static int av_control(struct fid *fid, int command, void *arg)
-{
-	(void)fid, (void)command, (void)arg;
-	return -FI_ENOSYS;
-}
-
-static int av_ops_open(struct fid *fid, const char *name, uint64_t flags, void **ops, void *context)
-{
-	(void)fid, (void)name, (void)flags, (void)ops, (void)context;
-	return -FI_ENOSYS;
-}
-
 static struct fi_ops av_fi_ops = {
 	.size = sizeof(struct fi_ops),
 	.close = av_close,
-	.bind = av_bind,
-	.control = av_control,
-	.ops_open = av_ops_open,
+	.bind = pfi_no_bind,   /* no event queues: inserts are synchronous */
+	.control = pfi_no_control,
+	.ops_open = pfi_no_ops_open,
 };
 
 int pfi_av_open(struct fid_domain *domain, struct fi_av_attr *attr, struct fid_av **out, void *context)

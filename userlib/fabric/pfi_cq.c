@@ -172,30 +172,12 @@ static int cq_close(struct fid *fid)
 	return 0;
 }
 
-static int cq_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
-{
-	(void)fid, (void)bfid, (void)flags;
-	return -FI_ENOSYS;
-}
-
-static int cq_control(struct fid *fid, int command, void *arg)
-{
-	(void)fid, (void)command, (void)arg;
-	return -FI_ENOSYS;   /* no wait object (FI_GETWAIT) */
-}
-
-static int cq_ops_open(struct fid *fid, const char *name, uint64_t flags, void **ops, void *context)
-{
-	(void)fid, (void)name, (void)flags, (void)ops, (void)context;
-	return -FI_ENOSYS;
-}
-
 static struct fi_ops cq_fi_ops = {
 	.size = sizeof(struct fi_ops),
 	.close = cq_close,
-	.bind = cq_bind,
-	.control = cq_control,
-	.ops_open = cq_ops_open,
+	.bind = pfi_no_bind,
+	.control = pfi_no_control,   /* no wait object (FI_GETWAIT) */
+	.ops_open = pfi_no_ops_open,
 };
 
 int pfi_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr, struct fid_cq **out, void *context)

@@ -16,13 +16,11 @@
 
 #define CLOSE_DRAIN_NS 2000000000ull   /* at close, sends still in flight get this long */
 
+/* The ports layer's -errno as libfabric's -FI_E*: the same numbers (fi_errno.h defines
+ * FI_EMSGSIZE, FI_EHOSTUNREACH ... as the errno values); 0 for success. */
 int pfi_errno(int e)
 {
-	if (e >= 0)
-		return 0;
-	if (e == -EMSGSIZE)
-		return -FI_EMSGSIZE;
-	return e;   /* libfabric's FI_E* are the errno values for everything else we return */
+	return e < 0 ? e : 0;
 }
 
 static uint64_t now_ns(void)
@@ -239,6 +237,10 @@ ssize_t pfi_post_send(struct pfi_ep *ep, int channel, const void *buf, size_t le
 		pfi_op_drop(ep, op);
 		return pfi_errno(rc);
 	}
+	if (inject == PFI_INJECT_CALL)
+		*(channel == PFI_CH_TAGGED ? &ep->cnt->tinject : &ep->cnt->inject) += 1;
+	else
+		*(channel == PFI_CH_TAGGED ? &ep->cnt->tsend : &ep->cnt->send) += 1;
 	if (!op->comp && pn_port_done(op->req) > 0) {
 		op->rc = pn_port_test(ep->port, &op->req, &op->st);
 		op->done = 1;
@@ -274,6 +276,7 @@ ssize_t pfi_post_recv(struct pfi_ep *ep, int channel, void *buf, size_t len, fi_
 		pfi_op_drop(ep, op);
 		return pfi_errno(rc);
 	}
+	*(channel == PFI_CH_TAGGED ? &ep->cnt->trecv : &ep->cnt->recv) += 1;
 	op_append(ep, op);
 	return 0;
 }
@@ -564,18 +567,12 @@ static int ep_close(struct fid *fid)
 	return 0;
 }
 
-static int ep_ops_open(struct fid *fid, const char *name, uint64_t flags, void **ops, void *context)
-{
-	(void)fid, (void)name, (void)flags, (void)ops, (void)context;
-	return -FI_ENOSYS;
-}
-
 static struct fi_ops ep_fi_ops = {
 	.size = sizeof(struct fi_ops),
 	.close = ep_close,
 	.bind = ep_bind,
 	.control = ep_control,
-	.ops_open = ep_ops_open,
+	.ops_open = pfi_no_ops_open,
 };
 
 int pfi_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep **out, void *context)

@@ -11,21 +11,21 @@
 
 #include "pfi.h"
 
-/* ---- shared stubs of the fid operation tables ----------------------------------------------- */
+/* ---- the fi_ops entries no object has (pfi.h) ------------------------------------------------ */
 
-static int no_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
+int pfi_no_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 {
 	(void)fid, (void)bfid, (void)flags;
 	return -FI_ENOSYS;
 }
 
-static int no_control(struct fid *fid, int command, void *arg)
+int pfi_no_control(struct fid *fid, int command, void *arg)
 {
 	(void)fid, (void)command, (void)arg;
 	return -FI_ENOSYS;
 }
 
-static int no_ops_open(struct fid *fid, const char *name, uint64_t flags, void **ops, void *context)
+int pfi_no_ops_open(struct fid *fid, const char *name, uint64_t flags, void **ops, void *context)
 {
 	(void)fid, (void)name, (void)flags, (void)ops, (void)context;
 	return -FI_ENOSYS;
@@ -49,9 +49,9 @@ static int mr_close(struct fid *fid)
 static struct fi_ops mr_fi_ops = {
 	.size = sizeof(struct fi_ops),
 	.close = mr_close,
-	.bind = no_bind,
-	.control = no_control,
-	.ops_open = no_ops_open,
+	.bind = pfi_no_bind,
+	.control = pfi_no_control,
+	.ops_open = pfi_no_ops_open,
 };
 
 static int mr_reg(struct fid *fid, const void *buf, size_t len, uint64_t access, uint64_t offset,
@@ -115,9 +115,9 @@ static int dom_close(struct fid *fid)
 static struct fi_ops dom_fi_ops = {
 	.size = sizeof(struct fi_ops),
 	.close = dom_close,
-	.bind = no_bind,
-	.control = no_control,
-	.ops_open = no_ops_open,
+	.bind = pfi_no_bind,
+	.control = pfi_no_control,
+	.ops_open = pfi_no_ops_open,
 };
 
 static int no_scalable_ep(struct fid_domain *d, struct fi_info *info, struct fid_ep **sep, void *context)
@@ -235,9 +235,9 @@ static int fab_close(struct fid *fid)
 static struct fi_ops fab_fi_ops = {
 	.size = sizeof(struct fi_ops),
 	.close = fab_close,
-	.bind = no_bind,
-	.control = no_control,
-	.ops_open = no_ops_open,
+	.bind = pfi_no_bind,
+	.control = pfi_no_control,
+	.ops_open = pfi_no_ops_open,
 };
 
 static int no_pep(struct fid_fabric *f, struct fi_info *info, struct fid_pep **pep, void *context)

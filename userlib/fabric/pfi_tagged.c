@@ -25,21 +25,15 @@
 static ssize_t t_recv(struct fid_ep *fep, void *buf, size_t len, void *desc, fi_addr_t src, uint64_t tag,
 		      uint64_t ignore, void *context)
 {
-	struct pfi_ep *ep = EP(fep);
 	(void)desc;
-	ep->cnt->trecv++;
-	return pfi_post_recv(ep, PFI_CH_TAGGED, buf, len, src, tag, ignore, context, ep->rx_op_flags);
+	return pfi_post_recv(EP(fep), PFI_CH_TAGGED, buf, len, src, tag, ignore, context, EP(fep)->rx_op_flags);
 }
 
 static ssize_t t_recvv(struct fid_ep *fep, const struct iovec *iov, void **desc, size_t count, fi_addr_t src,
 		       uint64_t tag, uint64_t ignore, void *context)
 {
-	void *b;
-	size_t n;
 	(void)desc;
-	if (pfi_iov1(iov, count, &b, &n) < 0)
-		return -FI_EINVAL;
-	return t_recv(fep, b, n, NULL, src, tag, ignore, context);
+	return pfi_post_recvv(EP(fep), PFI_CH_TAGGED, iov, count, src, tag, ignore, context, EP(fep)->rx_op_flags);
 }
 
 /* FI_PEEK (with FI_CLAIM or FI_DISCARD). */
@@ -117,65 +111,49 @@ static ssize_t t_recvmsg(struct fid_ep *fep, const struct fi_msg_tagged *msg, ui
 	}
 	if (flags & FI_DISCARD)
 		return -FI_EINVAL;   /* only with FI_PEEK or FI_CLAIM */
-	ep->cnt->trecv++;
 	return pfi_post_recv(ep, PFI_CH_TAGGED, b, n, msg->addr, msg->tag, msg->ignore, msg->context, flags);
 }
 
 static ssize_t t_send(struct fid_ep *fep, const void *buf, size_t len, void *desc, fi_addr_t dest, uint64_t tag,
 		      void *context)
 {
-	struct pfi_ep *ep = EP(fep);
 	(void)desc;
-	ep->cnt->tsend++;
-	return pfi_post_send(ep, PFI_CH_TAGGED, buf, len, dest, tag, 0, context, ep->tx_op_flags, 0);
+	return pfi_post_send(EP(fep), PFI_CH_TAGGED, buf, len, dest, tag, 0, context, EP(fep)->tx_op_flags, 0);
 }
 
 static ssize_t t_sendv(struct fid_ep *fep, const struct iovec *iov, void **desc, size_t count, fi_addr_t dest,
 		       uint64_t tag, void *context)
 {
-	void *b;
-	size_t n;
 	(void)desc;
-	if (pfi_iov1(iov, count, &b, &n) < 0)
-		return -FI_EINVAL;
-	return t_send(fep, b, n, NULL, dest, tag, context);
+	return pfi_post_sendv(EP(fep), PFI_CH_TAGGED, iov, count, dest, tag, 0, context, EP(fep)->tx_op_flags, 0);
 }
 
 static ssize_t t_sendmsg(struct fid_ep *fep, const struct fi_msg_tagged *msg, uint64_t flags)
 {
-	struct pfi_ep *ep = EP(fep);
-	void *b;
-	size_t n;
-	if (!msg || pfi_iov1(msg->msg_iov, msg->iov_count, &b, &n) < 0)
+	if (!msg)
 		return -FI_EINVAL;
-	ep->cnt->tsend++;
-	return pfi_post_send(ep, PFI_CH_TAGGED, b, n, msg->addr, msg->tag, msg->data, msg->context, flags,
-			     (flags & FI_INJECT) ? PFI_INJECT_FLAG : 0);
+	return pfi_post_sendv(EP(fep), PFI_CH_TAGGED, msg->msg_iov, msg->iov_count, msg->addr, msg->tag, msg->data,
+			      msg->context, flags, (flags & FI_INJECT) ? PFI_INJECT_FLAG : 0);
 }
 
 static ssize_t t_inject(struct fid_ep *fep, const void *buf, size_t len, fi_addr_t dest, uint64_t tag)
 {
-	struct pfi_ep *ep = EP(fep);
-	ep->cnt->tinject++;
-	return pfi_post_send(ep, PFI_CH_TAGGED, buf, len, dest, tag, 0, NULL, 0, PFI_INJECT_CALL);
+	return pfi_post_send(EP(fep), PFI_CH_TAGGED, buf, len, dest, tag, 0, NULL, 0, PFI_INJECT_CALL);
 }
 
 static ssize_t t_senddata(struct fid_ep *fep, const void *buf, size_t len, void *desc, uint64_t data,
 			  fi_addr_t dest, uint64_t tag, void *context)
 {
-	struct pfi_ep *ep = EP(fep);
 	(void)desc;
-	ep->cnt->tsend++;
-	return pfi_post_send(ep, PFI_CH_TAGGED, buf, len, dest, tag, data, context,
-			     ep->tx_op_flags | FI_REMOTE_CQ_DATA, 0);
+	return pfi_post_send(EP(fep), PFI_CH_TAGGED, buf, len, dest, tag, data, context,
+			     EP(fep)->tx_op_flags | FI_REMOTE_CQ_DATA, 0);
 }
 
 static ssize_t t_injectdata(struct fid_ep *fep, const void *buf, size_t len, uint64_t data, fi_addr_t dest,
 			    uint64_t tag)
 {
-	struct pfi_ep *ep = EP(fep);
-	ep->cnt->tinject++;
-	return pfi_post_send(ep, PFI_CH_TAGGED, buf, len, dest, tag, data, NULL, FI_REMOTE_CQ_DATA, PFI_INJECT_CALL);
+	return pfi_post_send(EP(fep), PFI_CH_TAGGED, buf, len, dest, tag, data, NULL, FI_REMOTE_CQ_DATA,
+			     PFI_INJECT_CALL);
 }
 
 struct fi_ops_tagged pfi_tagged_ops = {

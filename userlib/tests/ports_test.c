@@ -5,7 +5,7 @@
  *
  *   pn_launch -n N -- ports_test CASE [BACKEND]
  *
- * CASE: sizes, huge, match, order, channels, multi, all_to_all, flood, bench. Every port
+ * CASE: sizes, huge, match, order, ext, channels, multi, all_to_all, flood, bench. Every port
  * is context PCTX of its node (multi: a second process per node on context PCTX + 1).
  * Prints "ok CASE ..." or "FAIL CASE: ..." and exits 0 only on success. Bad input,
  * forged sources and killed peers are ports_fault_test's.
@@ -275,6 +275,151 @@ static int case_match(void)
 		say("ok match sender");
 	}
 	free(buf);
+	return 0;
+}
+
+/* ---- ext: immediate data (pn_port_isendx), truncating receives (PN_PORT_TRUNC), pn_port_done --- */
+
+#define XCH 4             /* the channel of this case */
+#define XCANARY 0xA5      /* the bytes after a truncating receive's buffer must keep it */
+
+struct xmsg {
+	uint64_t tag;
+	size_t len, cap;      /* cap: the receive's buffer (< len: truncated) */
+	int data;             /* sent with PN_PORT_DATA (immediate data 0xDA7A0000 + seq) */
+};
+
+/* Node 1 posts message k of m (as seq base + k) to node 0; xwait completes them (a
+ * rendezvous send completes only once node 0 has posted its receive). */
+static int xpost(const struct xmsg *m, unsigned n, unsigned base, pn_port_req_t **rq, uint8_t **bufs)
+{
+	for (unsigned k = 0; k < n; k++) {
+		CHECK(bufs[k] = malloc(m[k].len + 1), "malloc");
+		pat_fill(bufs[k], m[k].len, seed_of(me, myctx, 0, base + k), 0);
+		EXPECT_RC(pn_port_isendx(port, 0, PCTX, XCH, m[k].tag, bufs[k], m[k].len, 0xDA7A0000u + base + k,
+					 m[k].data ? PN_PORT_DATA : 0, &rq[k]), 0);
+	}
+	return 0;
+}
+
+static int xwait(unsigned n, pn_port_req_t **rq, uint8_t **bufs)
+{
+	for (unsigned k = 0; k < n; k++) {
+		if (wait_ok(&rq[k], "isendx") < 0)
+			return -1;
+		free(bufs[k]);
+	}
+	return 0;
+}
+
+/* Node 0 checks a completed truncating receive of message seq (m): its end, its status
+ * (length, data), the bytes kept and the canary behind them. */
+static int xcheck(const struct xmsg *m, unsigned seq, int rc, const pn_port_status_t *st, const uint8_t *b)
+{
+	size_t keep = m->len < m->cap ? m->len : m->cap, bad;
+	CHECK(rc == (m->len > m->cap ? -EMSGSIZE : 1), "message %u (%zu bytes into %zu): ended %d", seq, m->len,
+	      m->cap, rc);
+	CHECK(st->len == m->len && st->tag == m->tag && st->src_node == 1 && st->channel == XCH,
+	      "message %u: status len %zu tag %#llx from %d", seq, st->len, (unsigned long long)st->tag, st->src_node);
+	CHECK(m->data ? (st->flags == PN_PORT_DATA && st->data == 0xDA7A0000u + seq) : st->flags == 0,
+	      "message %u: flags %u data %#x", seq, st->flags, st->data);
+	bad = pat_check(b, keep, seed_of(1, PCTX, 0, seq), 0);
+	CHECK(bad == (size_t)-1, "message %u: the %zu bytes kept differ at %zu", seq, keep, bad);
+	for (size_t i = keep; i < m->cap + 64; i++)
+		CHECK(b[i] == XCANARY, "message %u: byte %zu past the %zu kept was written", seq, i, keep);
+	return 0;
+}
+
+static int case_ext(void)
+{
+	/* A: sent before any receive (unexpected); B: the receives posted first. Each
+	 * truncated message is followed by one of the same tag, which must come whole (the
+	 * truncated one was consumed). */
+	const struct xmsg a[] = {
+		{0xE0, 100, 100, 1},           /* eager with data */
+		{0xE1, 50, 64, 0},             /* no data: flags 0 */
+		{0xE2, 2000, 100, 0},          /* multi-packet eager, truncated */
+		{0xE2, 10, 100, 0},
+		{0xE3, E + 5000, 1000, 1},     /* rendezvous, truncated, with data */
+		{0xE3, 20, 1000, 0},
+		{0xE4, 8, 8, 1},               /* the last: once it is here, all are */
+	};
+	const struct xmsg b[] = {
+		{0xF0, 50, 10, 1},             /* single packet into a posted receive, truncated */
+		{0xF1, 2000, 100, 0},          /* multi-packet eager, truncated */
+		{0xF2, E + 5000, 1000, 1},     /* rendezvous, truncated */
+		{0xF3, 64, 64, 1},             /* exact fit */
+	};
+	enum { NA = sizeof(a) / sizeof(a[0]), NB = sizeof(b) / sizeof(b[0]) };
+	pn_port_status_t st;
+	pn_port_req_t *r;
+	uint8_t x[8] = {0};
+
+	/* bad flags and arguments */
+	EXPECT_RC(pn_port_isendx(port, 0, PCTX, XCH, 0, x, 8, 0, PN_PORT_TRUNC, &r), -EINVAL);
+	EXPECT_RC(pn_port_irecvx(port, 1, PCTX, XCH, 0, 0, x, 8, PN_PORT_DATA, &r), -EINVAL);
+	EXPECT_RC(pn_port_done(NULL), -EINVAL);
+
+	if (me == 1) {
+		pn_port_req_t *rq[NA];
+		uint8_t *bufs[NA];
+		if (xpost(a, NA, 0, rq, bufs) < 0)
+			return -1;
+		EXPECT_RC(pn_port_barrier(port), 0);
+		if (xwait(NA, rq, bufs) < 0)
+			return -1;
+		EXPECT_RC(pn_port_barrier(port), 0);   /* node 0 has posted B's receives */
+		if (xpost(b, NB, NA, rq, bufs) < 0 || xwait(NB, rq, bufs) < 0)
+			return -1;
+		say("ok ext sender");
+	} else if (me == 0) {
+		uint8_t *rb[NB];
+		pn_port_req_t *rq[NB];
+		EXPECT_RC(pn_port_barrier(port), 0);
+		/* the barrier does not wait for the messages: the last one (so all are here, in
+		 * order); a probe's status carries the data too */
+		uint64_t t0 = t_now_ns();
+		while (pn_port_probe(port, 1, PCTX, XCH, 0xE4, ALL, &st) != 1)
+			CHECK(t_now_ns() - t0 < 10000000000ull, "the last message did not come");
+		CHECK(st.flags == PN_PORT_DATA && st.data == 0xDA7A0000u + NA - 1, "probe: flags %u data %#x", st.flags,
+		      st.data);
+		for (unsigned k = 0; k < NA; k++) {
+			uint8_t *buf = malloc(a[k].cap + 64);
+			int rc;
+			CHECK(buf, "malloc");
+			memset(buf, XCANARY, a[k].cap + 64);
+			EXPECT_RC(pn_port_irecvx(port, 1, PCTX, XCH, a[k].tag, ALL, buf, a[k].cap, PN_PORT_TRUNC, &r), 0);
+			if (a[k].len > E)   /* a rendezvous: its data cannot be here yet */
+				EXPECT_RC(pn_port_done(r), 0);
+			while (!pn_port_done(r))
+				pn_port_progress(port);
+			rc = pn_port_test(port, &r, &st);
+			if (xcheck(&a[k], k, rc, &st, buf) < 0)
+				return -1;
+			free(buf);
+		}
+		for (unsigned k = 0; k < NB; k++) {
+			rb[k] = malloc(b[k].cap + 64);
+			CHECK(rb[k], "malloc");
+			memset(rb[k], XCANARY, b[k].cap + 64);
+			EXPECT_RC(pn_port_irecvx(port, 1, PCTX, XCH, b[k].tag, ALL, rb[k], b[k].cap, PN_PORT_TRUNC, &rq[k]), 0);
+			EXPECT_RC(pn_port_done(rq[k]), 0);
+		}
+		EXPECT_RC(pn_port_barrier(port), 0);
+		for (unsigned k = 0; k < NB; k++) {
+			int rc = pn_port_wait(port, &rq[k], &st, -1);
+			if (xcheck(&b[k], NA + k, rc, &st, rb[k]) < 0)
+				return -1;
+			free(rb[k]);
+		}
+		EXPECT_RC(pn_port_probe(port, PN_PORT_ANY, PN_PORT_ANY, XCH, 0, 0, &st), 0);   /* nothing left */
+		say("ok ext immediate data (probe too), truncating receives (eager, multi-packet, rendezvous; "
+		    "unexpected and posted first), pn_port_done");
+	} else {
+		EXPECT_RC(pn_port_barrier(port), 0);
+		EXPECT_RC(pn_port_barrier(port), 0);
+		say("ok ext (idle)");
+	}
 	return 0;
 }
 
@@ -655,6 +800,7 @@ int main(int argc, char **argv)
 		{.name = "huge", .min_nodes = 2, .fn = case_huge},
 		{.name = "match", .min_nodes = 3, .fn = case_match},
 		{.name = "order", .min_nodes = 2, .fn = case_order},
+		{.name = "ext", .min_nodes = 2, .fn = case_ext},
 		{.name = "channels", .min_nodes = 2, .fn = case_channels},
 		{.name = "all_to_all", .min_nodes = 1, .fn = case_all_to_all},
 		{.name = "flood", .min_nodes = 2, .fn = case_flood},

@@ -27,6 +27,8 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_tagged.h>
 
+#include "paranic/pn_protocol.h"   /* facts only (PN_MAX_CONTEXTS), no libparanic call */
+
 static int rank, nranks, fails;
 static struct fi_info *info;
 static struct fid_fabric *fabric;
@@ -235,6 +237,18 @@ static void setup(const char *dir, enum fi_av_type avt)
 static void teardown(void)
 {
 	barrier();
+	/* Exactly once: every message sent to this rank has been received by now (a sender's
+	 * messages come before its barrier message), so a peek at any tag finds nothing; a
+	 * message delivered twice, or a truncated one left queued, would be found. (No barrier
+	 * after it: a barrier message could come before another rank's peek.) */
+	struct rec p = {0};
+	struct fi_msg_tagged m = {0};
+	m.addr = FI_ADDR_UNSPEC;
+	m.ignore = ~0ull;
+	m.context = &p;
+	POST(fi_trecvmsg(ep, &m, FI_PEEK | FI_COMPLETION));
+	wait_rec(&p, "final peek");
+	CHECK(p.err == FI_ENOMSG, "a message left over: tag %llx, %zu bytes", (unsigned long long)p.e.tag, p.e.len);
 	TRY(fi_close(&ep->fid));
 	TRY(fi_close(&cq->fid));
 	TRY(fi_close(&av->fid));
@@ -597,7 +611,10 @@ static void case_errors(void)
 	char a[16];
 	len = sizeof(a);
 	TRY(fi_getname(&ep->fid, a, &len));
-	((uint16_t *)a)[4] = 4000;   /* node field (struct pfi_addr: magic, cluster, node, ctx) */
+	((uint16_t *)a)[5] = PN_MAX_CONTEXTS;   /* ctx field (struct pfi_addr: magic, cluster, node, ctx) */
+	CHECK(fi_av_insert(av, a, 1, &fa, 0, NULL) == 0 && fa == FI_ADDR_NOTAVAIL, "context beyond the NIC's inserted");
+	((uint16_t *)a)[5] = 0;
+	((uint16_t *)a)[4] = 4000;   /* node field */
 	TRY(fi_av_insert(av, a, 1, &fa, 0, NULL));
 	struct rec r = {0};
 	ssize_t rc = fi_tsend(ep, buf, 8, NULL, fa, 1, &r);
