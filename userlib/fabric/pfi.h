@@ -199,6 +199,10 @@ int pfi_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric, voi
 int pfi_no_bind(struct fid *fid, struct fid *bfid, uint64_t flags);
 int pfi_no_control(struct fid *fid, int command, void *arg);
 int pfi_no_ops_open(struct fid *fid, const char *name, uint64_t flags, void **ops, void *context);
+/* pfi_noops.c: every operation -FI_ENOSYS, for the endpoint's RMA, atomic and collective tables */
+extern struct fi_ops_rma pfi_no_rma_ops;
+extern struct fi_ops_atomic pfi_no_atomic_ops;
+extern struct fi_ops_collective pfi_no_coll_ops;
 
 /* pfi_av.c */
 int pfi_av_open(struct fid_domain *domain, struct fi_av_attr *attr, struct fid_av **av, void *context);

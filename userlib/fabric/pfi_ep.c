@@ -597,6 +597,9 @@ int pfi_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep *
 	ep->ep.cm = &ep_cm_ops;
 	ep->ep.msg = &pfi_msg_ops;
 	ep->ep.tagged = &pfi_tagged_ops;
+	ep->ep.rma = &pfi_no_rma_ops;
+	ep->ep.atomic = &pfi_no_atomic_ops;
+	ep->ep.collective = &pfi_no_coll_ops;
 	ep->dom = dom;
 	ep->node = pn_port_node(ep->port);
 	ep->ctx = pn_port_ctx(ep->port);

@@ -25,6 +25,9 @@
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_errno.h>
+#include <rdma/fi_atomic.h>
+#include <rdma/fi_collective.h>
+#include <rdma/fi_rma.h>
 #include <rdma/fi_tagged.h>
 
 #include "paranic/pn_protocol.h"   /* facts only (PN_MAX_CONTEXTS), no libparanic call */
@@ -607,6 +610,11 @@ static void case_errors(void)
 	m.iov_count = 2;
 	CHECK(fi_trecvmsg(ep, &m, 0) == -FI_EINVAL, "two iovecs");
 	CHECK(fi_close(&domain->fid) == -FI_EBUSY, "domain closed under its endpoint");
+	/* capabilities not offered: an error, never a call through a missing table */
+	CHECK(fi_write(ep, buf, 8, NULL, peers[0], 0, 0, NULL) == -FI_ENOSYS, "fi_write");
+	CHECK(fi_read(ep, buf, 8, NULL, peers[0], 0, 0, NULL) == -FI_ENOSYS, "fi_read");
+	CHECK(fi_atomic(ep, buf, 1, NULL, peers[0], 0, 0, FI_UINT64, FI_SUM, NULL) == -FI_ENOSYS, "fi_atomic");
+	CHECK(fi_barrier(ep, 0, NULL) == -FI_ENOSYS, "fi_barrier");
 	/* a node beyond the job: the send fails in the CQ (or at once) */
 	char a[16];
 	len = sizeof(a);
