@@ -18,7 +18,7 @@ See ``docs/host-interface.md`` for the software view and ``docs/architecture.md`
 
 from __future__ import annotations
 
-from migen import Array, Memory, Signal
+from migen import Array, If, Memory, Signal
 from litex.gen import LiteXModule
 from litex.soc.interconnect import packet, stream
 from litex.soc.interconnect.csr import CSR, CSRStatus, CSRStorage
@@ -29,7 +29,7 @@ from .common import packet_layout
 from .dma import DmaPort
 from .host_ctx import ContextConfig, ContextState
 from .host_pages import HostPages
-from .host_pio import PioEngine, pio_buffer_words, pio_max_length
+from .host_pio import PioClear, PioEngine, pio_buffer_words, pio_max_length
 from .host_rx import RxEngine
 from .host_status import StatusWriter
 from .host_tx import DmaTxEngine
@@ -37,7 +37,8 @@ from .host_tx import DmaTxEngine
 #: Global counters (32-bit, wrapping), in CSR order.
 COUNTERS = (
     ("err_unknown_ctx", "received packets for a context >= n_ctx or disabled (dropped)"),
-    ("err_length", "PIO headers with length > min(mtu, window - 16) (refused)"),
+    ("err_length", "PIO headers with length > min(mtu, window - 16), or needing words not staged "
+                   "since the last PIO packet (refused)"),
     ("err_desc", "DMA descriptors refused (window, length, type, fetch error)"),
     ("err_pio", "window writes refused (PIO busy), doorbells on disabled/absent contexts, "
                 "PIO doorbells while busy, PIO headers with a type users may not send"),
@@ -48,6 +49,18 @@ COUNTERS = (
     ("tx_packets", "packets sent (PIO and DMA)"),
     ("status_writes", "status blocks written"),
 )
+
+
+class _WritePort:
+    """The signals of a memory write port (one writer's side of a shared port)."""
+
+    def __init__(self, adr_bits: int, data_bits: int, we_bits: int) -> None:
+        self.adr = Signal(adr_bits)
+        self.dat_w = Signal(data_bits)
+        self.we = Signal(we_bits)
+
+    def drive(self, port) -> list:
+        return [port.adr.eq(self.adr), port.dat_w.eq(self.dat_w), port.we.eq(self.we)]
 
 
 class HostInterface(LiteXModule):
@@ -72,7 +85,7 @@ class HostInterface(LiteXModule):
     * Configuration: ``cfg_ctx``, ``cfg_enable``, ``cfg_rx_base``, ``cfg_rx_log2``,
       ``cfg_tx_base``, ``cfg_tx_log2``, ``cfg_status_addr``, ``cfg_win_base``,
       ``cfg_win_size``; strobes ``cfg_write`` (store into context ``cfg_ctx``) and
-      ``cfg_reset`` (zero its pointers and counters); ``cfg_state`` (``P.CTX_STATE_BITS`` of
+      ``cfg_reset`` (zero its pointers and counters, and its PIO buffer); ``cfg_state`` (``P.CTX_STATE_BITS`` of
       context ``cfg_ctx``).
     * ``counters``: dict name -> Signal(32) (see :data:`COUNTERS`).
     """
@@ -111,7 +124,8 @@ class HostInterface(LiteXModule):
                      "cfg_tx_log2", "cfg_status_addr", "cfg_win_base", "cfg_win_size",
                      "cfg_write", "cfg_reset"):
             setattr(self, name, getattr(cfg, name))
-        self.state = st = ContextState(n_ctx)
+        self.pio_words = pio_words = pio_buffer_words(mtu)
+        self.state = st = ContextState(n_ctx, pio_words)
         self.comb += [
             st.cfg_wr.stb.eq(cfg.cfg_write & cfg.valid_ctx),
             st.cfg_wr.ctx.eq(cfg.cfg_ctx),
@@ -125,16 +139,21 @@ class HostInterface(LiteXModule):
         ]
 
         # PIO buffer: one region of pio_words 64-bit words per context ------------------------
-        self.pio_words = pio_words = pio_buffer_words(mtu)
         self.pio_max_length = pio_max_length(mtu)
         self.specials.pio_mem = pio_mem = Memory(64, n_ctx * pio_words, name="pio_buffer")
         pio_wp = pio_mem.get_port(write_capable=True, we_granularity=8)
         pio_rp = pio_mem.get_port()
         self.specials += pio_wp, pio_rp
+        # One write port, two writers: the MMIO window writes, and the clearing of a reset
+        # context's region on the cycles the MMIO side leaves free.
+        pages_wp = _WritePort(len(pio_wp.adr), len(pio_wp.dat_w), len(pio_wp.we))
+        clear_wp = _WritePort(len(pio_wp.adr), len(pio_wp.dat_w), len(pio_wp.we))
+        self.comb += If(pages_wp.we != 0, *pages_wp.drive(pio_wp)).Else(*clear_wp.drive(pio_wp))
 
         # Blocks ---------------------------------------------------------------------------------
-        self.pages = pages = HostPages(n_ctx, st, pio_wp, pio_words)
+        self.pages = pages = HostPages(n_ctx, st, pages_wp, pio_words)
         self.bus = pages.bus
+        self.pio_clear = PioClear(n_ctx, st, clear_wp, pio_words, busy_in=pages_wp.we != 0)
         self.pio = pio = PioEngine(n_ctx, mtu, st, pio_rp, pio_words)
         self.dmatx = dmatx = DmaTxEngine(n_ctx, mtu, cfg, st, self.dma_rd,
                                          max_request_bytes=max_request_bytes,
@@ -183,7 +202,7 @@ class HostInterface(LiteXModule):
         sel = cfg.cfg_ctx
         bits = {
             "enabled": Array(list(st.enable))[sel],
-            "pio_busy": Array(list(st.pio_pending))[sel],
+            "pio_busy": Array(list(st.pio_pending))[sel] | Array(list(st.pio_clear))[sel],
             "tx_inflight": Array(st.tx_fetch)[sel] != Array(st.tx_done)[sel],
             "tx_pending": Array(st.tx_tail)[sel] != Array(st.tx_done)[sel],
             "rx_active": rx.active & (rx.active_ctx == sel),
@@ -210,7 +229,8 @@ class HostInterface(LiteXModule):
         self.ctx_write = CSR()
         self.ctx_write.description = "Write: store the ctx_* fields into context ctx_sel"
         self.ctx_reset = CSR()
-        self.ctx_reset.description = "Write: zero context ctx_sel's pointers and counters"
+        self.ctx_reset.description = ("Write: zero context ctx_sel's pointers and counters and its PIO buffer "
+                                      "(ctx_state.pio_busy until the buffer is zero)")
         self.ctx_state = CSRStatus(len(P.CTX_STATE_BITS),
                                    description="State of context ctx_sel: " + ", ".join(
                                        f"bit {i} {n}" for i, (n, _) in enumerate(P.CTX_STATE_BITS)))

@@ -139,23 +139,29 @@ class ContextState(Module):
     write was refused since the last doorbell), ``pio_after`` (``tx_tail`` when the
     pending doorbell rang: the PIO packet waits until ``tx_done`` reaches it, and
     descriptors from it on wait for the PIO packet), ``dirty`` (status block to
-    rewrite).
+    rewrite), ``pio_staged`` (64-bit words of the PIO window staged since the last PIO
+    packet finished: one past the highest word written; the PIO engine refuses a header
+    that needs more, see :mod:`~paranic.hw.host_pio`), ``pio_clear`` (the context's PIO
+    buffer is being zeroed: set by ``cfg_rst``, so a new owner never reads or sends the
+    previous owner's bytes).
 
     Events (:class:`Ev`, one per source, all may fire in the same cycle):
     ``cfg_wr`` (+ ``cfg_enable``, ``cfg_rx_log2``, ``cfg_tx_log2``), ``cfg_rst``,
     ``rx_head_wr``/``tx_tail_wr`` (data = new value), ``pio_db`` (accepted doorbell),
     ``pio_db_refused`` (doorbell while busy: done and error at once), ``pio_spoil``,
-    ``pio_fin`` (data = error), ``rx_inc``, ``arm_set``, ``arm_clr``, ``tx_fetch_inc``,
+    ``pio_stage`` (data = a window word written + 1), ``pio_fin`` (data = error),
+    ``pio_cleared`` (the buffer of ``ctx`` is zero), ``rx_inc``, ``arm_set``, ``arm_clr``, ``tx_fetch_inc``,
     ``tx_fin`` (data = error), ``barrier_inc``, ``ptr_err``, ``dirty_clr``.
     """
 
-    def __init__(self, n_ctx: int) -> None:
+    def __init__(self, n_ctx: int, pio_words: int = 1) -> None:
         n = self.n_ctx = n_ctx
         self.enable = Signal(n)
         self.irq_armed = Signal(n)
         self.pio_pending = Signal(n)
         self.pio_refuse = Signal(n)
         self.pio_spoiled = Signal(n)
+        self.pio_clear = Signal(n)
         self.dirty = Signal(n)
 
         def vec(name, bits=32):
@@ -172,6 +178,7 @@ class ContextState(Module):
         self.barrier_done = vec("barrier_done")
         self.errors = vec("errors")
         self.pio_after = vec("pio_after")
+        self.pio_staged = [Signal(max=pio_words + 1, name=f"pio_staged{i}") for i in range(n)]
 
         self.cfg_wr = Ev()
         self.cfg_enable = Signal()
@@ -183,7 +190,9 @@ class ContextState(Module):
         self.pio_db = Ev()
         self.pio_db_refused = Ev()
         self.pio_spoil = Ev()
+        self.pio_stage = Ev(len(self.pio_staged[0]))
         self.pio_fin = Ev(1)
+        self.pio_cleared = Ev()
         self.rx_inc = Ev()
         self.arm_set = Ev()
         self.arm_clr = Ev()
@@ -220,7 +229,10 @@ class ContextState(Module):
                     self.pio_pending[i].eq(0),
                     self.pio_refuse[i].eq(0),
                     self.pio_spoiled[i].eq(0),
+                    self.pio_staged[i].eq(0),
+                    self.pio_clear[i].eq(1),
                 ).Else(
+                    If(self.pio_cleared.hit(i), self.pio_clear[i].eq(0)),
                     If(self.rx_head_wr.hit(i), self.rx_head[i].eq(self.rx_head_wr.data)),
                     If(self.rx_inc.hit(i), self.rx_tail[i].eq(self.rx_tail[i] + 1)),
                     If(self.tx_tail_wr.hit(i), self.tx_tail[i].eq(self.tx_tail_wr.data)),
@@ -238,6 +250,14 @@ class ContextState(Module):
                     ).Else(
                         If(pio_fin, self.pio_pending[i].eq(0)),
                         If(self.pio_spoil.hit(i), self.pio_spoiled[i].eq(1)),
+                    ),
+                    # Window writes are refused while a packet is pending, so the staged
+                    # count is stable from the doorbell to the engine's check; the packet's
+                    # end (sent or refused) starts the next staging.
+                    If(pio_fin,
+                        self.pio_staged[i].eq(0),
+                    ).Elif(self.pio_stage.hit(i) & (self.pio_stage.data > self.pio_staged[i]),
+                        self.pio_staged[i].eq(self.pio_stage.data),
                     ),
                     If(self.arm_set.hit(i), self.irq_armed[i].eq(1)
                     ).Elif(self.arm_clr.hit(i), self.irq_armed[i].eq(0)),

@@ -25,8 +25,11 @@ class HostPages(Module):
 
     ``state``: the :class:`ContextState` (read for checks and register reads; its
     MMIO-side events are driven from here). ``pio_wp``: write port of the PIO buffer
-    memory (64-bit words, byte write enables), ``pio_words`` 64-bit words per context
-    (a power of two; window writes beyond it are ignored).
+    memory (64-bit words, byte write enables; anything with ``adr``, ``dat_w``, ``we``),
+    ``pio_words`` 64-bit words per context (a power of two; window writes beyond it are
+    ignored). Every window write it stores reports its word (``pio_stage``): the PIO
+    engine sends only words staged since the last packet. The window is locked (writes
+    refused, doorbell refused) while a packet is pending or the buffer is being cleared.
 
     Outputs: ``barrier_enter``/``barrier_enter_ctx``, ``irq`` (n_ctx, pulses from
     IRQ_ARM when packets are already waiting), ``err_pio``/``err_ptr`` strobes.
@@ -75,11 +78,13 @@ class HostPages(Module):
         tx_done = Array(st.tx_done)[ctx]
         rx_mask = Array(st.rx_mask)[ctx]
         tx_mask = Array(st.tx_mask)[ctx]
-        pending = Array(st.pio_pending)[ctx]
+        # The window is locked while a packet is pending and while the buffer is being
+        # zeroed after a reset (the context then belongs to no one yet).
+        pending = Array(st.pio_pending)[ctx] | Array(st.pio_clear)[ctx]
         data = bus.dat_w
 
         # Event plumbing: all MMIO events carry the addressed context.
-        events = (st.pio_db, st.pio_db_refused, st.pio_spoil, st.rx_head_wr, st.tx_tail_wr,
+        events = (st.pio_db, st.pio_db_refused, st.pio_spoil, st.pio_stage, st.rx_head_wr, st.tx_tail_wr,
                   st.ptr_err, st.arm_set)
         self.comb += [ev.ctx.eq(ctx) for ev in events]
         self.comb += [st.rx_head_wr.data.eq(data), st.tx_tail_wr.data.eq(data),
@@ -113,6 +118,7 @@ class HostPages(Module):
             word.eq(off[3:wb_bits]),
             pio_wp.adr.eq(Cat(word[:pw_bits], ctx) if pw_bits else ctx),
             pio_wp.dat_w.eq(Cat(data, data)),
+            st.pio_stage.data.eq(word[:pw_bits] + 1 if pw_bits else 1),
         ]
         fits = (word >> pw_bits) == 0 if pw_bits < len(word) else 1
 
@@ -127,6 +133,7 @@ class HostPages(Module):
                 ).Elif(fits,
                     If(off[2], pio_wp.we.eq(Cat(Signal(4), bus.sel))
                     ).Else(pio_wp.we.eq(bus.sel)),
+                    st.pio_stage.stb.eq(bus.sel != 0),
                 ),
             ),
         ).Elif(wr & ~exists & doorbell,

@@ -8,6 +8,16 @@ cycle. The context's window stays locked (``PIO_BUSY``) from the doorbell until 
 last word has left the buffer; then ``pio_done`` increments. A doorbell is served
 only once the DMA descriptors the context posted before it (``TX_TAIL`` at the
 doorbell) are done, so a context's sends leave in the order it posted them.
+
+**Only staged bytes leave.** The engine sends only words written into the window since
+the context's previous PIO packet ended (:class:`~paranic.hw.host_ctx.ContextState`
+``pio_staged``: one past the highest 64-bit word written). A header whose packet needs
+more words (``packet_words(length)``) than that is refused like a bad length (nothing
+sent, ``pio_done`` and ``errors`` increment, ``err_length``). So a doorbell never sends
+bytes the sender did not write for this packet, whatever its header says. Together with
+:class:`PioClear` (a context's buffer is zeroed at ``ctx_reset``, before it is handed to a
+new owner), no owner of a context ever sends or sees bytes of a previous owner. The
+``sw`` backend's NIC model (userlib/src/hal_sw_nic.c) applies the same rule.
 """
 
 from __future__ import annotations
@@ -56,16 +66,19 @@ class PioEngine(Module):
 
     ``rdport``: synchronous read port of the PIO buffer (address = Cat(word, ctx)).
     Header checks: type in ``P.USER_PACKET_TYPES``, ``length <= pio_max_length(mtu)``,
-    and no window write refused since the previous doorbell. A refused packet sends
+    the packet's words all staged (``packet_words(length) <= pio_staged``), and no
+    window write refused since the previous doorbell. A refused packet sends
     nothing; ``pio_done`` and the context's ``errors`` both increment. A doorbell
     still pending when its context is disabled is dropped the same way.
-    Strobes: ``err_length``, ``err_type``, ``err_spoiled``.
+    Strobes: ``err_length`` (too long or not staged), ``err_unstaged`` (not staged),
+    ``err_type``, ``err_spoiled``.
     """
 
     def __init__(self, n_ctx: int, mtu: int, state: ContextState, rdport, pio_words: int) -> None:
         self.source = source = stream.Endpoint(packet_layout())
         self.node_id = Signal(P.NODE_BITS)
         self.err_length = Signal()
+        self.err_unstaged = Signal()
         self.err_type = Signal()
         self.err_spoiled = Signal()
         self.busy = Signal()
@@ -88,6 +101,7 @@ class PioEngine(Module):
         w0 = rdport.dat_r
         length = hdr(w0, "length")
         bad_len = Signal()
+        unstaged = Signal()
         bad_type = Signal()
         refused = Signal()
         disabled = Signal()
@@ -100,6 +114,7 @@ class PioEngine(Module):
             disabled.eq(~Array(list(st.enable))[ctx]),
             *stamp_header(w0, stamped, self.node_id, ctx, int(P.Flags.SOM | P.Flags.EOM)),
             bad_len.eq(length > max_len),
+            unstaged.eq(packet_words(length) > Array(st.pio_staged)[ctx]),
             bad_type.eq(~user_type_ok(hdr(w0, "type"))),
             refused.eq(Array(st.pio_refuse)[ctx]),
             st.pio_fin.ctx.eq(ctx),
@@ -115,13 +130,13 @@ class PioEngine(Module):
             ),
         )
         fsm.act("HDR",  # dat_r = header word 0
-            If(refused | bad_len | bad_type | disabled,
+            If(refused | bad_len | bad_type | unstaged | disabled,
                 st.pio_fin.stb.eq(1),
                 st.pio_fin.data.eq(1),
                 If(disabled,
                 ).Elif(refused, self.err_spoiled.eq(1)
                 ).Elif(bad_type, self.err_type.eq(1)
-                ).Else(self.err_length.eq(1)),
+                ).Else(self.err_length.eq(1), self.err_unstaged.eq(~bad_len)),
                 NextState("IDLE"),
             ).Else(
                 NextValue(hdr0, stamped),
@@ -147,3 +162,53 @@ class PioEngine(Module):
                 ),
             ),
         )
+
+
+class PioClear(Module):
+    """Zeroes the PIO buffer region of every context whose ``pio_clear`` is set (set by
+    ``ctx_reset``), one context at a time, then reports ``pio_cleared`` for it.
+
+    It writes through ``wp`` (the buffer's write port, ``pio_words`` words per context)
+    only on cycles when ``busy_in`` (the MMIO side writing) is low, so window writes of
+    other contexts are never delayed; MMIO writes arrive at most every other cycle, so a
+    region takes at most ``2 * pio_words`` cycles. ``STATE.pio_busy`` stays set until it
+    is done: the hand-over sequence waits for it before it enables the context.
+    """
+
+    def __init__(self, n_ctx: int, state: ContextState, wp, pio_words: int, busy_in) -> None:
+        self.busy = Signal()
+
+        # # #
+
+        st = state
+        word_bits = len(Signal(max=pio_words)) if pio_words > 1 else 0
+        self.submodules.pick = pick = RRPicker(n_ctx)
+        ctx = Signal(P.CTX_BITS)
+        idx = Signal(max=max(pio_words, 2))
+        go = Signal()
+        self.comb += [
+            pick.request.eq(st.pio_clear),
+            go.eq(self.busy & ~busy_in),
+            st.pio_cleared.ctx.eq(ctx),
+        ]
+        self.sync += [
+            If(~self.busy,
+                If(pick.valid,
+                    self.busy.eq(1),
+                    ctx.eq(pick.grant),
+                    idx.eq(0),
+                ),
+            ).Elif(go,
+                idx.eq(idx + 1),
+                If(idx == pio_words - 1, self.busy.eq(0)),
+            ),
+        ]
+        self.comb += [
+            pick.take.eq(~self.busy & pick.valid),
+            If(go,
+                wp.adr.eq(Cat(idx[:word_bits], ctx) if word_bits else ctx),
+                wp.dat_w.eq(0),
+                wp.we.eq(2 ** len(wp.we) - 1),
+                st.pio_cleared.stb.eq(idx == pio_words - 1),
+            ),
+        ]

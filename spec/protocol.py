@@ -208,7 +208,7 @@ class StatusBit(IntEnum):
 #: ``host_ctx_sel``, as the driver's hand-over procedure reads it (bit i = entry i).
 CTX_STATE_BITS: tuple[tuple[str, str], ...] = (
     ("enabled", "context enabled"),
-    ("pio_busy", "a PIO doorbell is pending or being sent"),
+    ("pio_busy", "a PIO doorbell is pending or being sent, or the PIO buffer is being zeroed after ctx_reset"),
     ("tx_inflight", "descriptors fetched but not completed (wait for 0 before ctx_reset)"),
     ("tx_pending", "TX_TAIL != TX_HEAD"),
     ("rx_active", "the RX engine is writing a packet into this context's ring"),

@@ -630,3 +630,77 @@ def test_disable_flushes_pending_pio():
     assert 99 not in [p[1] for p in net.packets]      # the PIO packet was never sent
     assert 1 <= res["tx_done"] < 12                   # fetched ones completed, others not
     assert [p[1] for p in net.packets] == list(range(res["tx_done"]))
+
+
+# ---------------------------------------------------------------------------------------
+# PIO isolation: only staged words leave; ctx_reset zeroes the buffer (issue 14, row 1)
+# ---------------------------------------------------------------------------------------
+
+
+def test_pio_sends_only_staged_words_and_reset_clears_the_buffer():
+    """Owner A stages a 40-byte packet and sends it. A header alone saying 40 bytes is
+    refused (nothing sent, errors, err_length); a header with only its last word staged
+    is sent, with A's own earlier words between. Then the context is handed over (the
+    OPEN sequence: ctx_reset starts the clear, the sequence waits for it): the buffer
+    region is zero, and the new owner's header-plus-last-word packet carries zeros, never
+    A's bytes. Another context's window writes during the clear are not delayed."""
+    dut = HostInterface(n_ctx=2, mtu=64)
+    h = make_host(dut)
+    net = NetSink(dut, h)
+    res = {}
+    secret = bytes(range(0xA0, 0xA0 + 40))
+    win = P.PIO_WINDOW_OFFSET
+
+    def last_word_only(ctx, length, tag, word):
+        base = ctx * P.CTX_PAGE_BYTES + win
+        hdr = P.pack_header(dst_node=1, length=length, tag=tag)
+        yield from h.write64(base, int.from_bytes(hdr[:8], "little"))
+        yield from h.write64(base + 8, int.from_bytes(hdr[8:], "little"))
+        yield from h.write64(base + 8 * (P.packet_words(length) - 1), word)
+        yield from h.write32(ctx * P.CTX_PAGE_BYTES + R.PIO_DOORBELL, 0)
+
+    def main():
+        yield from configure(dut, h, 0)
+        yield from configure(dut, h, 1, rx_base=0x50000, tx_base=0x60000, status_addr=0x70000,
+                             win_base=0x80000)
+        yield from pio(h, 0, P.pack_header(dst_node=1, length=40, tag=1), secret)
+        yield from pio_wait(h, 0, 1)
+        yield from pio(h, 0, P.pack_header(dst_node=1, length=40, tag=2))          # header only
+        yield from pio_wait(h, 0, 2)
+        res["errors"] = yield from h.read32(R.ERRORS)
+        res["err_length"] = yield counter(dut, "err_length")
+        yield from last_word_only(0, 40, 3, 0x1111)
+        yield from pio_wait(h, 0, 3)
+        # Hand-over of context 0; context 1 keeps writing its window meanwhile.
+        yield dut.cfg_ctx.eq(0)
+        yield dut.cfg_reset.eq(1)
+        yield
+        yield dut.cfg_reset.eq(0)
+        yield
+        res["clearing"] = (yield dut.cfg_state) & int(P.CtxState.PIO_BUSY)
+        for i in range(8):
+            yield from h.write64(P.CTX_PAGE_BYTES + win + 8 * i, 0x5A5A0000 + i)
+        yield from configure(dut, h, 0)
+        res["region"], res["ctx1"] = [], []
+        for i in range(dut.pio_words):
+            res["region"].append((yield dut.pio_mem[i]))
+        for i in range(8):
+            res["ctx1"].append((yield dut.pio_mem[dut.pio_words + i]))
+        yield from last_word_only(0, 40, 4, 0x2222)
+        yield from pio_wait(h, 0, 1)
+        res["errors_b"] = yield from h.read32(R.ERRORS)
+        for _ in range(40):
+            yield
+
+    run(dut, h, main, net)
+    assert res["errors"] == 1 and res["err_length"] == 1
+    assert [p[1] for p in net.packets] == [1, 3, 4]
+    assert P.words_to_bytes(net.packets[0][2:], 40) == secret
+    # Same owner: the words it did not rewrite are its own (packet 1's).
+    assert net.packets[1][2:6] == net.packets[0][2:6] and net.packets[1][6] == 0x1111
+    # New owner: zeros where A's bytes were.
+    assert res["clearing"]
+    assert res["region"] == [0] * dut.pio_words
+    assert net.packets[2][2:6] == [0, 0, 0, 0] and net.packets[2][6] == 0x2222
+    assert res["ctx1"] == [0x5A5A0000 + i for i in range(8)]
+    assert res["errors_b"] == 0

@@ -16,20 +16,26 @@ import pytest
 
 from paranic.paths import INCLUDE, USERLIB
 
-CASES = ("names", "open_idle", "open_busy", "busy_bits", "close", "give_up", "gone", "window",
+CASES = ("names", "open_idle", "open_busy", "busy_bits", "close", "clear", "give_up", "gone", "window",
          "interleave", "run", "edges")
 
 #: (what the mistake is, text in ctxseq.c, its replacement)
 MUTANTS = (
     ("close frees before posted writes landed",
-     "{ PH_DISABLE, PH_QUIESCE, PH_SETTLE, PH_RESET, PH_DONE }",
-     "{ PH_DISABLE, PH_QUIESCE, PH_RESET, PH_SETTLE, PH_DONE }"),
+     "{ PH_DISABLE, PH_QUIESCE, PH_SETTLE, PH_RESET, PH_QUIESCE, PH_DONE }",
+     "{ PH_DISABLE, PH_QUIESCE, PH_RESET, PH_SETTLE, PH_QUIESCE, PH_DONE }"),
     ("open resets after enabling",
-     "{ PH_DISABLE, PH_QUIESCE, PH_RESET, PH_PROGRAM, PH_DONE }",
-     "{ PH_DISABLE, PH_QUIESCE, PH_PROGRAM, PH_RESET, PH_DONE }"),
+     "{ PH_DISABLE, PH_QUIESCE, PH_RESET, PH_QUIESCE, PH_PROGRAM, PH_DONE }",
+     "{ PH_DISABLE, PH_QUIESCE, PH_PROGRAM, PH_RESET, PH_QUIESCE, PH_DONE }"),
     ("open without waiting",
-     "{ PH_DISABLE, PH_QUIESCE, PH_RESET, PH_PROGRAM, PH_DONE }",
-     "{ PH_DISABLE, PH_RESET, PH_PROGRAM, PH_DONE, PH_DONE }"),
+     "{ PH_DISABLE, PH_QUIESCE, PH_RESET, PH_QUIESCE, PH_PROGRAM, PH_DONE }",
+     "{ PH_DISABLE, PH_RESET, PH_QUIESCE, PH_PROGRAM, PH_DONE, PH_DONE }"),
+    ("open enables before the PIO buffer is zero",
+     "{ PH_DISABLE, PH_QUIESCE, PH_RESET, PH_QUIESCE, PH_PROGRAM, PH_DONE }",
+     "{ PH_DISABLE, PH_QUIESCE, PH_RESET, PH_PROGRAM, PH_DONE, PH_DONE }"),
+    ("close returns before the PIO buffer is zero",
+     "{ PH_DISABLE, PH_QUIESCE, PH_SETTLE, PH_RESET, PH_QUIESCE, PH_DONE }",
+     "{ PH_DISABLE, PH_QUIESCE, PH_SETTLE, PH_RESET, PH_DONE, PH_DONE }"),
     ("a pending status write does not hold the reset",
      "mask = ph == PH_QUIESCE ? PN_CTX_STATE_BUSY :",
      "mask = ph == PH_QUIESCE ? (PN_CTX_STATE_BUSY & ~PN_CTX_STATE_STATUS_DIRTY) :"),

@@ -53,21 +53,28 @@ static void sw_atfork_register(void)
 
 /* ---- contexts ---------------------------------------------------------------------------- */
 
+/* Hand-over of context c to a new owner (the claim holds owner_pid): everything of it
+ * that the new owner can read is zeroed, as the driver's OPEN sequence zeroes the PIO
+ * buffer and gives fresh rings: the context page (PIO window), the TX ring, the whole RX
+ * ring (headers and payloads, not only the valid words), the status block and the
+ * per-context drop count. Producers see the context closed (they drop, not write) and
+ * the ring lock keeps one that is mid-packet out until the ring is clean. */
 static void ctx_reset(struct sw_be *be, uint32_t c)
 {
 	struct sw_ctx_meta *m = sw_meta(be, be->node, c);
-	uint8_t *rx = sw_rxr(be, be->node, c);
+	uint8_t *area = sw_ctx_area(be, be->node, c);
 
 	__atomic_store_n(&m->state, SW_CLOSED, __ATOMIC_RELEASE);
 	pn_sw_barrier_leave(be, c);
 	pn_sw_ring_lock(be, be->node, c);
-	for (uint32_t i = 0; i < be->rx_slots; i++)
-		__atomic_store_n((uint64_t *)(rx + (size_t)i * be->slot_bytes + be->slot_bytes - PN_RX_VALID_BYTES),
-				 0, __ATOMIC_RELAXED);
+	memset(area + be->hdr->page_off, 0, PN_CTX_PAGE_BYTES);
+	memset(area + be->hdr->txr_off, 0, (size_t)be->tx_entries * PN_TX_DESC_BYTES);
+	memset(area + be->hdr->rxr_off, 0, (size_t)be->rx_slots * be->slot_bytes);
 	m->rx_alloc = 0;
 	__atomic_store_n(&m->rx_head, 0, __ATOMIC_RELAXED);
 	m->irq_armed = 0;
 	memset(m->status, 0, sizeof(m->status));
+	__atomic_store_n(&m->dropped, 0, __ATOMIC_RELAXED);
 	m->generation++;
 	sw_unlock(&m->ring_lock);
 }
@@ -159,7 +166,7 @@ static int sw_attach(pn_hal_t *h, const pn_open_opts_t *o, struct pn_hw_map *map
 	sw_open_list = be;
 	pthread_mutex_unlock(&sw_open_lock);
 	h->be = be;
-	map->ctx_page = be->page;
+	map->ctx_page = NULL;   /* every window store goes through the NIC model (what is staged) */
 	map->rx_ring = be->rxr;
 	map->rx_slots = be->rx_slots;
 	map->rx_slot_bytes = be->slot_bytes;

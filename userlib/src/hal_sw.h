@@ -84,10 +84,13 @@ struct sw_be {
 	uint32_t node, ctx, nodes, contexts, mtu, rx_slots, tx_entries, slot_bytes;
 	struct sw_ctx_meta *meta;
 	uint8_t *page, *txr, *rxr;
-	/* PIO engine */
+	/* PIO engine (the gateware's rule, hw/host_pio.py: only words staged since the last
+	 * PIO packet ended leave; a window write while a packet is pending spoils the next) */
 	int pio_pending;
 	uint64_t pio_hdr[2];
 	uint32_t pio_done;
+	uint32_t pio_staged;     /* one past the highest 64-bit window word written */
+	int pio_spoiled;         /* a window write was refused since the last doorbell */
 	/* DMA TX engine */
 	uint32_t tx_tail, tx_head, tx_done;
 	int cur_checked;

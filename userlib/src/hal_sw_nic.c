@@ -3,8 +3,9 @@
  * The `sw` backend's NIC model: what NicCore does behind a context's doorbells, run
  * inline in the process that rings them (hal_sw.c has the backend around it).
  *
- *   PIO_DOORBELL  validate the staged header (length, type, destination), stamp
- *                 src_node/src_ctx, deliver into the destination's RX ring, pio_done++;
+ *   PIO_DOORBELL  validate the staged header (length, type, every word of the packet
+ *                 staged since the last PIO packet ended), stamp src_node/src_ctx,
+ *                 deliver into the destination's RX ring, pio_done++;
  *   TX_TAIL       process descriptors: window check, cut into MTU packets with
  *                 SOM/EOM, deliver each, tx_done++ per descriptor (refused ones too);
  *   RX_HEAD       frees slots of this context's ring;
@@ -177,7 +178,22 @@ void pn_sw_pio_try(struct sw_be *be)
 			   be->page + PN_PIO_WINDOW_OFFSET + PN_HEADER_BYTES, (uint32_t)PN_GET(w, PN_HDR_LENGTH));
 	if (r == -EAGAIN)
 		return;
-	be->pio_pending = 0;
+	__atomic_store_n(&be->pio_staged, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&be->pio_pending, 0, __ATOMIC_RELEASE);
+	sts_store(be, PN_STS_PIO_DONE_WORD, ++be->pio_done);
+}
+
+/* Words of a packet with len payload bytes: header and payload (spec: packet_words). */
+static inline uint32_t pio_packet_words(uint64_t len)
+{
+	return (uint32_t)((PN_HEADER_BYTES + len + PN_WORD_BYTES - 1) / PN_WORD_BYTES);
+}
+
+/* A refused PIO packet: nothing sent, errors and pio_done move, staging starts again. */
+static void pio_refuse(struct sw_be *be)
+{
+	__atomic_store_n(&be->pio_staged, 0, __ATOMIC_RELAXED);
+	count_error(be);
 	sts_store(be, PN_STS_PIO_DONE_WORD, ++be->pio_done);
 }
 
@@ -193,9 +209,14 @@ static void sw_pio_doorbell_locked(struct sw_be *be)
 	}
 	w[0] = win[0];
 	w[1] = win[1];
-	if (PN_GET(w, PN_HDR_LENGTH) > sw_pio_max(be) || !type_ok((uint32_t)PN_GET(w, PN_HDR_TYPE))) {
-		count_error(be);
-		sts_store(be, PN_STS_PIO_DONE_WORD, ++be->pio_done);
+	/* Refused as the gateware refuses: a spoiled window, a bad length or type, or a
+	 * packet longer than what was staged since the last one (never send bytes the
+	 * sender did not write for this packet). */
+	if (be->pio_spoiled || PN_GET(w, PN_HDR_LENGTH) > sw_pio_max(be) ||
+	    !type_ok((uint32_t)PN_GET(w, PN_HDR_TYPE)) ||
+	    pio_packet_words(PN_GET(w, PN_HDR_LENGTH)) > __atomic_load_n(&be->pio_staged, __ATOMIC_RELAXED)) {
+		be->pio_spoiled = 0;
+		pio_refuse(be);
 		return;
 	}
 	/* Stamp as the hardware does: source fields, vc, direct and rsvd zero, only SOM/EOM kept. */
@@ -207,7 +228,7 @@ static void sw_pio_doorbell_locked(struct sw_be *be)
 	PN_SET(w, PN_HDR_DIRECT, 0);   /* link-local packets are the management port's */
 	w[0] &= ~(~0ull << (PN_HDR_DIRECT_SHIFT + PN_HDR_DIRECT_WIDTH));   /* rsvd (no macro) */
 	PN_SET(w, PN_HDR_FLAGS, PN_GET(w, PN_HDR_FLAGS) & (PN_FLAG_SOM | PN_FLAG_EOM));
-	be->pio_pending = 1;
+	__atomic_store_n(&be->pio_pending, 1, __ATOMIC_RELAXED);
 	pn_sw_pio_try(be);
 }
 
@@ -346,6 +367,22 @@ void pn_sw_barrier_leave(struct sw_be *be, uint32_t c)
 
 /* ---- MMIO ------------------------------------------------------------------------------------ */
 
+/* A store into the PIO window (every one comes through here: the backend maps no page
+ * for direct stores). Refused while a packet is pending (it spoils the next doorbell,
+ * as in the gateware); otherwise it marks its 64-bit word staged. */
+static void window_store(struct sw_be *be, uint32_t off, const void *v, size_t n)
+{
+	uint32_t word = (off - PN_PIO_WINDOW_OFFSET) / PN_WORD_BYTES + 1;
+
+	if (__atomic_load_n(&be->pio_pending, __ATOMIC_ACQUIRE)) {
+		be->pio_spoiled = 1;
+		return;
+	}
+	memcpy(be->page + off, v, n);
+	if (word > __atomic_load_n(&be->pio_staged, __ATOMIC_RELAXED))
+		__atomic_store_n(&be->pio_staged, word, __ATOMIC_RELAXED);
+}
+
 void pn_sw_mmio_write32(pn_hal_t *h, uint32_t off, uint32_t v)
 {
 	struct sw_be *be = h->be;
@@ -375,7 +412,7 @@ void pn_sw_mmio_write32(pn_hal_t *h, uint32_t off, uint32_t v)
 		break;
 	default:
 		if (off >= PN_PIO_WINDOW_OFFSET && off + 4 <= PN_PIO_WINDOW_OFFSET + PN_PIO_WINDOW_BYTES)
-			memcpy(be->page + off, &v, 4);
+			window_store(be, off, &v, 4);
 		break;
 	}
 }
@@ -383,8 +420,8 @@ void pn_sw_mmio_write32(pn_hal_t *h, uint32_t off, uint32_t v)
 void pn_sw_mmio_write64(pn_hal_t *h, uint32_t off, uint64_t v)
 {
 	struct sw_be *be = h->be;
-	if (off >= PN_PIO_WINDOW_OFFSET && off + 8 <= PN_PIO_WINDOW_OFFSET + PN_PIO_WINDOW_BYTES)
-		memcpy(be->page + off, &v, 8);
+	if (off >= PN_PIO_WINDOW_OFFSET && off + 8 <= PN_PIO_WINDOW_OFFSET + PN_PIO_WINDOW_BYTES && !(off & 7))
+		window_store(be, off, &v, 8);
 	else
 		pn_sw_mmio_write32(h, off, (uint32_t)v);
 }

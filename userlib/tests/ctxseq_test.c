@@ -8,11 +8,13 @@
  * The model behaves like the HostInterface: SEL selects a context, field writes go to
  * shadow registers, the WRITE strobe stores all of them into the selected context,
  * RESET counts a reset of it, STATE reads its bits (a context can be told to stay
- * busy for a number of reads, or for ever, or to read as a device that is gone). It
+ * busy for a number of reads, or for ever, or to read as a device that is gone; a
+ * RESET ends what kept it busy and zeroes its PIO buffer, which reads as PIO_BUSY for
+ * clear_reads reads, as the HostInterface's PioClear does). It
  * records every access as text, so a case can compare the order of writes exactly,
  * and it counts what must never happen: a WRITE strobe with a field not written since
  * the last one, a reset of a busy or enabled context, a STATE read of the wrong
- * context. Prints "ok CASE ..." or "FAIL CASE: ..." and exits 0 only on success.
+ * context, a context enabled while its PIO buffer is not yet zero. Prints "ok CASE ..." or "FAIL CASE: ..." and exits 0 only on success.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -37,6 +39,7 @@ struct mctx {
 	int busy_reads;                /* reads that still see `busy` (-1: for ever) */
 	int resets;
 	int reset_busy, reset_enabled; /* resets while busy / while enabled */
+	int clearing;                  /* reads that still see the PIO buffer being zeroed */
 };
 
 struct model {
@@ -47,6 +50,8 @@ struct model {
 	int gone;                      /* reads answer 0xffffffff */
 	int stale_strobes;             /* WRITE with a field not written since the last one */
 	int bad_sel;                   /* SEL beyond the contexts */
+	int clear_reads;               /* a RESET's PIO buffer clear lasts this many STATE reads */
+	int enabled_dirty;             /* a context enabled while its PIO buffer was being zeroed */
 	char trace[8192];
 	size_t tlen;
 };
@@ -82,6 +87,8 @@ static void m_write(struct model *m, enum pn_ctxreg reg, uint64_t v)
 			m->stale_strobes++;
 		memcpy(c->f, m->shadow, sizeof(c->f));
 		m->written = 0;
+		if (c->f[PN_CTXREG_ENABLE] && c->clearing)
+			m->enabled_dirty++;
 		break;
 	case PN_CTXREG_RESET:
 		c->resets++;
@@ -89,6 +96,9 @@ static void m_write(struct model *m, enum pn_ctxreg reg, uint64_t v)
 			c->reset_busy++;
 		if (c->f[PN_CTXREG_ENABLE])
 			c->reset_enabled++;
+		c->busy = 0;           /* pointers and counters zero: nothing in flight */
+		c->busy_reads = 0;
+		c->clearing = m->clear_reads;
 		break;
 	case PN_CTXREG_STATE:
 		break;   /* read-only */
@@ -112,6 +122,10 @@ static uint32_t m_read(struct model *m, enum pn_ctxreg reg)
 			v |= c->busy;
 			if (c->busy_reads > 0)
 				c->busy_reads--;
+		}
+		if (c->clearing) {
+			v |= PN_CTX_STATE_PIO_BUSY;
+			c->clearing--;
 		}
 	}
 	tr(m, "%s?%u=%#x", pn_ctxreg_name(reg), m->sel, v);
@@ -182,6 +196,7 @@ static int drive(struct model *m, enum pn_ctxseq_kind kind, const struct pn_ctxs
 	do {                                                                                  \
 		CHECK((m)->stale_strobes == 0, "%d WRITE strobes with stale fields", (m)->stale_strobes); \
 		CHECK((m)->bad_sel == 0, "SEL beyond the contexts");                          \
+		CHECK((m)->enabled_dirty == 0, "enabled before its PIO buffer was zero");     \
 	} while (0)
 
 #define CHECK_TRACE(m, want) CHECK(strcmp((m)->trace, (want)) == 0, "trace\n  got  %s\n  want %s", (m)->trace, (want))
@@ -207,7 +222,7 @@ static int t_open_idle(void)
 
 	m_init(&m);
 	EXPECT_RC(drive(&m, PN_CTXSEQ_OPEN, &CFG2, &d), 0);
-	CHECK_TRACE(&m, DISABLE2 " state?2=0 sel=0x2 reset=0x1 " PROGRAM2 " done=0");
+	CHECK_TRACE(&m, DISABLE2 " state?2=0 sel=0x2 reset=0x1 state?2=0 sel=0x2 " PROGRAM2 " done=0");
 	CHECK_CLEAN(&m);
 	struct mctx *c = &m.c[2];
 	CHECK(c->resets == 1 && c->reset_enabled == 0 && c->reset_busy == 0, "resets %d", c->resets);
@@ -232,7 +247,7 @@ static int t_open_busy(void)
 	m.c[2].busy_reads = 3;
 	EXPECT_RC(drive(&m, PN_CTXSEQ_OPEN, &CFG2, &d), 0);
 	CHECK_TRACE(&m, DISABLE2 " state?2=0x82 retry sel=0x2 state?2=0x82 retry sel=0x2 state?2=0x82 retry"
-			" sel=0x2 state?2=0 sel=0x2 reset=0x1 " PROGRAM2 " done=0");
+			" sel=0x2 state?2=0 sel=0x2 reset=0x1 state?2=0 sel=0x2 " PROGRAM2 " done=0");
 	CHECK(d.retries == 3 && m.c[2].resets == 1 && m.c[2].reset_busy == 0 && m.c[2].reset_enabled == 0,
 	      "retries %d resets %d", d.retries, m.c[2].resets);
 	CHECK_CLEAN(&m);
@@ -272,7 +287,7 @@ static int t_close(void)
 	m.c[2].busy = PN_CTX_STATE_TX_INFLIGHT | PN_CTX_STATE_RX_ACTIVE;
 	m.c[2].busy_reads = 1;
 	EXPECT_RC(drive(&m, PN_CTXSEQ_CLOSE, &CFG2, &d), 0);
-	CHECK_TRACE(&m, DISABLE2 " state?2=0x14 retry sel=0x2 state?2=0 settle sel=0x2 reset=0x1 done=0");
+	CHECK_TRACE(&m, DISABLE2 " state?2=0x14 retry sel=0x2 state?2=0 settle sel=0x2 reset=0x1 state?2=0 done=0");
 	struct mctx *c = &m.c[2];
 	CHECK(c->f[PN_CTXREG_ENABLE] == 0 && c->f[PN_CTXREG_STATUS_ADDR] == 0 && c->f[PN_CTXREG_WIN_SIZE] == 0,
 	      "context 2 left enabled, with a status block or a window");
@@ -280,6 +295,27 @@ static int t_close(void)
 	CHECK(d.settles == 1, "%d settles", d.settles);
 	CHECK_CLEAN(&m);
 	say("ok close disable, poll until quiet, settle, reset");
+	return 0;
+}
+
+/* The PIO buffer clear a RESET starts: OPEN enables the context only once it is done,
+ * CLOSE returns only once it is done (a new owner never sees the last one's bytes). */
+static int t_clear(void)
+{
+	for (int k = 0; k < 2; k++) {
+		struct model m;
+		struct drive d = { .max_retries = 100, .err = -ETIMEDOUT };
+		m_init(&m);
+		m.clear_reads = 3;
+		EXPECT_RC(drive(&m, k ? PN_CTXSEQ_CLOSE : PN_CTXSEQ_OPEN, &CFG2, &d), 0);
+		CHECK(d.retries == 3 && m.c[2].clearing == 0, "kind %d: %d retries, %d reads of clearing left", k,
+		      d.retries, m.c[2].clearing);
+		CHECK(strstr(m.trace, "reset=0x1 state?2=0x2 retry sel=0x2 state?2=0x2 retry sel=0x2 state?2=0x2 retry"
+				      " sel=0x2 state?2=0") != NULL, "kind %d: %s", k, m.trace);
+		CHECK(m.c[2].f[PN_CTXREG_ENABLE] == (k == 0), "kind %d: enable", k);
+		CHECK_CLEAN(&m);
+	}
+	say("ok clear open programs, close returns, only once the PIO buffer is zero");
 	return 0;
 }
 
@@ -551,7 +587,8 @@ static const struct {
 	int (*fn)(void);
 } cases[] = {
 	{ "names", t_names },     { "open_idle", t_open_idle }, { "open_busy", t_open_busy },
-	{ "busy_bits", t_busy_bits }, { "close", t_close },       { "give_up", t_give_up },
+	{ "busy_bits", t_busy_bits }, { "close", t_close },       { "clear", t_clear },
+	{ "give_up", t_give_up },
 	{ "gone", t_gone },       { "window", t_window },       { "interleave", t_interleave },
 	{ "run", t_run },         { "edges", t_edges },
 };

@@ -445,7 +445,8 @@ async def barrier_doorbell_and_status(dut):
 
 @cocotb.test()
 async def ctx_reset_and_reuse(dut):
-    """ctx_reset zeroes a context's pointers and counters; it works afterwards."""
+    """ctx_reset zeroes a context's pointers and counters and its PIO buffer (pio_busy
+    until the buffer is zero, as the hand-over sequence waits); it works afterwards."""
     host, cfg, (c0, c1, *_) = await setup(dut)
     for i in range(3):
         await c0.pio_send(NODE, 1, rbytes(16), tag=i)
@@ -453,6 +454,12 @@ async def ctx_reset_and_reuse(dut):
     await c0.wait_status(pio_done=3)
     await cfg.reset_ctx(1)
     await cfg.reset_ctx(0)
+    assert (await cfg.state(0)) & P.CtxState.PIO_BUSY     # the buffer is being zeroed
+    for _ in range(10_000):
+        if not (await cfg.state(0)) & P.CtxState.PIO_BUSY:
+            break
+    else:
+        raise AssertionError("ctx 0's PIO buffer clear never ended")
     c0.pio_rung = 0
     c1.rx_next = c1.rx_freed = 0
     zero = dict(pio_done=0, tx_done=0, barrier_done=0, errors=0)

@@ -27,14 +27,18 @@
  *   settle    let the NIC's posted DMA writes land in memory (a CSR read completion
  *             never passes posted writes, so after quiesce this is a no-op for a
  *             driver; the simulator waits its DMA latencies).
- *   reset     SEL, RESET.
+ *   reset     SEL, RESET: zeroes the context's pointers and counters and starts zeroing
+ *             its PIO buffer (STATE reads PN_CTX_STATE_PIO_BUSY until that is done).
  *
- *   PN_CTXSEQ_OPEN           disable, quiesce, reset, program: hand-over to a new
- *                            owner, also when the last one crashed. The caller has
- *                            zeroed the new rings' valid words and the status block.
- *   PN_CTXSEQ_CLOSE          disable, quiesce, settle, reset: after it the context's
- *                            memory may be freed. A caller that does not know the
- *                            configuration (every context of a node) passes zeros.
+ *   PN_CTXSEQ_OPEN           disable, quiesce, reset, quiesce, program: hand-over to a
+ *                            new owner, also when the last one crashed. The second
+ *                            quiesce waits for the PIO buffer to be zero, so the new
+ *                            owner never sends or sees the last owner's bytes. The
+ *                            caller has zeroed the new rings and the status block.
+ *   PN_CTXSEQ_CLOSE          disable, quiesce, settle, reset, quiesce: after it the
+ *                            context's memory may be freed and its PIO buffer is zero.
+ *                            A caller that does not know the configuration (every
+ *                            context of a node) passes zeros.
  *   PN_CTXSEQ_WINDOW         program: a new DMA window for an enabled context.
  *   PN_CTXSEQ_WINDOW_SHRINK  program, quiesce on PN_CTX_STATE_TX_INFLIGHT: after it no
  *                            descriptor checked against the old window is in flight,

@@ -136,7 +136,10 @@ int pn_tx_post_raw(pn_hal_t *h, const uint64_t desc[4]);
 
 /* ---- DMA-able memory ---------------------------------------------------------------- */
 
-/* Memory the NIC may read: allocated by the backend (zeroed), or registered. */
+/* Memory the NIC may read: allocated by the backend (zeroed), or registered.
+ * pn_dma_free and pn_mem_deregister return -EBUSY (and keep the region, valid and
+ * mapped) while a posted DMA send that is not yet done reads from it: wait with
+ * pn_tx_wait first. */
 int pn_dma_alloc(pn_hal_t *h, size_t len, void **out);
 int pn_dma_free(pn_hal_t *h, void *buf);
 int pn_mem_register(pn_hal_t *h, void *buf, size_t len);

@@ -88,7 +88,7 @@
 
 /* Bits of the privileged host_ctx_state CSR (context selected by host_ctx_sel) */
 #define PN_CTX_STATE_ENABLED (1u << 0)  /* context enabled */
-#define PN_CTX_STATE_PIO_BUSY (1u << 1)  /* a PIO doorbell is pending or being sent */
+#define PN_CTX_STATE_PIO_BUSY (1u << 1)  /* a PIO doorbell is pending or being sent, or the PIO buffer is being zeroed after ctx_reset */
 #define PN_CTX_STATE_TX_INFLIGHT (1u << 2)  /* descriptors fetched but not completed (wait for 0 before ctx_reset) */
 #define PN_CTX_STATE_TX_PENDING (1u << 3)  /* TX_TAIL != TX_HEAD */
 #define PN_CTX_STATE_RX_ACTIVE (1u << 4)  /* the RX engine is writing a packet into this context's ring */
