@@ -118,9 +118,11 @@ def test_corrupt_layout_fields_are_refused(userlib_build, no_daemon_env):
     with lib.Hal.open(backend="sw", cluster=c, nodes=2):
         pass
     size = _shm(c).stat().st_size
-    cases = {"nodes": 4000, "nodes ": 0, "contexts": 65, "mtu": 12, "rx_slots": 3, "tx_entries": 1 << 20,
-             "slot_bytes": 16, "total_bytes": size * 2, "node_off": 1 << 40, "ctx_off": size,
-             "ctx_stride": 1 << 36, "page_off": size, "txr_off": 1 << 33, "rxr_off": size - 4096}
+    # (main: the offsets crashed the opener, nodes=4000 and contexts=65 were accepted, and a
+    # wrong total replaced the segment: it goes last)
+    cases = {"ctx_stride": 1 << 36, "rxr_off": size - 4096, "node_off": 1 << 40, "ctx_off": size,
+             "page_off": size, "txr_off": 1 << 33, "nodes": 4000, "nodes ": 0, "contexts": 65, "mtu": 12,
+             "rx_slots": 3, "tx_entries": 1 << 20, "slot_bytes": 16, "total_bytes": size * 2}
     args = [f"{k.strip()}={v}" for k, v in cases.items()]
     r = subprocess.run([sys.executable, "-c", _CORRUPT_CHILD, str(_shm(c)), c, *args], capture_output=True,
                        text=True, timeout=120)
