@@ -5,6 +5,7 @@
  * and freeing a client once its context is torn down. See docs/simulator.md.
  */
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <algorithm>
 
@@ -27,13 +28,21 @@ void Harness::accept_clients()
 		int fd = accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0)
 			return;
+		struct ucred cred;
+		socklen_t len = sizeof(cred);
+		/* Only our own user and root attach: a client of another user would share our
+		 * clients' NIC (the socket is 0600 as well; docs/simulator.md, "Trust"). */
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 ||
+		    (cred.uid != geteuid() && cred.uid != 0)) {
+			sim_log("refused a client of uid %u (pid %d): not this simulator's user",
+				(unsigned)cred.uid, (int)cred.pid);
+			close(fd);
+			continue;
+		}
 		Client *cl = new Client;
 		cl->id = next_client_id++;
 		cl->fd = fd;
-		struct ucred cred;
-		socklen_t len = sizeof(cred);
-		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0)
-			cl->pid = cred.pid;
+		cl->pid = cred.pid;
 		clients.push_back(cl);
 	}
 }
@@ -326,7 +335,10 @@ void Harness::send_attached(Client *cl, pn_sim_welcome &w)
 	w.node = (uint32_t)node_id[cl->node];
 	w.nodes = (uint32_t)job_nodes;
 	w.global_bytes = shm_bytes;
-	int rofd = open(cfg.shm_path.c_str(), O_RDONLY | O_CLOEXEC);
+	/* A read-only descriptor of the very file we made (not whatever the name holds now). */
+	char self[64];
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", shm_fd);
+	int rofd = open(self, O_RDONLY | O_CLOEXEC);
 	cl->st = CState::Active;
 	g->clients++;
 	if (rofd < 0 || send_welcome(cl->fd, w, rofd) < 0)

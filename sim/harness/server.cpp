@@ -12,6 +12,7 @@
 #include <poll.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -90,7 +91,12 @@ void Harness::setup_socket()
 	close(probe);
 	unlink(cfg.socket.c_str());
 	listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (listen_fd < 0 || bind(listen_fd, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(listen_fd, 64) < 0) {
+	/* The socket is 0600 whatever the umask: other users cannot connect (and
+	 * accept_clients refuses any that could, by SO_PEERCRED). */
+	mode_t old = umask(077);
+	int bound = listen_fd >= 0 ? bind(listen_fd, (struct sockaddr *)&a, sizeof(a)) : -1;
+	umask(old);
+	if (listen_fd < 0 || bound < 0 || listen(listen_fd, 64) < 0) {
 		sim_log("cannot listen on %s: %s", cfg.socket.c_str(), strerror(errno));
 		exit(1);
 	}

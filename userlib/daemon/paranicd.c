@@ -5,7 +5,7 @@
  *
  *   paranicd [--cluster C] [--node N] [--nodes N] [--backend sw|sim] [--socket PATH]
  *            [--allow-uid U[,U..]] [--allow-gid G[,G..]] [--host NAME]
- *            [--hello-ms MS] [--down-ms MS] [--poll-ms MS]
+ *            [--hello-ms MS] [--down-ms MS] [--poll-ms MS] [--max-uid-conns N] [--idle-ms MS]
  *   paranicd status|procs|jobs [--socket PATH | --cluster C --node N] [--json]
  *   paranicd job-start --id ID --nodes N [--ppn P] [--command CMD] [--socket ...]
  *   paranicd job-end --id ID [--socket ...]
@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "paranicd.h"
+#include "pn_trust.h"
 
 static volatile sig_atomic_t stop;
 
@@ -111,7 +112,7 @@ static int listen_socket(struct paranicd *d)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	char dir[sizeof(d->sock)], *slash;
-	int fd, probe;
+	int fd, probe, r;
 
 	snprintf(dir, sizeof(dir), "%s", d->sock);
 	if ((slash = strrchr(dir, '/')) && slash != dir) {   /* mkdir -p of the run directory */
@@ -126,6 +127,14 @@ static int listen_socket(struct paranicd *d)
 				if (!ch)
 					break;
 			}
+		}
+		/* The run directory holds the socket pn_open trusts: one another user made (or
+		 * can write into, or a symlink) is never used (docs/paranicd.md, "Run directory"). */
+		if ((r = pn_trust_dir(dir)) < 0) {
+			dlog(d, "run directory %s is %s: refusing to use it", dir,
+			     r == -ELOOP ? "a symbolic link" : r == -ENOTDIR ? "not a directory"
+				: "another user's or writable by others");
+			return r == -EACCES ? -EPERM : r;
 		}
 	}
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", d->sock);
@@ -206,6 +215,7 @@ static int serve(struct paranicd *d)
 			send_hellos(d);
 			next_hello = now + (uint64_t)d->hello_ms * 1000000ull;
 		}
+		idle_clients(d, now);
 		nic_poll(d, now);
 		membership(d, now);
 		cleanups(d, now);
@@ -240,7 +250,7 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: paranicd [--cluster C] [--node N] [--nodes N] [--backend sw|sim] [--socket PATH]\n"
 		"                [--allow-uid U,..] [--allow-gid G,..] [--host NAME] [--hello-ms MS]\n"
-		"                [--down-ms MS] [--poll-ms MS]\n"
+		"                [--down-ms MS] [--poll-ms MS] [--max-uid-conns N] [--idle-ms MS]\n"
 		"       paranicd status|procs|jobs [--socket PATH | --cluster C --node N] [--json]\n"
 		"       paranicd job-start --id ID --nodes N [--ppn P] [--command CMD] [--socket ...]\n"
 		"       paranicd job-end --id ID [--socket ...]\n");
@@ -264,6 +274,8 @@ int main(int argc, char **argv)
 	d->hello_ms = 200;
 	d->down_ms = 1500;
 	d->poll_ms = 5;
+	d->max_uid_conns = DEFAULT_UID_CONNS;
+	d->idle_ms = DEFAULT_IDLE_MS;
 	for (; a < argc; a++) {
 		const char *o = argv[a], *v = a + 1 < argc ? argv[a + 1] : NULL;
 		if (!strcmp(o, "--json")) {
@@ -297,6 +309,10 @@ int main(int argc, char **argv)
 			d->down_ms = (unsigned)atoi(v);
 		else if (!strcmp(o, "--poll-ms"))
 			d->poll_ms = (unsigned)atoi(v);
+		else if (!strcmp(o, "--max-uid-conns"))
+			d->max_uid_conns = (unsigned)atoi(v);
+		else if (!strcmp(o, "--idle-ms"))
+			d->idle_ms = (unsigned)atoi(v);
 		else if (!strcmp(o, "--id"))
 			snprintf(job.id, sizeof(job.id), "%s", v);
 		else if (!strcmp(o, "--ppn"))
@@ -310,7 +326,8 @@ int main(int argc, char **argv)
 		d->cluster = "default";
 	if (!d->backend || !*d->backend)
 		d->backend = "sw";
-	if (d->node < 0 || d->nodes < 0 || d->hello_ms < 1 || d->down_ms <= d->hello_ms || d->poll_ms > 1000)
+	if (d->node < 0 || d->nodes < 0 || d->hello_ms < 1 || d->down_ms <= d->hello_ms || d->poll_ms > 1000 ||
+	    d->max_uid_conns < 1 || d->max_uid_conns > MAX_CLIENTS || d->idle_ms < 10 || d->idle_ms > 3600000)
 		usage();
 	if (sock)
 		snprintf(d->sock, sizeof(d->sock), "%s", sock);

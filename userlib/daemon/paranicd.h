@@ -21,6 +21,8 @@
 #include "sock_wire.h"
 
 #define MAX_CLIENTS 1024
+#define DEFAULT_UID_CONNS 32          /* --max-uid-conns: a uid's connections without a context */
+#define DEFAULT_IDLE_MS 5000          /* --idle-ms: such a connection idle that long is closed */
 #define MAX_ALLOW 32
 #define OUTBOX 8192                  /* packets (power of two) */
 #define CLEANUP_WAIT_NS 3000000000ull /* a dropped connection's process must be gone by then */
@@ -35,6 +37,7 @@ struct client {
 	int32_t ctx;
 	uint32_t abi;
 	char job[PN_DAEMON_NAME_MAX];
+	uint64_t last_ns;    /* accepted, or the last complete request */
 	uint8_t in[sizeof(struct pnd_frame) + sizeof(pn_daemon_job_t)];
 	size_t in_len;
 };
@@ -71,6 +74,7 @@ struct paranicd {
 	gid_t allow_gid[MAX_ALLOW];
 	int n_uid, n_gid;
 	unsigned hello_ms, down_ms, poll_ms;
+	unsigned max_uid_conns, idle_ms;
 	char host[PN_DAEMON_NAME_MAX];
 	struct sk_net net;
 	/* state */
@@ -87,6 +91,8 @@ struct paranicd {
 	struct outpkt out[OUTBOX];
 	uint32_t out_head, out_tail;
 	uint64_t hellos_sent, hellos_recv, notices_sent, cleanups, refused, out_lost;
+	uint64_t conns_shed, conns_idle, conns_logged;   /* connections closed by the limits */
+	uint64_t next_idle_check;
 };
 
 /* A line on stderr, prefixed with the daemon's cluster and node (paranicd.c). */
@@ -112,8 +118,12 @@ void membership(struct paranicd *d, uint64_t now);
 
 /* ---- socket clients (paranicd_clients.c) ------------------------------------------------------ */
 
-/* Accept every pending connection (credentials from SO_PEERCRED). */
+/* Accept every pending connection (credentials from SO_PEERCRED), within the limits: a
+ * uid's connections without a context beyond max_uid_conns, or any when the table is
+ * full, make room by closing that uid's (or the busiest uid's) oldest such connection. */
 void accept_clients(struct paranicd *d);
+/* Close the connections without a context idle for longer than idle_ms. */
+void idle_clients(struct paranicd *d, uint64_t now);
 /* Handle the complete frames in c->in. -1: drop the client. */
 int client_input(struct paranicd *d, struct client *c);
 /* Drop client i; an attached process that did not DETACH is queued for clean-up. */

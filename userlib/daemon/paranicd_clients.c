@@ -96,6 +96,13 @@ static int on_attach(struct paranicd *d, struct client *c, const struct pnd_atta
 	if (r == 0 && owner != (uint32_t)c->pid)
 		return refuse(d, c, PND_ATTACH, -EACCES, "context %d is owned by pid %u, not by the caller (pid %d)",
 			      a->ctx, owner, (int)c->pid);
+	/* One connection per context: attached connections are never shed by the limits
+	 * (accept_clients), so there are at most as many as the node has contexts. */
+	for (int i = 0; i < d->ncl; i++) {
+		const struct client *x = d->cl[i];
+		if (x != c && x->attached && !x->detached && x->ctx == a->ctx && x->pid == c->pid)
+			return refuse(d, c, PND_ATTACH, -EBUSY, "context %d is attached on another connection", a->ctx);
+	}
 	c->attached = 1;
 	c->ctx = a->ctx;
 	c->abi = a->abi;
@@ -260,6 +267,7 @@ int client_input(struct paranicd *d, struct client *c)
 		}
 		if (r < 0)
 			return -1;
+		c->last_ns = now_ns();
 		memmove(c->in, c->in + need, c->in_len - need);
 		c->in_len -= need;
 	}
@@ -318,6 +326,59 @@ void cleanups(struct paranicd *d, uint64_t now)
 	}
 }
 
+/* Does c count against its uid's limit (and may it be shed)? Only connections without
+ * a context: an attached one holds a context and goes when its process does. */
+static int sheddable(const struct client *c)
+{
+	return !c->attached || c->detached;
+}
+
+/* The index of uid's oldest sheddable connection (any uid's when all), or -1; *count:
+ * uid's sheddable connections. */
+static int oldest_of(const struct paranicd *d, uid_t uid, int any, int *count)
+{
+	int best = -1;
+	*count = 0;
+	for (int i = 0; i < d->ncl; i++) {
+		const struct client *x = d->cl[i];
+		if (!sheddable(x) || (!any && x->uid != uid))
+			continue;
+		++*count;
+		if (best < 0 || x->last_ns < d->cl[best]->last_ns)
+			best = i;
+	}
+	return best;
+}
+
+/* The table is full: the uid with the most sheddable connections gives up its oldest. */
+static int busiest_oldest(const struct paranicd *d)
+{
+	int best = -1, best_n = 0;
+	for (int i = 0; i < d->ncl; i++) {
+		int n, k;
+		if (!sheddable(d->cl[i]))
+			continue;
+		k = oldest_of(d, d->cl[i]->uid, 0, &n);
+		if (n > best_n) {
+			best_n = n;
+			best = k;
+		}
+		if (best_n > MAX_CLIENTS / 2)
+			break;   /* nobody else can have more */
+	}
+	return best;
+}
+
+static void log_shed(struct paranicd *d)
+{
+	uint64_t n = d->conns_shed + d->conns_idle;
+	if (n != d->conns_logged && (n - d->conns_logged >= 64 || n < 64)) {
+		dlog(d, "connections closed by the limits: %llu over a uid's %u, %llu idle for %u ms",
+		     (unsigned long long)d->conns_shed, d->max_uid_conns, (unsigned long long)d->conns_idle, d->idle_ms);
+		d->conns_logged = n;
+	}
+}
+
 void accept_clients(struct paranicd *d)
 {
 	for (;;) {
@@ -325,10 +386,25 @@ void accept_clients(struct paranicd *d)
 		struct ucred cr;
 		socklen_t len = sizeof(cr);
 		struct client *c;
+		int n, k;
 		if (fd < 0)
-			return;
-		if (d->ncl >= MAX_CLIENTS || getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0 ||
-		    !(c = calloc(1, sizeof(*c)))) {
+			break;
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0) {
+			close(fd);
+			continue;
+		}
+		/* Room: a uid's connections without a context are limited (the oldest goes),
+		 * so one user's idle connections never lock out another's pn_open. */
+		k = oldest_of(d, cr.uid, 0, &n);
+		if (n >= (int)d->max_uid_conns && k >= 0) {
+			client_gone(d, k);
+			d->conns_shed++;
+		}
+		if (d->ncl >= MAX_CLIENTS && (k = busiest_oldest(d)) >= 0) {
+			client_gone(d, k);
+			d->conns_shed++;
+		}
+		if (d->ncl >= MAX_CLIENTS || !(c = calloc(1, sizeof(*c)))) {
 			close(fd);
 			continue;
 		}
@@ -337,6 +413,24 @@ void accept_clients(struct paranicd *d)
 		c->uid = cr.uid;
 		c->gid = cr.gid;
 		c->ctx = -1;
+		c->last_ns = now_ns();
 		d->cl[d->ncl++] = c;
 	}
+	log_shed(d);
+}
+
+void idle_clients(struct paranicd *d, uint64_t now)
+{
+	uint64_t limit = (uint64_t)d->idle_ms * 1000000ull;
+	if (now < d->next_idle_check)
+		return;
+	d->next_idle_check = now + limit / 8 + 1000000ull;
+	for (int i = d->ncl - 1; i >= 0; i--) {
+		struct client *c = d->cl[i];
+		if (!c->attached && now - c->last_ns > limit) {
+			client_gone(d, i);
+			d->conns_idle++;
+		}
+	}
+	log_shed(d);
 }

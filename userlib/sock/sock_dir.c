@@ -12,6 +12,11 @@
  * node to leave removes the segment (marking it dead first, so a process that mapped
  * it meanwhile maps a fresh one).
  *
+ * The segment is 0600; one found under the name is mapped only when it is ours (or
+ * root's) and open to nobody else (pn_trust_fd): another user cannot plant a directory
+ * that sends our connections to their contexts. Entries are checked when read (a
+ * context within PN_MAX_CONTEXTS).
+ *
  * A forked child that uses a UDP socket it inherited (bound on the cluster) takes the
  * entry over (sk_dir_claim): the entry then names the child and remembers the previous
  * owner, which gets it back when the child closes the socket or dies, or takes it back
@@ -22,6 +27,7 @@
  * a request to the target node's paranicd; sk_dir_lookup is the one function to swap.
  */
 #include "sock_int.h"
+#include "pn_trust.h"
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -91,7 +97,8 @@ static struct sk_dir *dir_map(unsigned node, int create)
 	fd = shm_open(name, O_RDWR | O_CLOEXEC | (create ? O_CREAT : 0), 0600);
 	if (fd < 0)
 		return NULL;
-	if (fstat(fd, &st) < 0 || (st.st_size < (off_t)sizeof(*d) && (!create || ftruncate(fd, sizeof(*d)) < 0))) {
+	if (pn_trust_fd(fd, &st) < 0 ||
+	    (st.st_size < (off_t)sizeof(*d) && (!create || ftruncate(fd, sizeof(*d)) < 0))) {
 		REAL(close)(fd);
 		return NULL;
 	}
@@ -318,7 +325,7 @@ int sk_dir_lookup(unsigned node, unsigned proto, uint16_t port, unsigned *ctx, i
 		if (__atomic_load_n(&e->proto, __ATOMIC_ACQUIRE) == proto && e->port == port) {
 			int32_t p = __atomic_load_n(&e->pid, __ATOMIC_ACQUIRE), pp = e->prev_pid;
 			unsigned c = e->ctx, pc = e->prev_ctx;
-			if (e->proto != proto || e->port != port)
+			if (e->proto != proto || e->port != port || c >= PN_MAX_CONTEXTS || pc >= PN_MAX_CONTEXTS)
 				continue;
 			if (!alive(p)) {   /* the owner died: the one it took the entry from, if alive */
 				if (!pp || !alive(pp))

@@ -21,6 +21,7 @@
 
 #include "daemon_proto.h"
 #include "hal_backend.h"
+#include "pn_trust.h"
 
 _Static_assert(PN_ABI_VERSION == ((PN_ABI_VERSION_MAJOR << 16) | PN_ABI_VERSION_MINOR), "PN_ABI_VERSION");
 
@@ -205,13 +206,60 @@ static int transact(int fd, uint16_t type, const void *req, uint32_t req_len, vo
 
 /* ---- pn_open / pn_close ------------------------------------------------------------------- */
 
+/* Where is paranicd for this context, and may we trust what we find there? The run
+ * directory (the socket's directory) decides: none at all is development mode (no
+ * daemon on this node, unless PARANIC_DAEMON=require); one that exists must be ours or
+ * root's and writable by nobody else, and then the daemon's socket must be in it and
+ * answer, from a daemon of our uid or root. A directory without the socket, or with a
+ * socket nobody answers on, is an error: the checks are never skipped because a file
+ * is missing (docs/paranicd.md, "Attach"). 1: connect to path; 0: development mode;
+ * <0: refused (reason set). */
+static int locate(const char *path, int node, int require)
+{
+	char dir[sizeof(((struct sockaddr_un *)0)->sun_path)], *slash;
+	int r;
+
+	snprintf(dir, sizeof(dir), "%s", path);
+	slash = strrchr(dir, '/');
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else if (slash == dir)
+		dir[1] = 0;
+	else
+		*slash = 0;
+	r = pn_trust_dir(dir);
+	if (r == -ENOENT) {
+		if (!require)
+			return 0;   /* development mode: no daemon on this node */
+		set_reason("no paranicd for this node and PARANIC_DAEMON=require");
+		return -ENOTCONN;
+	}
+	if (r < 0) {
+		snprintf(last_reason, sizeof(last_reason), "paranicd's run directory %.60s is %s", dir,
+			 r == -ELOOP ? "a symbolic link" : r == -ENOTDIR ? "not a directory"
+				: "another user's or writable by others");
+		return -EACCES;
+	}
+	r = pn_trust_socket(path);
+	if (r == -ENOENT) {
+		snprintf(last_reason, sizeof(last_reason), "paranicd's run directory %.60s has no socket for node %d",
+			 dir, node);
+		return -ENOTCONN;
+	}
+	if (r < 0) {
+		snprintf(last_reason, sizeof(last_reason), "paranicd's socket %.80s is %s", path,
+			 r == -ELOOP ? "a symbolic link" : r == -ENOTSOCK ? "not a socket" : "another user's");
+		return -EACCES;
+	}
+	return 1;
+}
+
 int pn_daemon_attach(pn_hal_t *h, const pn_open_opts_t *o)
 {
 	const char *mode = getenv("PARANIC_DAEMON"), *job = getenv("PARANIC_JOB"), *fake;
 	struct pnd_attach a = {.abi = PN_ABI_VERSION, .node = (int32_t)h->map.node_id, .ctx = (int32_t)h->map.ctx_id};
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	int require = 0, fd, r;
-	struct stat st;
 
 	h->daemon_fd = -1;
 	set_reason("");
@@ -220,14 +268,17 @@ int pn_daemon_attach(pn_hal_t *h, const pn_open_opts_t *o)
 	require = mode && !strcmp(mode, "require");
 	if ((r = pn_daemon_socket_path(o->cluster, (int)h->map.node_id, path, sizeof(path))) < 0)
 		return r;
-	if (!require && stat(path, &st) < 0)
-		return 0;   /* development mode: no daemon on this node */
+	if ((r = locate(path, (int)h->map.node_id, require)) <= 0)
+		return r;
 	fd = connect_to(path);
 	if (fd < 0) {
-		if (!require && fd == -ENOTCONN)
-			return 0;   /* a stale socket of a daemon that is gone */
-		set_reason(require ? "no paranicd for this node and PARANIC_DAEMON=require" : "cannot reach paranicd");
+		set_reason(fd == -ENOTCONN ? "paranicd does not answer on its socket (it died?)" : "cannot reach paranicd");
 		return fd;
+	}
+	if (pn_trust_peer(fd, NULL) < 0) {
+		sys_close(fd);
+		set_reason("the process on paranicd's socket runs as another user");
+		return -EACCES;
 	}
 	/* Test hooks: pretend to be another library version, or to hold another context. */
 	if ((fake = getenv("PARANIC_DAEMON_FAKE_ABI")) && *fake)
@@ -239,7 +290,7 @@ int pn_daemon_attach(pn_hal_t *h, const pn_open_opts_t *o)
 	r = transact(fd, PND_ATTACH, &a, sizeof(a), NULL, 0, NULL);
 	if (r < 0) {
 		sys_close(fd);
-		return r == -EACCES || r == -EPROTO ? r : -ENOTCONN;
+		return r == -EACCES || r == -EPROTO || r == -EBUSY ? r : -ENOTCONN;
 	}
 	h->daemon_fd = fd;
 	return 0;

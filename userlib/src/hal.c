@@ -339,7 +339,9 @@ const char *pn_strerror(int err)
 	case EBUSY: return "context busy or cluster of another shape in use";
 	case ENOENT: return "no such backend, packet or region";
 	case EPROTO: return "library ABI version refused by paranicd, or a backend broke the HAL's assumptions";
-	case EACCES: return "refused by paranicd: user not allowed or context not the caller's";
+	case EACCES: return "refused by paranicd (user not allowed, context not the caller's), or a segment, "
+			    "socket or run directory of another user";
+	case EBADMSG: return "the cluster's shared segment is corrupt (pn_sw_cluster_destroy removes it)";
 	case ENOTCONN: return "no paranicd answers for this node";
 	default: return strerror(-err);
 	}

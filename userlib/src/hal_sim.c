@@ -33,6 +33,7 @@
 #include "hal_backend.h"
 #include "paranic/pn_sim.h"
 #include "pn_sim_shm.h"
+#include "pn_trust.h"
 
 #ifndef PN_SIM_RUN_DIR
 #define PN_SIM_RUN_DIR "build/run"
@@ -300,6 +301,31 @@ static void sim_release(struct sim_be *b)
 	free(b);
 }
 
+/* The harness's global shared memory and its welcome, before anything is read through
+ * them: the file as large as the welcome says, the header's layout (counts within the
+ * spec's bounds, the trace and status tables inside the mapping) and the welcome's
+ * identity inside the header's shape. 0 or -EPROTO. */
+static int sim_global_ok(const struct pn_sim_global *g, uint64_t bytes, const struct pn_sim_welcome *w)
+{
+	uint64_t recs;
+	if (g->magic != PN_SIM_MAGIC_GLOBAL || g->version != PN_SIM_VERSION || g->hdr_bytes != sizeof(*g))
+		return -EPROTO;
+	if (g->nodes < 1 || g->nodes > PN_MAX_NODES || g->n_ctx < 1 || g->n_ctx > PN_MAX_CONTEXTS ||
+	    g->mtu < 8 || g->mtu > PN_MAX_MTU || g->mtu % 8)
+		return -EPROTO;
+	recs = (uint64_t)g->nodes * g->n_ctx;
+	if (g->trace_off < sizeof(*g) || g->trace_stride < sizeof(struct pn_sim_trace) ||
+	    g->trace_off + recs * g->trace_stride > bytes)
+		return -EPROTO;
+	if (g->status_off && (g->status_stride < sizeof(struct pn_sim_node_status) || g->status_off < sizeof(*g) ||
+			      g->status_off + (uint64_t)g->nodes * g->status_stride > bytes))
+		return -EPROTO;
+	if (w->sim_nodes != g->nodes || w->nodes < 1 || w->nodes > g->nodes || w->node >= g->nodes ||
+	    w->n_ctx != g->n_ctx || w->ctx >= w->n_ctx || w->mtu != g->mtu)
+		return -EPROTO;
+	return 0;
+}
+
 static int sim_connect(const pn_open_opts_t *o)
 {
 	struct sockaddr_un a;
@@ -325,6 +351,11 @@ static int sim_connect(const pn_open_opts_t *o)
 		close(fd);
 		/* No simulator there (no socket file, or a stale one). */
 		return e == ENOENT ? -ECONNREFUSED : -e;
+	}
+	/* A simulator of another user would see our memory (the memfd we hand it). */
+	if (pn_trust_peer(fd, NULL) < 0) {
+		close(fd);
+		return -EACCES;
 	}
 	return fd;
 }
@@ -470,6 +501,15 @@ static int sim_attach(pn_hal_t *h, const pn_open_opts_t *o, struct pn_hw_map *ma
 		sim_release(b);
 		return w.status < 0 ? w.status : -EPROTO;
 	}
+	{
+		struct stat gst;
+		if (fstat(gfd, &gst) < 0 || !S_ISREG(gst.st_mode) || w.global_bytes < sizeof(struct pn_sim_global) ||
+		    w.global_bytes > (1ull << 30) || (uint64_t)gst.st_size < w.global_bytes) {
+			close(gfd);
+			sim_release(b);
+			return -EPROTO;
+		}
+	}
 	b->g = mmap(NULL, w.global_bytes, PROT_READ, MAP_SHARED, gfd, 0);
 	close(gfd);
 	if (b->g == MAP_FAILED) {
@@ -481,7 +521,7 @@ static int sim_attach(pn_hal_t *h, const pn_open_opts_t *o, struct pn_hw_map *ma
 	b->g_bytes = w.global_bytes;
 	b->dma_base = w.dma_base;
 	b->csr_dropped = w.csr_dropped;
-	if (b->g->magic != PN_SIM_MAGIC_GLOBAL || b->g->version != PN_SIM_VERSION) {
+	if (sim_global_ok(b->g, w.global_bytes, &w) < 0) {
 		sim_release(b);   /* closing the socket detaches */
 		return -EPROTO;
 	}

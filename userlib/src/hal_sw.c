@@ -125,14 +125,9 @@ static int sw_attach(pn_hal_t *h, const pn_open_opts_t *o, struct pn_hw_map *map
 		free(be);
 		return r;
 	}
-	be->nodes = be->hdr->nodes;
-	be->contexts = be->hdr->contexts;
-	be->mtu = be->hdr->mtu;
-	be->rx_slots = be->hdr->rx_slots;
-	be->tx_entries = be->hdr->tx_entries;
-	be->slot_bytes = be->hdr->slot_bytes;
+	/* The shape (be->nodes ...) and layout come from the checked header (hal_sw_shm.c). */
 	if ((uint32_t)o->node >= be->nodes || (o->ctx != PN_CTX_ANY && (uint32_t)o->ctx >= be->contexts)) {
-		sw_unmap(be);
+		pn_sw_unmap_cluster(be, o->cluster);   /* a segment this open made goes again */
 		free(be);
 		return -EINVAL;
 	}
@@ -150,13 +145,14 @@ static int sw_attach(pn_hal_t *h, const pn_open_opts_t *o, struct pn_hw_map *map
 			}
 	}
 	if (r < 0) {
-		sw_unmap(be);
+		pn_sw_unmap_cluster(be, o->cluster);
 		free(be);
 		return r;
 	}
+	be->created = 0;   /* from now on the cluster's: pn_sw_cluster_destroy removes it */
 	be->meta = sw_meta(be, be->node, be->ctx);
-	be->page = sw_ctx_area(be, be->node, be->ctx) + be->hdr->page_off;
-	be->txr = sw_ctx_area(be, be->node, be->ctx) + be->hdr->txr_off;
+	be->page = sw_ctx_area(be, be->node, be->ctx) + be->page_off;
+	be->txr = sw_ctx_area(be, be->node, be->ctx) + be->txr_off;
 	be->rxr = sw_rxr(be, be->node, be->ctx);
 
 	pthread_mutex_init(&be->eng, NULL);
@@ -340,7 +336,7 @@ static void sw_counters(pn_hal_t *h, pn_status_t *st)
 static int sw_node_status(pn_hal_t *h, unsigned index, pn_node_status_t *out)
 {
 	struct sw_be *be = h->be;
-	if (index >= be->hdr->nodes)
+	if (index >= be->nodes)
 		return -ENOENT;
 	out->node_id = index;
 	out->fw_state = PN_FW_STATE_NONE;

@@ -80,6 +80,12 @@ struct sw_be {
 	uint8_t *base;
 	size_t size;
 	struct sw_shm_hdr *hdr;
+	/* The layout, copied from the header once it was validated (hal_sw_shm.c): the
+	 * geometry below never reads the shared header again, which another process could
+	 * change under us. */
+	uint64_t node_off, ctx_off, ctx_stride, page_off, txr_off, rxr_off;
+	int created;             /* this process created the segment (removed on a failed open) */
+	uint64_t shm_ino;        /* ... and its inode */
 	uint32_t pid;
 	uint32_t node, ctx, nodes, contexts, mtu, rx_slots, tx_entries, slot_bytes;
 	struct sw_ctx_meta *meta;
@@ -115,12 +121,12 @@ struct sw_be {
 
 static inline struct sw_node *sw_node(const struct sw_be *be, uint32_t n)
 {
-	return (struct sw_node *)(be->base + be->hdr->node_off) + n;
+	return (struct sw_node *)(be->base + be->node_off) + n;
 }
 
 static inline uint8_t *sw_ctx_area(const struct sw_be *be, uint32_t n, uint32_t c)
 {
-	return be->base + be->hdr->ctx_off + ((uint64_t)n * be->contexts + c) * be->hdr->ctx_stride;
+	return be->base + be->ctx_off + ((uint64_t)n * be->contexts + c) * be->ctx_stride;
 }
 
 static inline struct sw_ctx_meta *sw_meta(const struct sw_be *be, uint32_t n, uint32_t c)
@@ -130,7 +136,7 @@ static inline struct sw_ctx_meta *sw_meta(const struct sw_be *be, uint32_t n, ui
 
 static inline uint8_t *sw_rxr(const struct sw_be *be, uint32_t n, uint32_t c)
 {
-	return sw_ctx_area(be, n, c) + be->hdr->rxr_off;
+	return sw_ctx_area(be, n, c) + be->rxr_off;
 }
 
 /* Internal to libparanic: no PLT indirection, not exported. */
@@ -169,8 +175,13 @@ uint32_t pn_sw_mmio_read32(pn_hal_t *h, uint32_t off);
 /* ---- the cluster segment (hal_sw_shm.c) ---------------------------------------------------- */
 
 /* Create or attach /dev/shm/paranic-<cluster> of the shape o asks (be->base, size, hdr,
- * nodes, contexts set). 0 or -errno (-EBUSY: in use with another shape). */
+ * the shape and the layout set, be->created when this call created it). 0 or -errno
+ * (-EBUSY: in use with another shape; -EACCES: owned by another user or open to others;
+ * -EBADMSG: a header whose layout does not hold). */
 int pn_sw_map_cluster(struct sw_be *be, const pn_open_opts_t *o);
+/* Unmap; the segment goes too when this process created it and nobody else uses it
+ * (a pn_open that failed after creating leaves nothing behind). */
+void pn_sw_unmap_cluster(struct sw_be *be, const char *cluster);
 
 #pragma GCC visibility pop
 

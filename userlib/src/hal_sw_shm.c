@@ -4,7 +4,14 @@
  * (/dev/shm/paranic-<cluster>) holding every node's and context's NIC state, laid out
  * once by its creator (layout); later processes attach to it, wait for a creator
  * still at work, and replace a segment that is stale or of another shape when nobody
- * uses it. pn_sw_cluster_destroy removes it with the ports' segments of the cluster.
+ * uses it. pn_sw_cluster_destroy removes it with the ports' segments of the cluster
+ * and the socket library's node directories.
+ *
+ * Trust (docs/reliability.md, "Shared segments, sockets and run directories"): the
+ * segment is created with O_EXCL and mode 0600; one that exists is used only when it
+ * is ours or root's and open to nobody else (pn_trust_fd), and only after every layout
+ * field was checked against the spec's bounds and the fstat'd size (hdr_check). The
+ * geometry is then taken from the checked copy, never from the shared header again.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -18,6 +25,7 @@
 #include <unistd.h>
 
 #include "hal_sw.h"
+#include "pn_trust.h"
 
 /* ---- layout and name ------------------------------------------------------------------------ */
 
@@ -42,6 +50,67 @@ static void layout(struct sw_shm_hdr *g)
 static int pow2_in(int v, int lo, int hi)
 {
 	return v >= lo && v <= hi && !(v & (v - 1));
+}
+
+/* The shape fields within the spec's bounds (what pn_open accepts). */
+static int shape_ok(const struct sw_shm_hdr *g)
+{
+	return g->nodes >= 1 && g->nodes <= PN_MAX_NODES && g->contexts >= 1 && g->contexts <= PN_MAX_CONTEXTS &&
+	       g->mtu >= 8 && g->mtu <= PN_MAX_MTU && g->mtu % 8 == 0 && pow2_in((int)g->rx_slots, 2, 1 << 16) &&
+	       pow2_in((int)g->tx_entries, 2, 1 << 16);
+}
+
+/* A mapped header (another process wrote it): its shape within bounds, every derived
+ * field what layout() computes from that shape, the total the size of the file. The
+ * fields are read once into *out, which is what the caller uses from then on.
+ * 0 or -EBADMSG. */
+static int hdr_check(const volatile struct sw_shm_hdr *g, uint64_t file_bytes, struct sw_shm_hdr *out)
+{
+	struct sw_shm_hdr want;
+
+	memset(out, 0, sizeof(*out));
+	out->nodes = g->nodes;
+	out->contexts = g->contexts;
+	out->mtu = g->mtu;
+	out->rx_slots = g->rx_slots;
+	out->tx_entries = g->tx_entries;
+	out->slot_bytes = g->slot_bytes;
+	out->total_bytes = g->total_bytes;
+	out->node_off = g->node_off;
+	out->ctx_off = g->ctx_off;
+	out->ctx_stride = g->ctx_stride;
+	out->meta_bytes = g->meta_bytes;
+	out->page_off = g->page_off;
+	out->txr_off = g->txr_off;
+	out->rxr_off = g->rxr_off;
+	if (!shape_ok(out))
+		return -EBADMSG;
+	want = *out;
+	layout(&want);
+	if (want.slot_bytes != out->slot_bytes || want.node_off != out->node_off || want.ctx_off != out->ctx_off ||
+	    want.ctx_stride != out->ctx_stride || want.meta_bytes != out->meta_bytes ||
+	    want.page_off != out->page_off || want.txr_off != out->txr_off || want.rxr_off != out->rxr_off ||
+	    want.total_bytes != out->total_bytes || out->total_bytes != file_bytes ||
+	    out->total_bytes > SW_MAX_SEGMENT)
+		return -EBADMSG;
+	return 0;
+}
+
+/* The process's copy of a checked (or self-made) layout. */
+static void take_layout(struct sw_be *be, const struct sw_shm_hdr *g)
+{
+	be->nodes = g->nodes;
+	be->contexts = g->contexts;
+	be->mtu = g->mtu;
+	be->rx_slots = g->rx_slots;
+	be->tx_entries = g->tx_entries;
+	be->slot_bytes = g->slot_bytes;
+	be->node_off = g->node_off;
+	be->ctx_off = g->ctx_off;
+	be->ctx_stride = g->ctx_stride;
+	be->page_off = g->page_off;
+	be->txr_off = g->txr_off;
+	be->rxr_off = g->rxr_off;
 }
 
 static int shm_name(const char *cluster, char *out, size_t n)
@@ -72,12 +141,16 @@ int pn_sw_cluster_destroy(const char *cluster)
 	r = shm_unlink(name) < 0 ? -errno : 0;
 	{
 		/* The ports' intra-node segments of the cluster ("/paranic-<cluster>:..."),
-		 * left behind by killed processes. */
+		 * and the socket library's node directories ("/paranic-<cluster>.sock.<n>",
+		 * sock_wire.h), left behind by killed processes. */
 		size_t n = strlen(name + 1);
 		DIR *d = opendir("/dev/shm");
 		struct dirent *e;
 		while (d && (e = readdir(d)))
-			if (!strncmp(e->d_name, name + 1, n) && e->d_name[n] == ':') {
+			if (!strncmp(e->d_name, name + 1, n) &&
+			    (e->d_name[n] == ':' ||
+			     (!strncmp(e->d_name + n, ".sock.", 6) && e->d_name[n + 6] &&
+			      strspn(e->d_name + n + 6, "0123456789") == strlen(e->d_name + n + 6)))) {
 				char full[300];
 				snprintf(full, sizeof(full), "/%s", e->d_name);
 				shm_unlink(full);
@@ -111,8 +184,12 @@ static void sleep_ms(int ms)
 static int sw_create(struct sw_be *be, int fd, const struct sw_shm_hdr *want)
 {
 	struct sw_shm_hdr *g;
+	struct stat st;
 	if (want->total_bytes > SW_MAX_SEGMENT)
 		return -ENOMEM;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	be->shm_ino = (uint64_t)st.st_ino;
 	if (ftruncate(fd, (off_t)want->total_bytes) < 0)
 		return -errno;
 	be->base = mmap(NULL, want->total_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -132,21 +209,23 @@ static int sw_create(struct sw_be *be, int fd, const struct sw_shm_hdr *want)
 	g->version = SW_VERSION;
 	__atomic_store_n(&g->magic, SW_MAGIC, __ATOMIC_RELEASE);         /* last: ready */
 	be->hdr = g;
+	be->created = 1;
+	take_layout(be, g);
 	return 0;
 }
 
 /* Attach to an existing segment. 1: attached; 0: stale or other shape and unused,
- * removed (retry); <0: error. */
+ * removed (retry); <0: error (-EACCES: not ours; -EBADMSG: a broken layout). */
 static int sw_attach_existing(struct sw_be *be, int fd, const char *name, const pn_open_opts_t *o,
 			      const struct sw_shm_hdr *want)
 {
 	struct stat sb;
-	struct sw_shm_hdr *g;
-	int waited = 0;
+	struct sw_shm_hdr *g, chk;
+	int waited = 0, r;
 
 	for (;;) {   /* the creator may not have sized it yet */
-		if (fstat(fd, &sb) < 0)
-			return -errno;
+		if ((r = pn_trust_fd(fd, &sb)) < 0)
+			return r;   /* another user's, or open to others: never used, never removed */
 		if ((uint64_t)sb.st_size >= SW_PAGE)
 			break;
 		if (waited++ > 2000) {
@@ -167,25 +246,32 @@ static int sw_attach_existing(struct sw_be *be, int fd, const char *name, const 
 		}
 		sleep_ms(1);
 	}
-	if (g->version != SW_VERSION || g->total_bytes != (uint64_t)sb.st_size) {
+	if (g->version != SW_VERSION) {
 		munmap(g, SW_PAGE);
 		shm_unlink(name);
 		return 0;
 	}
-	be->base = mmap(NULL, g->total_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	be->size = g->total_bytes;
+	/* The size again: the file could have been truncated since the first look. */
+	if (fstat(fd, &sb) < 0) {
+		munmap(g, SW_PAGE);
+		return -errno;
+	}
+	r = hdr_check(g, (uint64_t)sb.st_size, &chk);
 	munmap(g, SW_PAGE);
+	if (r < 0)
+		return r;
+	be->base = mmap(NULL, chk.total_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (be->base == MAP_FAILED) {
 		be->base = NULL;
 		return -errno;
 	}
-	be->hdr = g = (struct sw_shm_hdr *)be->base;
-	be->nodes = g->nodes;
-	be->contexts = g->contexts;
+	be->size = chk.total_bytes;
+	be->hdr = (struct sw_shm_hdr *)be->base;
+	take_layout(be, &chk);
 	/* A shape asked for explicitly must match; a cluster nobody uses is replaced. */
-	if ((o->nodes && (uint32_t)o->nodes != g->nodes) || (o->contexts && want->contexts != g->contexts) ||
-	    (o->mtu && want->mtu != g->mtu) || (o->rx_slots && want->rx_slots != g->rx_slots) ||
-	    (o->tx_entries && want->tx_entries != g->tx_entries)) {
+	if ((o->nodes && (uint32_t)o->nodes != chk.nodes) || (o->contexts && want->contexts != chk.contexts) ||
+	    (o->mtu && want->mtu != chk.mtu) || (o->rx_slots && want->rx_slots != chk.rx_slots) ||
+	    (o->tx_entries && want->tx_entries != chk.tx_entries)) {
 		int busy = cluster_in_use(be);
 		munmap(be->base, be->size);
 		be->base = NULL;
@@ -211,9 +297,10 @@ int pn_sw_map_cluster(struct sw_be *be, const pn_open_opts_t *o)
 	want.mtu = o->mtu ? (uint32_t)o->mtu : PN_DEFAULT_MTU;
 	want.rx_slots = o->rx_slots ? (uint32_t)o->rx_slots : PN_SW_DEFAULT_RX_SLOTS;
 	want.tx_entries = o->tx_entries ? (uint32_t)o->tx_entries : PN_SW_DEFAULT_TX_ENTRIES;
-	if (want.nodes > PN_MAX_NODES || want.contexts < 1 || want.contexts > PN_MAX_CONTEXTS ||
-	    want.mtu < 8 || want.mtu > PN_MAX_MTU || want.mtu % 8 ||
-	    !pow2_in((int)want.rx_slots, 2, 1 << 16) || !pow2_in((int)want.tx_entries, 2, 1 << 16))
+	if (!shape_ok(&want))
+		return -EINVAL;
+	/* A node the asked shape does not have: refused before anything is created. */
+	if (o->nodes && o->node >= o->nodes)
 		return -EINVAL;
 	layout(&want);
 
@@ -240,4 +327,24 @@ int pn_sw_map_cluster(struct sw_be *be, const pn_open_opts_t *o)
 			return r < 0 ? r : 0;
 	}
 	return -EAGAIN;
+}
+
+void pn_sw_unmap_cluster(struct sw_be *be, const char *cluster)
+{
+	char name[96];
+
+	if (!be->base)
+		return;
+	if (be->created && !cluster_in_use(be) && shm_name(cluster, name, sizeof(name)) == 0) {
+		/* Only the segment we made (the name may have been replaced meanwhile). */
+		int fd = shm_open(name, O_RDONLY, 0);
+		struct stat st;
+		if (fd >= 0) {
+			if (fstat(fd, &st) == 0 && (uint64_t)st.st_ino == be->shm_ino)
+				shm_unlink(name);
+			close(fd);
+		}
+	}
+	munmap(be->base, be->size);
+	be->base = NULL;
 }

@@ -9,9 +9,11 @@
  * Source authenticity: a record carries no source; the receiver takes (node, context)
  * from the ring it read, and a ring is created only by the port that holds the
  * sender context (the HAL gives each context to one process at a time) and checked
- * (node, contexts, incarnation) when mapped. Segments are 0600: processes of other
- * users cannot open them; processes of the same user are trusted as on the host
- * (they could as well ptrace each other).
+ * (node, contexts, incarnation) when mapped. Segments are created O_EXCL and 0600:
+ * processes of other users cannot open them; one found under a name is mapped only
+ * when it is ours (or root's) and open to nobody else (pn_trust_fd), so another user
+ * cannot plant an inbox or a ring. Processes of the same user are trusted as on the
+ * host (they could as well ptrace each other).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -28,6 +30,7 @@
 #include "hal_backend.h"   /* pn_pid_alive */
 #include "ports_shm.h"
 #include "ports_wire.h"
+#include "pn_trust.h"
 
 _Static_assert(PN_MAX_CONTEXTS <= 64, "the inbox has 64 sender slots");
 _Static_assert((PW_SHM_RING_BYTES & (PW_SHM_RING_BYTES - 1)) == 0, "ring size is a power of two");
@@ -201,7 +204,11 @@ int pn_shm_link_open(struct pn_shm *s, unsigned ctx, struct pn_shm_link **out)
 	fd = shm_open(name, O_RDWR | O_CLOEXEC, 0);
 	if (fd < 0)
 		return errno == ENOENT ? -EAGAIN : -errno;
-	if (fstat(fd, &sb) < 0 || (size_t)sb.st_size < len || !(in = map_fd(fd, len))) {
+	if (pn_trust_fd(fd, &sb) < 0) {
+		close(fd);
+		return -EACCES;   /* planted by another user: the peer goes over the NIC */
+	}
+	if ((size_t)sb.st_size < len || !(in = map_fd(fd, len))) {
 		close(fd);
 		return -EAGAIN;   /* being created */
 	}
@@ -411,7 +418,7 @@ static void scan(struct pn_shm *s)
 		fd = shm_open(name, O_RDWR | O_CLOEXEC, 0);
 		if (fd < 0)
 			continue;   /* replaced or removed meanwhile: a newer announcement follows */
-		if (fstat(fd, &sb) < 0 || (size_t)sb.st_size != len || !(r = map_fd(fd, len))) {
+		if (pn_trust_fd(fd, &sb) < 0 || (size_t)sb.st_size != len || !(r = map_fd(fd, len))) {
 			close(fd);
 			continue;
 		}

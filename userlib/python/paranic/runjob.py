@@ -24,6 +24,7 @@ import argparse
 import os
 import shutil
 import socket
+import stat
 import sys
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -143,6 +144,29 @@ class Job:
     daemons: bool
 
 
+def remove_job_files(cluster: str, env: Mapping[str, str]) -> None:
+    """What the job's processes leave on the host whoever killed them: the socket
+    library's node directories (``/dev/shm/paranic-<cluster>.sock.<n>``, removed with
+    the cluster's segments by ``pn_sw_cluster_destroy``) and paranic-rsh's default PVM
+    directory ``/tmp/paranic-pvm-<cluster>`` (only when it is ours and no
+    PARANIC_PVM_TMP named another)."""
+    from paranic import lib
+
+    try:
+        lib.sw_cluster_destroy(cluster, missing_ok=True)
+    except (OSError, TypeError):
+        pass
+    if env.get("PARANIC_PVM_TMP"):
+        return
+    pvm = Path("/tmp") / f"paranic-pvm-{cluster}"
+    try:
+        st = os.lstat(pvm)
+    except OSError:
+        return
+    if stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid():
+        shutil.rmtree(pvm, ignore_errors=True)
+
+
 @contextmanager
 def job_cluster(a: argparse.Namespace, cluster: str, nodes: int, ppn: int, prog: Sequence[str],
                 env: Mapping[str, str], what: str = "paranic run", nodes_what: str = "--nodes") -> Iterator[Job]:
@@ -193,6 +217,7 @@ def job_cluster(a: argparse.Namespace, cluster: str, nodes: int, ppn: int, prog:
     finally:
         if daemons is not None:
             daemons.stop()
+        remove_job_files(cluster, env)
         if sim is not None:
             rc = sim.stop()
             if rc != 0:
