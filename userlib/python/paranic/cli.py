@@ -157,7 +157,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--down", metavar="NODE:PORT,...",
                    help="failed links (either end of a cable), e.g. 0:xp,5:ym: route around them "
                         "as the firmware does")
-    p.add_argument("--node", type=int)
+    from .cliopts import int_in
+    p.add_argument("--node", type=int_in(0, P.MAX_NODES - 1))
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=_cmd_topo)
 

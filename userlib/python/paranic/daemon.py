@@ -186,8 +186,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="status: membership table; jobs: jobs and attached processes of every node; "
                         "start/stop: the daemons of a sw cluster (in the background)")
     p.add_argument("--cluster", default=os.environ.get("PARANIC_CLUSTER", "default"))
-    p.add_argument("--node", type=int, default=0, help="status: whose view (default 0)")
-    p.add_argument("--nodes", "-n", type=int, default=2, help="start: nodes (default 2)")
+    from paranic.cliopts import int_in
+    from paranic.spec import protocol as P
+
+    p.add_argument("--node", type=int_in(0, P.MAX_NODES - 1), default=0, help="status: whose view (default 0)")
+    p.add_argument("--nodes", "-n", type=int_in(1, P.MAX_NODES), default=2, help="start: nodes (default 2)")
     p.add_argument("--backend", choices=["sw", "sim"], default=os.environ.get("PARANIC_BACKEND", "sw"))
     p.add_argument("--json", action="store_true")
 

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Mapping, Sequence
 
+from paranic import cliopts as O
 from paranic import launch as L
 from paranic.spec import protocol as P
 from paranic.spec.sim import ber_to_threshold
@@ -42,8 +43,9 @@ def add_cluster_arguments(p: argparse.ArgumentParser, what: str = "run") -> None
                    help="sw: software NIC on this machine (default); sim: the Verilator cluster")
     p.add_argument("--topo", help="sim: the simulated cluster (default: ring:4, ring:8 or torus:4x4 by the nodes)")
     p.add_argument("--cluster", help=f"cluster name (default {what}-<pid>)")
-    p.add_argument("--timeout", type=int, default=0, help="kill everything after S seconds (default: never)")
-    p.add_argument("--ber", type=float, default=0.0, help="sim: bit-error rate of every cable")
+    p.add_argument("--timeout", type=O.timeout_s, default=0,
+                   help=f"kill everything after S seconds (0..{O.MAX_TIMEOUT_S}; default 0: never)")
+    p.add_argument("--ber", type=O.ber, default=0.0, help="sim: bit-error rate of every cable (0..1)")
     p.add_argument("--ber-cable", action="append", default=[], metavar="K=RATE",
                    help="sim: bit-error rate of cable K (paranic.spec.topo.Topology.cables(); repeatable)")
     p.add_argument("--cut", action="append", default=[], metavar="K@CYCLE",
@@ -59,8 +61,9 @@ def add_cluster_arguments(p: argparse.ArgumentParser, what: str = "run") -> None
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--nodes", "-n", type=int, default=2, help="nodes, one process each (default 2)")
-    p.add_argument("--ppn", type=int, default=1,
+    p.add_argument("--nodes", "-n", type=O.int_in(1, P.MAX_NODES), default=2,
+                   help="nodes, one process each (default 2)")
+    p.add_argument("--ppn", type=O.int_in(1, 64), default=1,
                    help="processes per node (default 1); each needs a free context of its node")
     add_cluster_arguments(p)
     p.add_argument("program", nargs=argparse.REMAINDER, help="-- PROGRAM ARGS...")
