@@ -291,7 +291,11 @@ def _wait(cmd: list[str], env: Mapping[str, str], timeout: int, stream: TextIO |
 def run(a: argparse.Namespace) -> int:
     try:
         prog = runjob.program_arg(a, "paranic mpirun")
-        r = _run(a, prog, a.np, a.ppn, a.transport, a.stats, {}, sys.stdout, a.tag_output)
+        with runjob.owned_lifetime():   # a signal stops mpirun, the daemons, the simulator
+            r = _run(a, prog, a.np, a.ppn, a.transport, a.stats, {}, sys.stdout, a.tag_output)
+    except runjob.Terminated as e:
+        print(f"paranic mpirun: {signal.Signals(e.signum).name}: stopped", file=sys.stderr)
+        return 128 + e.signum
     except runjob.UsageError as e:
         print(f"paranic mpirun: {e}", file=sys.stderr)
         return 2
