@@ -46,7 +46,6 @@ from typing import Mapping, Sequence, TextIO
 from paranic import cliopts
 from paranic import launch as L
 from paranic import runjob
-from paranic.spec import protocol as P
 
 #: Open MPI's mpirun (Debian's alternatives may point ``mpirun`` at MPICH's).
 MPIRUN = "mpirun.openmpi"
@@ -71,9 +70,9 @@ class MpiError(RuntimeError):
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("-np", "--np", dest="np", type=cliopts.int_in(1, P.MAX_NODES * 64), default=2,
+    p.add_argument("-np", "--np", dest="np", type=int, default=2,
                    help="MPI ranks (default 2)")
-    p.add_argument("--ppn", type=cliopts.int_in(1, 64), default=1,
+    p.add_argument("--ppn", type=int, default=1,
                    help="ranks per ParaNIC node (default 1): rank r runs on node r / PPN")
     p.add_argument("--transport", choices=sorted(TRANSPORTS), default="paranic",
                    help="paranic: Open MPI's OFI MTL over libparanic-fi.so (default); "
