@@ -3,6 +3,7 @@
  * paranic-sim: command line, signals. See docs/simulator.md and `paranic-sim --help`.
  */
 #include <cerrno>
+#include <cmath>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
@@ -15,6 +16,48 @@ static Harness *the_harness;
 
 /* The SoC cluster's options (getopt codes above main's own). */
 enum { O_FW_ = 1000, O_DNA_, O_NODEID_, O_BUTO_ };
+
+/* Every numeric option is parsed whole and checked: a finite number in range, or the
+ * simulator refuses to start (exit 2) with the option's name. atof/atoi took "nan",
+ * "1e999", "12abc" and "" without a word. */
+static bool num_opt(const char *opt, const char *arg, double lo, double hi, double *out)
+{
+	char *end;
+	errno = 0;
+	double v = strtod(arg, &end);
+	if (!*arg || *end || errno == ERANGE || !std::isfinite(v) || v < lo || v > hi) {
+		fprintf(stderr, "paranic-sim: --%s %s: give a finite number in %g..%g\n", opt, arg, lo, hi);
+		return false;
+	}
+	*out = v;
+	return true;
+}
+
+static bool uint_opt(const char *opt, const char *arg, uint64_t lo, uint64_t hi, uint64_t *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(arg, &end, 0);
+	if (!*arg || *end || *arg == '-' || errno || v < lo || v > hi) {
+		fprintf(stderr, "paranic-sim: --%s %s: give an integer in %llu..%llu\n", opt, arg,
+			(unsigned long long)lo, (unsigned long long)hi);
+		return false;
+	}
+	*out = v;
+	return true;
+}
+
+template <typename T> static bool uint_opt_to(const char *opt, const char *arg, uint64_t lo, uint64_t hi, T *out)
+{
+	uint64_t v;
+	if (!uint_opt(opt, arg, lo, hi, &v))
+		return false;
+	*out = (T)v;
+	return true;
+}
+
+/* Latencies: up to a millisecond (the cycle counts must fit 32 bits at any clock). */
+#define MAX_LATENCY_NS 1e6
 
 static void on_signal(int)
 {
@@ -206,10 +249,16 @@ int main(int argc, char **argv)
 		case O_READY: c.ready_file = optarg; break;
 		case O_SHM: c.shm_path = optarg; break;
 		case O_LOG: c.log_file = optarg; break;
-		case O_MW: c.mmio_write_ns = atof(optarg); break;
-		case O_MR: c.mmio_read_ns = atof(optarg); break;
-		case O_DR: c.dma_read_ns = atof(optarg); break;
-		case O_DW: c.dma_write_ns = atof(optarg); break;
+		case O_MW:
+		case O_MR:
+		case O_DR:
+		case O_DW: {
+			double *f = o == O_MW ? &c.mmio_write_ns : o == O_MR ? &c.mmio_read_ns :
+				    o == O_DR ? &c.dma_read_ns : &c.dma_write_ns;
+			if (!num_opt(opts[oi].name, optarg, 0, MAX_LATENCY_NS, f))
+				return 2;
+			break;
+		}
 		case O_BER: {
 			char *end;
 			errno = 0;
@@ -221,16 +270,46 @@ int main(int argc, char **argv)
 			c.ber_threshold = (uint32_t)t;
 			break;
 		}
-		case O_RCB: c.rcb = (uint32_t)atoi(optarg); break;
-		case O_MAXR: c.max_read = (uint32_t)atoi(optarg); break;
-		case O_MAXP: c.max_payload = (uint32_t)atoi(optarg); break;
-		case O_RADIX: c.radix_log2 = (uint32_t)atoi(optarg); break;
-		case O_A2A: c.barrier_a2a_max = (uint32_t)strtoul(optarg, nullptr, 0); break;
-		case O_IDLE: c.idle_cycles = strtoull(optarg, nullptr, 0); break;
-		case O_BURST: c.idle_burst = (uint32_t)atoi(optarg); break;
-		case O_TICK: c.idle_tick_us = (uint32_t)atoi(optarg); break;
-		case O_MAXC: c.max_cycles = strtoull(optarg, nullptr, 0); break;
-		case O_STATS: c.stats_s = atof(optarg); break;
+		case O_RCB:
+			if (!uint_opt_to("rcb", optarg, 8, 4096, &c.rcb))
+				return 2;
+			break;
+		case O_MAXR:
+			if (!uint_opt_to("max-read", optarg, 8, 4096, &c.max_read))
+				return 2;
+			break;
+		case O_MAXP:
+			if (!uint_opt_to("max-payload", optarg, 8, 4096, &c.max_payload))
+				return 2;
+			break;
+		case O_RADIX:
+			if (!uint_opt_to("radix-log2", optarg, 0, 3, &c.radix_log2))
+				return 2;
+			break;
+		case O_A2A:
+			if (!uint_opt_to("barrier-a2a-max", optarg, 0, 0xffffffffull, &c.barrier_a2a_max))
+				return 2;
+			break;
+		case O_IDLE:
+			if (!uint_opt_to("idle-cycles", optarg, 0, ~0ull, &c.idle_cycles))
+				return 2;
+			break;
+		case O_BURST:
+			if (!uint_opt_to("idle-burst", optarg, 1, 1000000000ull, &c.idle_burst))
+				return 2;
+			break;
+		case O_TICK:
+			if (!uint_opt_to("idle-tick-us", optarg, 0, 10000000ull, &c.idle_tick_us))
+				return 2;
+			break;
+		case O_MAXC:
+			if (!uint_opt_to("max-cycles", optarg, 0, ~0ull, &c.max_cycles))
+				return 2;
+			break;
+		case O_STATS:
+			if (!num_opt("stats", optarg, 0, 86400, &c.stats_s))
+				return 2;
+			break;
 		case O_FREE: c.free_run = true; break;
 		case O_FW_:
 		case O_DNA_:

@@ -142,7 +142,8 @@ class SimCluster:
                 self.proc.wait()
         # A simulator that was killed cannot clean up after itself.
         if self.proc.returncode and self.proc.returncode < 0:
-            for p in (self.socket, self.ready_file, Path(self.info.get("shm", "/nonexistent"))):
+            shm = self.info.get("shm", f"/dev/shm/paranic-sim-{self.proc.pid}")   # the harness's default
+            for p in (self.socket, self.ready_file, Path(shm)):
                 try:
                     p.unlink()
                 except OSError:
@@ -226,13 +227,20 @@ def start(topo: str | Topology = "ring:4", *, cluster: str | None = None, socket
                                 preexec_fn=_set_pdeathsig if die_with_parent else None)
     sim = SimCluster(proc, sock, ready, log)
     t0 = time.time()
-    while not ready.exists():
-        if proc.poll() is not None:
-            raise RuntimeError(f"paranic-sim exited with {proc.returncode}:\n{sim.log_text()}")
-        if time.time() - t0 > timeout:
-            sim.stop()
-            raise TimeoutError(f"paranic-sim not ready after {timeout} s:\n{sim.log_text()}")
-        time.sleep(0.05)
+    try:
+        while not ready.exists():
+            if proc.poll() is not None:
+                raise RuntimeError(f"paranic-sim exited with {proc.returncode}:\n{sim.log_text()}")
+            if time.time() - t0 > timeout:
+                raise TimeoutError(f"paranic-sim not ready after {timeout} s:\n{sim.log_text()}")
+            time.sleep(0.05)
+    except BaseException:   # a timeout, or a signal to our owner (Ctrl-C, SIGTERM): not left running
+        sim.stop()
+        try:
+            ready.unlink()
+        except OSError:
+            pass
+        raise
     sim.info = json.loads(ready.read_text())
     sim.info["ber"] = float(ber)
     return sim

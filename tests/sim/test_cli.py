@@ -132,10 +132,10 @@ def test_run_sw(userlib_build):
     assert sorted(ln for ln in r.stdout.splitlines() if ln[:1].isdigit()) == ["0: 0/3/sw", "1: 1/3/sw", "2: 2/3/sw"]
     r = paranic("run", "--nodes", "2", "--", "sh", "-c", 'exit $PARANIC_NODE')
     assert r.returncode == 1 and "launch: node 1 exited with status 1" in r.stdout
-    for bad, msg in ((["--nodes", "2"], "no program given"), (["--nodes", "0", "--", "true"], "--nodes must be"),
+    for bad, msg in ((["--nodes", "2"], "no program given"), (["--nodes", "0", "--", "true"], "--nodes/-n: 0 is out of range"),
                      (["--", "/no/such/program"], "not found or not executable"),
                      (["--cluster", "a/b", "--", "true"], "bad cluster name"),
-                     (["--ppn", "0", "--", "true"], "--ppn must be")):
+                     (["--ppn", "0", "--", "true"], "--ppn: 0 is out of range")):
         r = paranic("run", *bad)
         assert r.returncode == 2 and msg in r.stderr, (bad, r.stderr)
 

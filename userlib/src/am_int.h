@@ -148,6 +148,13 @@ struct pn_am {
 	pn_am_stats_t st;
 };
 
+/* For AM's wait loops: every 256 rounds, is the NIC under the port still there? 0, or
+ * -EIO/-ENODEV (pn_alive) once the simulator or device went away. */
+static inline int am_alive(pn_am_t *am, uint32_t *spins)
+{
+	return ++*spins % 256u ? 0 : pn_alive(pn_port_hal(am->port));
+}
+
 /* ---- functions shared between the files (global in the library, hidden) ------------------- */
 
 #pragma GCC visibility push(hidden)

@@ -446,6 +446,8 @@ int pn_am_reply(pn_am_token_t *tok, unsigned handler, const uint64_t *args, unsi
 int pn_am_flush(pn_am_t *am, int64_t timeout_ns)
 {
 	uint64_t t0 = now_ns();
+	uint32_t spins = 0;
+	int r;
 	if (!am)
 		return -EINVAL;
 	if (am->depth)
@@ -459,12 +461,15 @@ int pn_am_flush(pn_am_t *am, int64_t timeout_ns)
 			return 0;
 		if (timeout_ns >= 0 && now_ns() - t0 > (uint64_t)timeout_ns)
 			return -ETIMEDOUT;
+		if ((r = am_alive(am, &spins)) < 0)
+			return r;
 	}
 }
 
 int pn_am_barrier(pn_am_t *am)
 {
 	unsigned round = 0;
+	uint32_t spins = 0;
 	if (!am)
 		return -EINVAL;
 	if (am->depth)
@@ -474,8 +479,11 @@ int pn_am_barrier(pn_am_t *am)
 		int r = send_ctl(am, (am->me + d) % am->nodes, am->myctx, PAW_BAR, 0, 0, round);
 		if (r < 0)
 			return r;
-		while (am->bar_arrived[round] < am->bar_epoch)
+		while (am->bar_arrived[round] < am->bar_epoch) {
 			pn_am_poll(am);
+			if ((r = am_alive(am, &spins)) < 0)
+				return r;
+		}
 	}
 	am->st.barriers++;
 	return 0;

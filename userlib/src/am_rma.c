@@ -217,7 +217,8 @@ int pn_rma_deregister(pn_am_t *am, uint64_t key)
 		return -ENOENT;
 	r = *pp;
 	*pp = r->next;   /* out of the list: new operations on it fail with -EFAULT */
-	while (r->inflight)
+	/* (a NIC that went away finishes nothing: the region is freed all the same) */
+	for (uint32_t spins = 0; r->inflight && am_alive(am, &spins) == 0;)
 		pn_am_poll(am);
 	if (r->port_reg)
 		pn_port_mem_deregister(am->port, r->base);
@@ -333,10 +334,14 @@ int pn_rma_wait(pn_am_t *am, pn_rma_req_t **req, int64_t timeout_ns)
 		return -EINVAL;
 	if (am->depth)
 		return -EDEADLK;
+	uint32_t spins = 0;
+	int r;
 	while (!(*req)->done) {
 		pn_am_poll(am);
 		if (timeout_ns >= 0 && now_ns() - t0 > (uint64_t)timeout_ns && !(*req)->done)
 			return -ETIMEDOUT;
+		if (!(*req)->done && (r = am_alive(am, &spins)) < 0)
+			return r;
 	}
 	return op_collect(am, req);
 }
@@ -348,13 +353,15 @@ int pn_rma_flush(pn_am_t *am)
 		return -EINVAL;
 	if (am->depth)
 		return -EDEADLK;
-	for (;;) {
+	for (uint32_t spins = 0;;) {
 		int busy = 0;
 		pn_am_poll(am);
 		for (struct pn_rma_req *op = am->ops; op && !busy; op = op->next)
 			busy = !op->done;
 		if (!busy)
 			break;
+		if ((r = am_alive(am, &spins)) < 0)
+			return r;
 	}
 	r = am->implicit_err;
 	am->implicit_err = 0;

@@ -159,12 +159,16 @@ int am_slot_wait(pn_am_t *am, struct peer *p)
 		return -EAGAIN;
 	am->st.window_waits++;
 	t0 = now_ns();
+	uint32_t spins = 0;
+	int r = 0;
 	while (p->out >= am->window) {
 		pn_am_poll(am);
-		if (p->failures != f0)
+		if (p->failures != f0 || (r = am_alive(am, &spins)) < 0)
 			break;
 	}
 	am->st.window_wait_ns += now_ns() - t0;
+	if (r < 0)
+		return r;
 	return p->failures != f0 ? p->last_err : 0;
 }
 

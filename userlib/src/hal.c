@@ -77,6 +77,10 @@ static int resolve_opts(const pn_open_opts_t *in, pn_open_opts_t *o)
 		*o = *in;
 	else
 		pn_open_opts_init(o);
+	/* An option given as "" is a mistake, not "unset" (NULL is unset); an empty
+	 * environment variable is unset, as usual. */
+	if ((o->backend && !*o->backend) || (o->cluster && !*o->cluster))
+		return -EINVAL;
 	if (!o->backend)
 		o->backend = getenv("PARANIC_BACKEND");
 	if (!o->backend || !*o->backend)
@@ -175,6 +179,7 @@ int pn_open(pn_hal_t **out, const pn_open_opts_t *opts)
 	h = calloc(1, sizeof(*h));
 	if (!h)
 		return -ENOMEM;
+	h->magic = PN_HAL_MAGIC;
 	h->ops = ops;
 	h->daemon_fd = -1;
 	snprintf(h->cluster, sizeof(h->cluster), "%s", o.cluster);
@@ -210,10 +215,71 @@ int pn_open(pn_hal_t **out, const pn_open_opts_t *opts)
 	return 0;
 }
 
+/* ---- closed handles ------------------------------------------------------------------------
+ *
+ * A freed handle cannot be checked, so pn_close does not free it at once: it poisons it
+ * (magic PN_HAL_CLOSED, backend ops that all refuse with -EBADF, no regions, no backend
+ * state) and parks it in a ring of the last PN_HAL_QUARANTINE closed handles; the one it
+ * pushes out is freed. A handle used or closed again within the next PN_HAL_QUARANTINE
+ * closes of the process returns -EBADF; after that its memory is gone, as with any freed
+ * pointer. Cost: sizeof(pn_hal_t) (about 2.5 KiB) per parked handle. */
+
+#define PN_HAL_QUARANTINE 256u
+
+static pn_hal_t *closed_ring[PN_HAL_QUARANTINE];
+static unsigned closed_next;
+
+static int closed_refuse(void) { return -EBADF; }
+static int closed_attach(pn_hal_t *h, const pn_open_opts_t *o, struct pn_hw_map *m) { (void)h; (void)o; (void)m; return closed_refuse(); }
+static void closed_detach(pn_hal_t *h) { (void)h; }
+static void closed_w32(pn_hal_t *h, uint32_t off, uint32_t v) { (void)h; (void)off; (void)v; }
+static void closed_w64(pn_hal_t *h, uint32_t off, uint64_t v) { (void)h; (void)off; (void)v; }
+static uint32_t closed_r32(pn_hal_t *h, uint32_t off) { (void)h; (void)off; return 0xffffffffu; }
+static int closed_alloc(pn_hal_t *h, size_t len, void **va, uint64_t *dma) { (void)h; (void)len; (void)va; (void)dma; return closed_refuse(); }
+static int closed_free(pn_hal_t *h, void *va, size_t len) { (void)h; (void)va; (void)len; return closed_refuse(); }
+static int closed_reg(pn_hal_t *h, void *va, size_t len, uint64_t *dma) { (void)h; (void)va; (void)len; (void)dma; return closed_refuse(); }
+static int closed_alive(pn_hal_t *h) { (void)h; return closed_refuse(); }
+
+/* What a closed handle's calls reach when they do not check the magic themselves. */
+static const struct pn_backend_ops pn_backend_closed = {
+	.name = "closed",
+	.attach = closed_attach,
+	.detach = closed_detach,
+	.mmio_write32 = closed_w32,
+	.mmio_write64 = closed_w64,
+	.mmio_read32 = closed_r32,
+	.dma_alloc = closed_alloc,
+	.dma_free = closed_free,
+	.mem_register = closed_reg,
+	.mem_deregister = closed_free,
+	.alive = closed_alive,
+};
+
+static void park_closed(pn_hal_t *h)
+{
+	static const uint32_t poison_status[PN_STATUS_BLOCK_BYTES / 4];
+	pn_hal_t *old;
+
+	memset(&h->map, 0, sizeof(h->map));
+	h->map.status = (volatile uint32_t *)poison_status;
+	h->magic = PN_HAL_CLOSED;
+	h->dead = -EBADF;
+	h->ops = &pn_backend_closed;
+	h->be = NULL;
+	h->nregions = 0;
+	h->bounce = NULL;
+	h->bounce_len = 0;
+	h->hook = NULL;
+	h->daemon_fd = -1;
+	old = __atomic_exchange_n(&closed_ring[__atomic_fetch_add(&closed_next, 1, __ATOMIC_RELAXED) %
+					       PN_HAL_QUARANTINE], h, __ATOMIC_ACQ_REL);
+	free(old);
+}
+
 int pn_close(pn_hal_t *h)
 {
-	if (!h)
-		return -EINVAL;
+	PN_HAL_CHECK(h);
+	h->magic = PN_HAL_CLOSED;   /* from here on, a second close is refused */
 	for (int i = h->nregions - 1; i >= 0; i--) {
 		struct pn_region *rg = &h->regions[i];
 		if (rg->allocated)
@@ -224,41 +290,44 @@ int pn_close(pn_hal_t *h)
 	h->nregions = 0;
 	pn_daemon_detach(h);
 	h->ops->detach(h);
-	free(h);
+	park_closed(h);
 	return 0;
 }
 
 int pn_hal_ctx_owner(pn_hal_t *h, uint32_t ctx, uint32_t *pid)
 {
-	if (!h || !pid || ctx >= h->map.num_ctx)
+	PN_HAL_CHECK(h);
+	if (!pid || ctx >= h->map.num_ctx)
 		return -EINVAL;
 	return h->ops->ctx_owner ? h->ops->ctx_owner(h, ctx, pid) : -ENOTSUP;
 }
 
 int pn_hal_ctx_release(pn_hal_t *h, uint32_t ctx, uint32_t pid)
 {
-	if (!h || ctx >= h->map.num_ctx || ctx == h->map.ctx_id)
+	PN_HAL_CHECK(h);
+	if (ctx >= h->map.num_ctx || ctx == h->map.ctx_id)
 		return -EINVAL;
 	return h->ops->ctx_release ? h->ops->ctx_release(h, ctx, pid) : -ENOTSUP;
 }
 
 int pn_hal_pio_free(pn_hal_t *h)
 {
-	return h && (int32_t)(sts_load(h, PN_STS_PIO_DONE_WORD) - h->pio_posted) >= 0;
+	return h && h->magic == PN_HAL_MAGIC && (int32_t)(sts_load(h, PN_STS_PIO_DONE_WORD) - h->pio_posted) >= 0;
 }
 
-int pn_node_id(const pn_hal_t *h) { return h ? (int)h->map.node_id : -EINVAL; }
-int pn_num_nodes(const pn_hal_t *h) { return h ? (int)h->map.num_nodes : -EINVAL; }
-int pn_ctx_id(const pn_hal_t *h) { return h ? (int)h->map.ctx_id : -EINVAL; }
-int pn_num_ctx(const pn_hal_t *h) { return h ? (int)h->map.num_ctx : -EINVAL; }
-int pn_mtu(const pn_hal_t *h) { return h ? (int)h->map.mtu : -EINVAL; }
-int pn_pio_max(const pn_hal_t *h) { return h ? (int)h->pio_max : -EINVAL; }
-const char *pn_backend_name(const pn_hal_t *h) { return h ? h->ops->name : "?"; }
+int pn_node_id(const pn_hal_t *h) { PN_HAL_CHECK(h); return (int)h->map.node_id; }
+int pn_num_nodes(const pn_hal_t *h) { PN_HAL_CHECK(h); return (int)h->map.num_nodes; }
+int pn_ctx_id(const pn_hal_t *h) { PN_HAL_CHECK(h); return (int)h->map.ctx_id; }
+int pn_num_ctx(const pn_hal_t *h) { PN_HAL_CHECK(h); return (int)h->map.num_ctx; }
+int pn_mtu(const pn_hal_t *h) { PN_HAL_CHECK(h); return (int)h->map.mtu; }
+int pn_pio_max(const pn_hal_t *h) { PN_HAL_CHECK(h); return (int)h->pio_max; }
+const char *pn_backend_name(const pn_hal_t *h) { return h && h->magic == PN_HAL_MAGIC ? h->ops->name : "?"; }
 
 long pn_set_pio_threshold(pn_hal_t *h, long bytes)
 {
 	long old;
-	if (!h || bytes < 0)
+	PN_HAL_CHECK(h);
+	if (bytes < 0)
 		return -EINVAL;
 	old = h->pio_threshold;
 	h->pio_threshold = bytes;
@@ -269,15 +338,26 @@ long pn_set_pio_threshold(pn_hal_t *h, long bytes)
 
 int pn_status(pn_hal_t *h, pn_status_t *st)
 {
-	if (!h || !st)
+	PN_HAL_CHECK(h);
+	if (!st)
 		return -EINVAL;
 	memset(st, 0, sizeof(*st));
+	if (h->dead)
+		return h->dead;
 	st->pio_done = sts_load(h, PN_STS_PIO_DONE_WORD);
 	st->tx_done = sts_load(h, PN_STS_TX_DONE_WORD);
 	st->barrier_done = sts_load(h, PN_STS_BARRIER_DONE_WORD);
 	st->errors = sts_load(h, PN_STS_ERRORS_WORD);
 	st->status_reg = h->ops->mmio_read32(h, PN_REG_STATUS);
 	st->rx_tail = h->ops->mmio_read32(h, PN_REG_RX_TAIL);
+	/* The status register's reserved bits read 0: all-ones is a device that fell off
+	 * the bus (a PCIe read of a removed device) or a simulator that went away. */
+	if (st->status_reg == 0xffffffffu || h->dead) {
+		int r = pn_alive(h);
+		if (r == 0)
+			r = h->dead = -ENODEV;
+		return r;
+	}
 	st->rx_slots = h->map.rx_slots;
 	st->rx_fill = st->rx_tail - (uint32_t)h->rx_next;
 	st->tx_entries = h->map.tx_entries;
@@ -317,7 +397,8 @@ void pn_fill_fw_status(pn_node_status_t *out, const uint32_t fw[PN_FW_REGS])
 
 int pn_cluster_status(pn_hal_t *h, unsigned index, pn_node_status_t *out)
 {
-	if (!h || !out)
+	PN_HAL_CHECK(h);
+	if (!out)
 		return -EINVAL;
 	if (!h->ops->node_status)
 		return -ENOTSUP;
@@ -343,6 +424,9 @@ const char *pn_strerror(int err)
 			    "socket or run directory of another user";
 	case EBADMSG: return "the cluster's shared segment is corrupt (pn_sw_cluster_destroy removes it)";
 	case ENOTCONN: return "no paranicd answers for this node";
+	case EIO: return "the NIC went away (the simulator exited)";
+	case ENODEV: return "no such device, or it fell off the bus (registers read all-ones)";
+	case EBADF: return "handle closed";
 	default: return strerror(-err);
 	}
 }

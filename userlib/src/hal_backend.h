@@ -85,6 +85,11 @@ struct pn_backend_ops {
 	/* Optional (NULL: -ENOTSUP): pn_cluster_status() of node `index`; *out is zeroed and
 	 * its index set by the caller. */
 	int (*node_status)(pn_hal_t *h, unsigned index, pn_node_status_t *out);
+	/* Optional (NULL: the NIC cannot go away, as for sw): 0 while the NIC answers,
+	 * else -EIO (the simulator went away) or -ENODEV (the device fell off the bus).
+	 * Called every PN_ALIVE_EVERY rounds of a wait loop, so it may cost a system call
+	 * or an MMIO read, not more. Once it failed it must keep failing. */
+	int (*alive)(pn_hal_t *h);
 };
 
 /* Fill out's fw_* fields from the fw_* registers in FW_STATUS order (PN_FW_REG_*). */
@@ -104,7 +109,14 @@ struct pn_region {
 
 #define PN_HAL_MAX_REGIONS 64
 
+/* pn_hal.magic of an open handle, and of a closed one (hal.c: pn_close keeps a closed
+ * handle's memory, poisoned, for the next PN_HAL_QUARANTINE closes). */
+#define PN_HAL_MAGIC 0x4148504eu        /* "PNHA" */
+#define PN_HAL_CLOSED 0x444c4f43u       /* "COLD" */
+
 struct pn_hal {
+	uint32_t magic;                 /* PN_HAL_MAGIC while open */
+	int dead;                       /* 0, or -EIO/-ENODEV once the NIC went away */
 	const struct pn_backend_ops *ops;
 	void *be;                       /* backend private state */
 	struct pn_hw_map map;
@@ -170,6 +182,19 @@ struct pn_backoff {
 };
 void pn_backoff_step(struct pn_backoff *b);
 static inline void pn_backoff_reset(struct pn_backoff *b) { b->n = 0; }
+
+/* Wait loops ask the backend whether the NIC is still there once every this many
+ * rounds (pn_alive): about every 10 us while spinning, every few ms while sleeping. */
+#define PN_ALIVE_EVERY 256u
+
+/* For the wait loops of the layers above the HAL: 0, or the error of a NIC that went
+ * away (pn_alive), asked every PN_ALIVE_EVERY calls (*spins counts them). */
+static inline int pn_wait_alive(pn_hal_t *h, uint32_t *spins)
+{
+	if (++*spins % PN_ALIVE_EVERY)
+		return h->dead;
+	return pn_alive(h);
+}
 
 uint64_t pn_monotonic_ns(void);
 

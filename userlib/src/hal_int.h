@@ -22,6 +22,16 @@
 /* A length whose top bit is set is a negative number in disguise. */
 #define PN_LEN_ABSURD ((size_t)SSIZE_MAX)
 
+/* The first check of every public call on a handle: -EINVAL for NULL, -EBADF for a
+ * closed one (pn_close poisons the handle and keeps its memory for a while). */
+#define PN_HAL_CHECK(h)                                 \
+	do {                                            \
+		if (!(h))                               \
+			return -EINVAL;                 \
+		if ((h)->magic != PN_HAL_MAGIC)         \
+			return -EBADF;                  \
+	} while (0)
+
 /* A word of the status block, as the NIC last wrote it. */
 static inline uint32_t sts_load(const pn_hal_t *h, unsigned word)
 {
@@ -46,8 +56,9 @@ static inline void rx_flush(pn_hal_t *h)
 }
 
 /* One round of a wait loop (hal_wait.c): let the NIC work, let the upper layer drain,
- * back off. */
-void pn_hal_wait_step(pn_hal_t *h, struct pn_backoff *b);
+ * back off; every PN_ALIVE_EVERY rounds ask whether the NIC is still there. 0, or the
+ * error of a NIC that went away (-EIO, -ENODEV): the loop returns it. */
+int pn_hal_wait_step(pn_hal_t *h, struct pn_backoff *b);
 
 #pragma GCC visibility pop
 

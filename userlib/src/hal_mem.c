@@ -117,6 +117,8 @@ int pn_mem_register(pn_hal_t *h, void *buf, size_t len)
 
 	if (!h || !buf || !len || len > PN_LEN_ABSURD)
 		return -EINVAL;
+	if ((uintptr_t)buf + len < (uintptr_t)buf)
+		return -EINVAL;   /* the region would wrap around the address space */
 	if (h->nregions >= PN_HAL_MAX_REGIONS)
 		return -ENOMEM;
 	if ((r = h->ops->mem_register(h, buf, len, &dma)) < 0)

@@ -66,6 +66,14 @@ static uint32_t pci_mmio_read32(pn_hal_t *h, uint32_t off)
 	return *(volatile uint32_t *)((uint8_t *)BE(h)->page + off);
 }
 
+/* pn_alive: a device that fell off the bus (surprise removal, a dead link) answers every
+ * read with all-ones; the status register's reserved bits read 0 on a live one. One
+ * MMIO read (about 1 us), asked only every PN_ALIVE_EVERY rounds of a wait loop. */
+static int pci_alive(pn_hal_t *h)
+{
+	return pci_mmio_read32(h, PN_REG_STATUS) == 0xffffffffu ? -ENODEV : 0;
+}
+
 /* ---- the DMA heap (the context's window) ------------------------------------------------ */
 
 static size_t align_up(size_t v, size_t a)
@@ -422,6 +430,7 @@ const struct pn_backend_ops pn_backend_pci = {
 	.mmio_write32 = pci_mmio_write32,
 	.mmio_write64 = pci_mmio_write64,
 	.mmio_read32 = pci_mmio_read32,
+	.alive = pci_alive,
 	.dma_alloc = pci_dma_alloc,
 	.dma_free = pci_dma_free,
 	.mem_register = pci_mem_register,

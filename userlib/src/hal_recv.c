@@ -45,7 +45,8 @@ static int rx_poll(pn_hal_t *h)
 
 int pn_recv_header(pn_hal_t *h, pn_header_t *hdr)
 {
-	if (!h || !hdr)
+	PN_HAL_CHECK(h);
+	if (!hdr)
 		return -EINVAL;
 	if (!h->cur_valid && !rx_poll(h)) {
 		/* Nothing there: let a software NIC work, return freed slots, look again. */
@@ -72,8 +73,7 @@ static void rx_release(pn_hal_t *h)
 int pn_recv_body(pn_hal_t *h, void *buf, size_t len)
 {
 	uint32_t n;
-	if (!h)
-		return -EINVAL;
+	PN_HAL_CHECK(h);
 	if (!h->cur_valid)
 		return -ENOENT;
 	n = h->cur.length;
@@ -90,8 +90,7 @@ int pn_recv_body(pn_hal_t *h, void *buf, size_t len)
 int pn_recv_skip(pn_hal_t *h)
 {
 	uint32_t n;
-	if (!h)
-		return -EINVAL;
+	PN_HAL_CHECK(h);
 	if (!h->cur_valid)
 		return -ENOENT;
 	n = h->cur.length;
@@ -101,7 +100,8 @@ int pn_recv_skip(pn_hal_t *h)
 
 int pn_recv_payload(pn_hal_t *h, const void **payload)
 {
-	if (!h || !payload)
+	PN_HAL_CHECK(h);
+	if (!payload)
 		return -EINVAL;
 	if (!h->cur_valid)
 		return -ENOENT;
@@ -113,12 +113,18 @@ int pn_recv_wait(pn_hal_t *h, pn_header_t *hdr, int64_t timeout_ns)
 {
 	struct pn_backoff b = {0};
 	uint64_t t0 = 0;
+	uint32_t spins = 0;
 	int r;
 
-	if (!h || !hdr)
+	PN_HAL_CHECK(h);
+	if (!hdr)
 		return -EINVAL;
 	for (;;) {
 		if ((r = pn_recv_header(h, hdr)) != 0)
+			return r;
+		/* Nothing there: packets already in the ring are still handed out above, but
+		 * no new one comes from a NIC that went away. */
+		if ((r = pn_wait_alive(h, &spins)) < 0)
 			return r;
 		if (timeout_ns >= 0) {
 			uint64_t now = pn_monotonic_ns();

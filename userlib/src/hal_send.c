@@ -11,13 +11,15 @@
 
 #include "hal_int.h"
 
-static int check_dst(pn_hal_t *h, unsigned dst_node, unsigned dst_ctx)
+/* The arguments first (-EINVAL), then where they go (-EHOSTUNREACH): a call with a
+ * bad buffer is refused as such whatever its destination. */
+static int check_send(pn_hal_t *h, unsigned dst_node, unsigned dst_ctx, const void *buf, size_t len)
 {
+	if (len > PN_LEN_ABSURD || (!buf && len) || dst_ctx >= h->map.num_ctx)
+		return refuse(h, -EINVAL);
 	if (dst_node >= h->map.num_nodes)
 		return refuse(h, -EHOSTUNREACH);
-	if (dst_ctx >= h->map.num_ctx)
-		return refuse(h, -EINVAL);
-	return 0;
+	return h->dead;
 }
 
 static uint32_t packets_of(const pn_hal_t *h, size_t len)
@@ -28,9 +30,11 @@ static uint32_t packets_of(const pn_hal_t *h, size_t len)
 static int pio_wait_window(pn_hal_t *h)
 {
 	struct pn_backoff b = {0};
+	int r;
 	while ((int32_t)(sts_load(h, PN_STS_PIO_DONE_WORD) - h->pio_posted) < 0)
-		pn_hal_wait_step(h, &b);
-	return 0;
+		if ((r = pn_hal_wait_step(h, &b)) < 0)
+			return r;
+	return h->dead;
 }
 
 static void pio_stage_ring(pn_hal_t *h, const uint64_t hdr[2], const void *buf, size_t len)
@@ -77,12 +81,9 @@ int pn_send_pio(pn_hal_t *h, unsigned dst_node, unsigned dst_ctx, uint64_t tag,
 	uint64_t w[2] = {0, 0};
 	int r;
 
-	if (!h)
-		return -EINVAL;
-	if ((r = check_dst(h, dst_node, dst_ctx)) < 0)
+	PN_HAL_CHECK(h);
+	if ((r = check_send(h, dst_node, dst_ctx, buf, len)) < 0)
 		return r;
-	if (len > PN_LEN_ABSURD || (!buf && len))
-		return refuse(h, -EINVAL);
 	if (len > h->pio_max)
 		return refuse(h, -EMSGSIZE);
 	PN_SET(w, PN_HDR_DST_NODE, dst_node);
@@ -91,8 +92,11 @@ int pn_send_pio(pn_hal_t *h, unsigned dst_node, unsigned dst_ctx, uint64_t tag,
 	PN_SET(w, PN_HDR_LENGTH, len);
 	PN_SET(w, PN_HDR_FLAGS, PN_FLAG_SOM | PN_FLAG_EOM);
 	PN_SET(w, PN_HDR_TAG, tag);
-	pio_wait_window(h);
+	if ((r = pio_wait_window(h)) < 0)
+		return r;
 	pio_stage_ring(h, w, buf, len);
+	if (h->dead)
+		return h->dead;   /* the backend found the NIC gone while posting */
 	h->sent_packets++;
 	h->sent_bytes += len;
 	return 0;
@@ -100,22 +104,30 @@ int pn_send_pio(pn_hal_t *h, unsigned dst_node, unsigned dst_ctx, uint64_t tag,
 
 int pn_pio_raw(pn_hal_t *h, const uint64_t hdr[2], const void *payload, size_t len)
 {
-	if (!h || !hdr || (!payload && len) || len > PN_LEN_ABSURD)
-		return h ? refuse(h, -EINVAL) : -EINVAL;
+	int r;
+
+	PN_HAL_CHECK(h);
+	if (!hdr || (!payload && len) || len > PN_LEN_ABSURD)
+		return refuse(h, -EINVAL);
 	if (len > PN_PIO_WINDOW_BYTES - PN_HEADER_BYTES)
 		return refuse(h, -EMSGSIZE);
-	pio_wait_window(h);
+	if ((r = pio_wait_window(h)) < 0)
+		return r;
 	pio_stage_ring(h, hdr, payload, len);
-	return 0;
+	return h->dead;
 }
 
 static int tx_post(pn_hal_t *h, const uint64_t d[4])
 {
 	struct pn_backoff b = {0};
 	volatile uint64_t *slot;
+	int r;
 
+	if (h->dead)
+		return h->dead;
 	while (h->tx_tail - sts_load(h, PN_STS_TX_DONE_WORD) >= h->map.tx_entries)
-		pn_hal_wait_step(h, &b);
+		if ((r = pn_hal_wait_step(h, &b)) < 0)
+			return r;
 	slot = (volatile uint64_t *)(h->map.tx_ring + (size_t)(h->tx_tail & h->tx_mask) * PN_TX_DESC_BYTES);
 	slot[0] = d[0];
 	slot[1] = d[1];
@@ -124,13 +136,14 @@ static int tx_post(pn_hal_t *h, const uint64_t d[4])
 	h->tx_tail++;
 	pn_wmb();
 	h->ops->mmio_write32(h, PN_REG_TX_TAIL, h->tx_tail);
-	return 0;
+	return h->dead;
 }
 
 int pn_tx_post_raw(pn_hal_t *h, const uint64_t desc[4])
 {
-	if (!h || !desc)
-		return h ? refuse(h, -EINVAL) : -EINVAL;
+	PN_HAL_CHECK(h);
+	if (!desc)
+		return refuse(h, -EINVAL);
 	return tx_post(h, desc);
 }
 
@@ -156,12 +169,9 @@ int pn_send_dma(pn_hal_t *h, unsigned dst_node, unsigned dst_ctx, uint64_t tag,
 	uint64_t dma = 0;
 	int r;
 
-	if (!h)
-		return -EINVAL;
-	if ((r = check_dst(h, dst_node, dst_ctx)) < 0)
+	PN_HAL_CHECK(h);
+	if ((r = check_send(h, dst_node, dst_ctx, buf, len)) < 0)
 		return r;
-	if (len > PN_LEN_ABSURD || (!buf && len))
-		return refuse(h, -EINVAL);
 	if (len > PN_MAX_DMA_LENGTH)
 		return refuse(h, -EMSGSIZE);
 	if (len && pn_mem_dma_addr(h, buf, len, &dma) < 0)
@@ -174,12 +184,9 @@ int pn_send(pn_hal_t *h, unsigned dst_node, unsigned dst_ctx, uint64_t tag,
 {
 	int r;
 
-	if (!h)
-		return -EINVAL;
-	if ((r = check_dst(h, dst_node, dst_ctx)) < 0)
+	PN_HAL_CHECK(h);
+	if ((r = check_send(h, dst_node, dst_ctx, buf, len)) < 0)
 		return r;
-	if (len > PN_LEN_ABSURD || (!buf && len))
-		return refuse(h, -EINVAL);
 	if ((long)len <= h->pio_threshold && len <= h->pio_max)
 		return pn_send_pio(h, dst_node, dst_ctx, tag, buf, len);
 	if (len > PN_MAX_DMA_LENGTH)
@@ -212,26 +219,27 @@ int pn_send(pn_hal_t *h, unsigned dst_node, unsigned dst_ctx, uint64_t tag,
 
 uint32_t pn_tx_posted(const pn_hal_t *h)
 {
-	return h ? h->tx_tail : 0;
+	return h && h->magic == PN_HAL_MAGIC ? h->tx_tail : 0;
 }
 
 int pn_tx_wait_until(pn_hal_t *h, uint32_t count)
 {
 	struct pn_backoff b = {0};
-	if (!h)
-		return -EINVAL;
+	int r;
+
+	PN_HAL_CHECK(h);
 	if ((int32_t)(count - h->tx_tail) > 0)
 		return refuse(h, -EINVAL);
 	while ((int32_t)(sts_load(h, PN_STS_TX_DONE_WORD) - count) < 0)
-		pn_hal_wait_step(h, &b);
+		if ((r = pn_hal_wait_step(h, &b)) < 0)
+			return r;
 	return 0;
 }
 
 int pn_tx_wait(pn_hal_t *h)
 {
 	int r;
-	if (!h)
-		return -EINVAL;
+	PN_HAL_CHECK(h);
 	if ((r = pn_tx_wait_until(h, h->tx_tail)) < 0)
 		return r;
 	return pio_wait_window(h);

@@ -135,19 +135,39 @@ static uint32_t sim_read(struct sim_be *b, uint32_t kind, uint32_t off)
 	return (uint32_t)__atomic_load_n(&b->ctl->r_value, __ATOMIC_RELAXED);
 }
 
+/* The MMIO ops tell the common code at once when they found the simulator gone (a
+ * store or load then does nothing / reads all-ones, as on a dead PCIe device). */
 static void sim_mmio_write32(pn_hal_t *h, uint32_t off, uint32_t v)
 {
 	sim_push(BE(h), PN_SIM_OP_W32, off, v);
+	if (BE(h)->dead)
+		h->dead = -EIO;
 }
 
 static void sim_mmio_write64(pn_hal_t *h, uint32_t off, uint64_t v)
 {
 	sim_push(BE(h), PN_SIM_OP_W64, off, v);
+	if (BE(h)->dead)
+		h->dead = -EIO;
 }
 
 static uint32_t sim_mmio_read32(pn_hal_t *h, uint32_t off)
 {
-	return sim_read(BE(h), PN_SIM_OP_R32, off);
+	uint32_t v = sim_read(BE(h), PN_SIM_OP_R32, off);
+	if (BE(h)->dead)
+		h->dead = -EIO;
+	return v;
+}
+
+/* pn_alive: the simulator holds our end of the SEQPACKET socket open for as long as it
+ * runs; when it exits (or is killed) the kernel closes it and recv sees end-of-file.
+ * One non-blocking recv(MSG_PEEK): a system call of well under a microsecond. */
+static int sim_alive(pn_hal_t *h)
+{
+	struct sim_be *b = BE(h);
+	if (!b->dead)
+		sim_check_alive(b);
+	return b->dead ? -EIO : 0;
 }
 
 /* ---- DMA memory: a heap inside the shared memory; the window is its high-water mark ---- */
@@ -695,4 +715,5 @@ const struct pn_backend_ops pn_backend_sim = {
 	.cycles = sim_cycles,
 	.counters = sim_counters,
 	.node_status = sim_node_status,
+	.alive = sim_alive,
 };

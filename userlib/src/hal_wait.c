@@ -11,9 +11,12 @@
 
 /* ---- waiting, progress, time --------------------------------------------------------- */
 
-/* One round of a wait loop: let the NIC work, let the upper layer drain, back off. */
-void pn_hal_wait_step(pn_hal_t *h, struct pn_backoff *b)
+/* One round of a wait loop: let the NIC work, let the upper layer drain, back off,
+ * and now and then make sure there still is a NIC to wait for. */
+int pn_hal_wait_step(pn_hal_t *h, struct pn_backoff *b)
 {
+	if (h->dead || (b->n % PN_ALIVE_EVERY == PN_ALIVE_EVERY - 1 && pn_alive(h) < 0))
+		return h->dead;
 	rx_flush(h);
 	if (h->ops->progress)
 		h->ops->progress(h);
@@ -23,19 +26,32 @@ void pn_hal_wait_step(pn_hal_t *h, struct pn_backoff *b)
 		h->in_hook = 0;
 	}
 	pn_backoff_step(b);
+	return 0;
+}
+
+int pn_alive(pn_hal_t *h)
+{
+	int r;
+	PN_HAL_CHECK(h);
+	if (h->dead || !h->ops->alive)
+		return h->dead;
+	if ((r = h->ops->alive(h)) < 0)
+		h->dead = r;
+	return h->dead;
 }
 
 int pn_progress(pn_hal_t *h)
 {
-	if (!h)
-		return -EINVAL;
+	PN_HAL_CHECK(h);
+	if (h->dead)
+		return h->dead;
 	rx_flush(h);
 	return h->ops->progress ? h->ops->progress(h) : 0;
 }
 
 void pn_set_wait_hook(pn_hal_t *h, pn_wait_hook_t fn, void *arg)
 {
-	if (!h)
+	if (!h || h->magic != PN_HAL_MAGIC)
 		return;
 	h->hook = fn;
 	h->hook_arg = arg;
@@ -43,14 +59,14 @@ void pn_set_wait_hook(pn_hal_t *h, pn_wait_hook_t fn, void *arg)
 
 uint64_t pn_now_ns(pn_hal_t *h)
 {
-	if (h && h->ops->now_ns)
+	if (h && h->magic == PN_HAL_MAGIC && h->ops->now_ns)
 		return h->ops->now_ns(h);
 	return pn_monotonic_ns();
 }
 
 uint64_t pn_cycles(pn_hal_t *h)
 {
-	if (h && h->ops->cycles)
+	if (h && h->magic == PN_HAL_MAGIC && h->ops->cycles)
 		return h->ops->cycles(h);
 	return pn_now_ns(h) * (PN_TARGET_CLK_HZ / 1000000) / 1000;
 }
@@ -61,14 +77,17 @@ int pn_barrier(pn_hal_t *h)
 {
 	struct pn_backoff b = {0};
 	uint32_t b0;
+	int r;
 
-	if (!h)
-		return -EINVAL;
+	PN_HAL_CHECK(h);
+	if (h->dead)
+		return h->dead;
 	b0 = sts_load(h, PN_STS_BARRIER_DONE_WORD);
 	rx_flush(h);
 	pn_wmb();
 	h->ops->mmio_write32(h, PN_REG_BARRIER, 1);
 	while (sts_load(h, PN_STS_BARRIER_DONE_WORD) == b0)
-		pn_hal_wait_step(h, &b);
+		if ((r = pn_hal_wait_step(h, &b)) < 0)
+			return r;
 	return 0;
 }

@@ -124,6 +124,8 @@ static int wait_req(pn_port_t *p, struct pn_port_req *r, int64_t timeout_ns, int
 {
 	struct pn_backoff b = {0};
 	uint64_t t0 = pn_monotonic_ns();
+	uint32_t spins = 0;
+	int e;
 	for (;;) {
 		int n = progress(p);
 		if (r->state == RQ_DONE)
@@ -131,6 +133,10 @@ static int wait_req(pn_port_t *p, struct pn_port_req *r, int64_t timeout_ns, int
 		if (timeout_ns >= 0 && (!stop_when_matched || r->state == RQ_POSTED) &&
 		    pn_monotonic_ns() - t0 >= (uint64_t)timeout_ns)
 			return -ETIMEDOUT;
+		/* A NIC that went away completes nothing more (the shm path needs none, but
+		 * a request on it is done before this is asked 256 times in a row). */
+		if (!n && (e = pn_wait_alive(p->h, &spins)) < 0)
+			return e;
 		if (n)
 			pn_backoff_reset(&b);
 		else
@@ -523,7 +529,7 @@ int pn_port_close(pn_port_t *p)
 	h = p->h;
 	t0 = pn_monotonic_ns();
 	/* DMA in flight first (a CLOSE must not overtake data), at most the timeout. */
-	while (!(tx_reached(h, h->tx_tail) && pio_free(h)) && pn_monotonic_ns() - t0 < p->timeout_ns) {
+	while (!(tx_reached(h, h->tx_tail) && pio_free(h)) && pn_monotonic_ns() - t0 < p->timeout_ns && !h->dead) {
 		if (progress(p))
 			pn_backoff_reset(&b);
 		else
@@ -533,7 +539,7 @@ int pn_port_close(pn_port_t *p)
 		struct pw_ctl c;
 		if (pe->tx_state == TX_NONE && !pe->rx_known)
 			continue;
-		while (!pt_pkt_ready(p, pe, sizeof(c)) && pn_monotonic_ns() - t0 < p->timeout_ns) {
+		while (!pt_pkt_ready(p, pe, sizeof(c)) && pn_monotonic_ns() - t0 < p->timeout_ns && !h->dead) {
 			progress(p);
 			pn_backoff_step(&b);
 		}
@@ -553,7 +559,7 @@ int pn_port_close(pn_port_t *p)
 	pn_shm_close(p->shm);
 	p->shm = NULL;
 	p->shm_on = 0;
-	while (!pio_free(h) && pn_monotonic_ns() - t0 < p->timeout_ns) {
+	while (!pio_free(h) && pn_monotonic_ns() - t0 < p->timeout_ns && !h->dead) {
 		pn_progress(h);
 		pn_backoff_step(&b);
 	}

@@ -252,18 +252,25 @@ int pn_rd_progress(pn_rd_t *rd)
 	return rd_drain(rd, 1 << 30);
 }
 
+/* 0, -EINVAL for a negative src other than PN_ANY (a bad argument), -EHOSTUNREACH for
+ * a node the cluster does not have. */
 static int check_src(pn_rd_t *rd, int src)
 {
-	return src == PN_ANY || (src >= 0 && (uint32_t)src < rd->nodes);
+	if (src == PN_ANY)
+		return 0;
+	if (src < 0)
+		return -EINVAL;
+	return (uint32_t)src < rd->nodes ? 0 : -EHOSTUNREACH;
 }
 
 int pn_rd_peek(pn_rd_t *rd, int src, unsigned *src_out, size_t *len_out)
 {
 	struct rd_msg *m;
+	int r;
 	if (!rd)
 		return -EINVAL;
-	if (!check_src(rd, src))
-		return -EHOSTUNREACH;
+	if ((r = check_src(rd, src)) < 0)
+		return r;
 	rd_drain(rd, 1 << 30);
 	m = queue_find(rd, src, NULL);
 	if (!m)
@@ -329,12 +336,13 @@ int pn_rd_recv_timeout(pn_rd_t *rd, int src, void *buf, size_t cap, unsigned *sr
 	struct pn_backoff b = {0};
 	struct rd_msg *m, *prev = NULL;
 	uint64_t t0 = 0;
+	uint32_t spins = 0;
 	int r;
 
-	if (!rd || (!buf && cap))
+	if (!rd || (!buf && cap) || cap > (size_t)SSIZE_MAX)
 		return -EINVAL;
-	if (!check_src(rd, src))
-		return -EHOSTUNREACH;
+	if ((r = check_src(rd, src)) < 0)
+		return r;
 	if (rd->want)
 		return -EBUSY;
 	if ((m = queue_find(rd, src, &prev)))
@@ -372,6 +380,11 @@ int pn_rd_recv_timeout(pn_rd_t *rd, int src, void *buf, size_t cap, unsigned *sr
 					r = -ETIMEDOUT;
 					break;
 				}
+			}
+			/* Nothing came: a simulator or device that went away sends nothing more. */
+			if ((r = pn_wait_alive(rd->h, &spins)) < 0) {
+				undirect(rd);
+				break;
 			}
 			pn_backoff_step(&b);
 		} else {
@@ -438,10 +451,10 @@ int pn_rd_send(pn_rd_t *rd, unsigned dst_node, const void *buf, size_t len)
 	if (!rd)
 		return -EINVAL;
 	h = rd->h;
-	if (dst_node >= rd->nodes)
-		return -EHOSTUNREACH;
 	if (len > (size_t)SSIZE_MAX || (!buf && len))
 		return -EINVAL;
+	if (dst_node >= rd->nodes)
+		return -EHOSTUNREACH;
 	if (len > PN_RD_MAX_MSG)
 		return -EMSGSIZE;
 	tag = RD_TAG(len, rd->peers[dst_node].tx_seq, rd->epoch) | RD_TAG_FIRST;

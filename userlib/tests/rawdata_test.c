@@ -140,7 +140,12 @@ static int case_emsgsize(void)
 	EXPECT_RC(pn_rd_send(rd, me, NULL, 5), -EINVAL);
 	EXPECT_RC(pn_rd_send(NULL, me, buf, 5), -EINVAL);
 	EXPECT_RC(pn_rd_recv(rd, (int)N, buf, sizeof(buf), &s, &len), -EHOSTUNREACH);
-	EXPECT_RC(pn_rd_recv(rd, -2, buf, sizeof(buf), &s, &len), -EHOSTUNREACH);
+	/* a negative source other than PN_ANY is a bad argument, not an unknown node */
+	EXPECT_RC(pn_rd_recv(rd, -2, buf, sizeof(buf), &s, &len), -EINVAL);
+	EXPECT_RC(pn_rd_recv(rd, -5, buf, sizeof(buf), &s, &len), -EINVAL);
+	EXPECT_RC(pn_rd_recv_timeout(rd, -5, buf, sizeof(buf), &s, &len, 0), -EINVAL);
+	EXPECT_RC(pn_rd_peek(rd, -5, &s, &len), -EINVAL);
+	EXPECT_RC(pn_rd_send(rd, N, NULL, 8), -EINVAL);   /* the argument before the route */
 	EXPECT_RC(pn_rd_recv(rd, PN_ANY, NULL, 10, &s, &len), -EINVAL);
 	EXPECT_RC(pn_rd_recv(NULL, PN_ANY, buf, 10, &s, &len), -EINVAL);
 	EXPECT_RC(pn_rd_peek(rd, (int)N, &s, &len), -EHOSTUNREACH);

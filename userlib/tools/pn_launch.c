@@ -18,7 +18,15 @@
  *                    others (they may wait forever for it) and exit 1;
  *   -r MS            restart a node that was killed by a signal, once, MS ms later,
  *                    with PARANIC_RESPAWN=1 (a new process in the killed one's place).
- * Exit status: 0 when every (final) process exited 0; 124 on timeout; 1 otherwise.
+ *   -t TIMEOUT_S     kill everything after TIMEOUT_S seconds (0..31536000; default 60;
+ *                    0: no limit, for a parent that owns the job's lifetime).
+ * pn_launch owns its processes: on SIGTERM, SIGINT or SIGHUP, and when its own parent
+ * dies (PR_SET_PDEATHSIG), it sends SIGTERM to every process group it started, SIGKILL
+ * after KILL_GRACE_MS, waits for them, removes the cluster (unless --keep/--attach) and
+ * exits with 128 + the signal. Each process runs in a process group of its own, so what
+ * it starts goes too.
+ * Exit status: 0 when every (final) process exited 0; 124 on timeout; 128+N on signal N;
+ * 1 otherwise.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -50,6 +58,17 @@ struct child {
 	uint64_t respawn_at; /* 0: no restart scheduled */
 };
 
+#define MAX_TIMEOUT_S 31536000   /* a year */
+#define KILL_GRACE_MS 2000       /* SIGTERM, then SIGKILL after this */
+
+static volatile sig_atomic_t stop_sig;   /* the signal that ends the run (0: none yet) */
+
+static void on_stop_signal(int sig)
+{
+	if (!stop_sig)
+		stop_sig = sig;
+}
+
 static int nodes = 2, ppn = 1, nkids, timeout_s = 60, respawn, respawn_ms, keep, attach, kill_node = -1, kill_ms, fail_fast;
 static const char *cluster, *backend, *kill_word;
 static char **prog;
@@ -64,11 +83,21 @@ static int start(int i, int again)
 	if (pipe(p) < 0)
 		return -1;
 	pid = fork();
-	if (pid < 0)
+	if (pid < 0) {
+		close(p[0]);
+		close(p[1]);
 		return -1;
+	}
 	if (pid == 0) {
+		sigset_t none;
 		setpgid(0, 0);   /* its own group: a kill reaches what it started too */
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		signal(SIGTERM, SIG_DFL);
+		signal(SIGINT, SIG_DFL);
+		signal(SIGHUP, SIG_DFL);
+		signal(SIGPIPE, SIG_DFL);
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
 		dup2(p[1], 1);
 		dup2(p[1], 2);
 		close(p[0]);
@@ -170,6 +199,21 @@ static void kill_child(int i)
 	kill(kids[i].pid, SIGKILL);
 }
 
+/* A strict integer option (the whole text, in lo..hi), else usage. */
+static void usage(void);
+static int int_arg(const char *s, long lo, long hi)
+{
+	char *end;
+	long v;
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (!*s || *end || errno || v < lo || v > hi) {
+		fprintf(stderr, "pn_launch: %s: expected an integer in %ld..%ld\n", s, lo, hi);
+		usage();
+	}
+	return (int)v;
+}
+
 static void usage(void)
 {
 	fprintf(stderr, "usage: pn_launch -n N [-c CLUSTER] [-b BACKEND] [-t TIMEOUT_S] "
@@ -192,23 +236,23 @@ static void cluster_destroy(const char *cluster, int n_nodes)
 int main(int argc, char **argv)
 {
 	static char cname[64];
-	int i, a, rc = 0, live;
-	uint64_t deadline;
+	int i, a, rc = 0, live, start_failed = 0, stopping = 0;
+	uint64_t deadline, kill_at = 0;
 
 	for (a = 1; a < argc; a++) {
 		if (!strcmp(argv[a], "--")) {
 			a++;
 			break;
 		} else if (!strcmp(argv[a], "-n") && a + 1 < argc) {
-			nodes = atoi(argv[++a]);
+			nodes = int_arg(argv[++a], 1, PN_MAX_NODES);
 		} else if (!strcmp(argv[a], "-p") && a + 1 < argc) {
-			ppn = atoi(argv[++a]);
+			ppn = int_arg(argv[++a], 1, 64);
 		} else if (!strcmp(argv[a], "-c") && a + 1 < argc) {
 			cluster = argv[++a];
 		} else if (!strcmp(argv[a], "-b") && a + 1 < argc) {
 			backend = argv[++a];
 		} else if (!strcmp(argv[a], "-t") && a + 1 < argc) {
-			timeout_s = atoi(argv[++a]);
+			timeout_s = int_arg(argv[++a], 0, MAX_TIMEOUT_S);
 		} else if (!strcmp(argv[a], "-k") && a + 1 < argc) {
 			static char spec[128];
 			char *p, *q;
@@ -243,6 +287,21 @@ int main(int argc, char **argv)
 		cluster = cname;
 	}
 	signal(SIGPIPE, SIG_IGN);
+	{
+		/* Signals that end the run only set stop_sig; the loop below tears down. */
+		struct sigaction sa;
+		pid_t parent = getppid();
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = on_stop_signal;
+		sigemptyset(&sa.sa_mask);
+		sigaction(SIGTERM, &sa, NULL);
+		sigaction(SIGINT, &sa, NULL);
+		sigaction(SIGHUP, &sa, NULL);
+		/* Our parent's death is a SIGTERM too (and it may have died already). */
+		prctl(PR_SET_PDEATHSIG, SIGTERM);
+		if (getppid() != parent)
+			stop_sig = SIGTERM;
+	}
 	if (!attach)
 		cluster_destroy(cluster, nodes);   /* a fresh cluster: no state of an earlier run */
 
@@ -250,11 +309,14 @@ int main(int argc, char **argv)
 	if (!kids)
 		return 1;
 	for (i = 0; i < nkids; i++)
+		kids[i].fd = -1;   /* not started (yet) */
+	for (i = 0; i < nkids && !stop_sig; i++)
 		if (start(i, 0) < 0) {
 			perror("pn_launch: start");
-			return 1;
+			stop_sig = SIGTERM;   /* tear down the ones already started */
+			start_failed = 1;
 		}
-	deadline = t_now_ns() + (uint64_t)timeout_s * 1000000000ull;
+	deadline = timeout_s ? t_now_ns() + (uint64_t)timeout_s * 1000000000ull : UINT64_MAX;
 
 	for (;;) {
 		struct pollfd *pf = calloc((size_t)nkids, sizeof(*pf));
@@ -269,7 +331,7 @@ int main(int argc, char **argv)
 				pf[np].events = POLLIN;
 				who[np++] = i;
 			}
-			live += kids[i].running || kids[i].fd >= 0 || kids[i].respawn_at;
+			live += kids[i].running || kids[i].fd >= 0 || (kids[i].respawn_at && !stopping);
 		}
 		if (!live) {
 			free(pf);
@@ -314,6 +376,31 @@ int main(int argc, char **argv)
 		}
 
 		uint64_t now = t_now_ns();
+		if (stop_sig && !stopping) {
+			/* Told to stop: every process group gets SIGTERM, SIGKILL after the grace. */
+			stopping = 1;
+			kill_at = now + (uint64_t)KILL_GRACE_MS * 1000000ull;
+			if (!start_failed)
+				printf("launch: %s, stopping every process\n", strsignal(stop_sig));
+			fflush(stdout);
+			for (i = 0; i < nkids; i++) {
+				kids[i].respawn_at = 0;
+				kids[i].kill_at = 0;
+				if (kids[i].running) {
+					kill(-kids[i].pid, SIGTERM);
+					kill(kids[i].pid, SIGTERM);
+				}
+			}
+		}
+		if (stopping) {
+			if (kill_at && now >= kill_at) {
+				for (i = 0; i < nkids; i++)
+					if (kids[i].running)
+						kill_child(i);
+				kill_at = 0;
+			}
+			continue;   /* until every process has ended and its output is read */
+		}
 		for (i = 0; i < nkids; i++)
 			if (kids[i].respawn_at && now >= kids[i].respawn_at) {
 				kids[i].respawn_at = 0;
@@ -347,6 +434,12 @@ int main(int argc, char **argv)
 		}
 	}
 
+	if (stopping) {
+		if (!keep)
+			cluster_destroy(cluster, nodes);
+		free(kids);
+		return start_failed ? 1 : 128 + stop_sig;
+	}
 	for (i = 0; i < nkids; i++) {
 		int st = kids[i].status;
 		if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)

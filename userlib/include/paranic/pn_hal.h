@@ -65,8 +65,15 @@ void pn_open_opts_init(pn_open_opts_t *opts);
  * context is announced to it and may be refused: -EACCES (user not allowed, context not
  * the caller's) or -EPROTO (ABI version); pn_daemon_last_reason() gives its words. */
 int pn_open(pn_hal_t **out, const pn_open_opts_t *opts);
-/* Release the context. Posted but unfinished sends are abandoned: call pn_tx_wait first. */
+/* Release the context. Posted but unfinished sends are abandoned: call pn_tx_wait first.
+ * A closed handle stays poisoned (not freed) for the next 256 closes of the process:
+ * using it, or closing it again, returns -EBADF meanwhile (docs/userlib.md). */
 int pn_close(pn_hal_t *h);
+/* 0 while the NIC answers; -EIO once the simulator went away (sim), -ENODEV once the
+ * device fell off the bus (pci: registers read all-ones). Every wait loop of the
+ * library asks this now and then and returns the error instead of waiting for ever;
+ * once failed, every call that needs the NIC fails with it. */
+int pn_alive(pn_hal_t *h);
 
 /* Information (negative errno on a NULL handle). */
 int pn_node_id(const pn_hal_t *h);

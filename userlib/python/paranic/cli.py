@@ -144,8 +144,17 @@ def _cmd_cluster(a: argparse.Namespace) -> int:
     return clusterstatus.run(a)
 
 
+class _Parser(argparse.ArgumentParser):
+    """Bad usage is one line (``paranic run: error: argument --ber: ...``) and exit 2,
+    not a usage dump; ``--help`` still prints the usage. Subcommands' parsers are of
+    this class too (argparse makes them of their parent's)."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message} (--help: usage)\n")
+
+
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="paranic", description="ParaNIC cluster interconnect tools")
+    ap = _Parser(prog="paranic", description="ParaNIC cluster interconnect tools")
     sub = ap.add_subparsers(dest="cmd", required=True)
 
     p = sub.add_parser("info", help="protocol constants and version")
@@ -157,7 +166,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--down", metavar="NODE:PORT,...",
                    help="failed links (either end of a cable), e.g. 0:xp,5:ym: route around them "
                         "as the firmware does")
-    p.add_argument("--node", type=int)
+    from .cliopts import int_in
+    p.add_argument("--node", type=int_in(0, P.MAX_NODES - 1))
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=_cmd_topo)
 

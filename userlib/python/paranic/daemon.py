@@ -10,6 +10,7 @@ socket path rule once, in ``pn_daemon_socket_path`` (``PARANIC_DAEMON_SOCKET``, 
 from __future__ import annotations
 
 import argparse
+import ctypes
 import json
 import os
 import signal
@@ -22,6 +23,13 @@ from typing import Any, Mapping, Sequence
 from paranic import launch as L
 
 DAEMON = L.BIN / "paranicd"
+
+
+_LIBC = ctypes.CDLL(None, use_errno=True)
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child (no imports here)
+    _LIBC.prctl(1, int(signal.SIGTERM), 0, 0, 0)   # PR_SET_PDEATHSIG
 
 
 class DaemonError(RuntimeError):
@@ -85,9 +93,13 @@ class Daemons:
 
     @classmethod
     def start(cls, cluster: str, nodes: int, backend: str = "sw", env: Mapping[str, str] | None = None,
-              args: Sequence[str] = (), wait: float = 20.0, log_dir: str | None = None) -> "Daemons":
+              args: Sequence[str] = (), wait: float = 20.0, log_dir: str | None = None,
+              die_with_parent: bool = False) -> "Daemons":
         """Start one paranicd per node (``args`` go to each: ``--allow-uid``, ``--hello-ms``
-        ...) and wait until each answers and sees every node up."""
+        ...) and wait until each answers and sees every node up. ``die_with_parent``:
+        each gets SIGTERM when the calling thread ends (PR_SET_PDEATHSIG; ``paranic run``,
+        whose daemons must not outlive it), not for daemons meant to stay
+        (``paranic daemon start``)."""
         e = dict(L.clean_env() if env is None else env)
         if env is None and "PARANIC_DAEMON_DIR" in os.environ:
             e["PARANIC_DAEMON_DIR"] = os.environ["PARANIC_DAEMON_DIR"]
@@ -101,7 +113,8 @@ class Daemons:
                     d.procs[n] = subprocess.Popen(
                         [str(DAEMON), "--cluster", cluster, "--node", str(n), "--nodes", str(nodes),
                          "--backend", backend, *args],
-                        stdout=f, stderr=subprocess.STDOUT, env=e, start_new_session=True)
+                        stdout=f, stderr=subprocess.STDOUT, env=e, start_new_session=True,
+                        preexec_fn=_die_with_parent if die_with_parent else None)
                 if n == 0:
                     d.wait_ready(0, wait)   # node 0's daemon creates the sw cluster
             for n in range(nodes):
@@ -186,8 +199,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="status: membership table; jobs: jobs and attached processes of every node; "
                         "start/stop: the daemons of a sw cluster (in the background)")
     p.add_argument("--cluster", default=os.environ.get("PARANIC_CLUSTER", "default"))
-    p.add_argument("--node", type=int, default=0, help="status: whose view (default 0)")
-    p.add_argument("--nodes", "-n", type=int, default=2, help="start: nodes (default 2)")
+    from paranic.cliopts import int_in
+    from paranic.spec import protocol as P
+
+    p.add_argument("--node", type=int_in(0, P.MAX_NODES - 1), default=0, help="status: whose view (default 0)")
+    p.add_argument("--nodes", "-n", type=int_in(1, P.MAX_NODES), default=2, help="start: nodes (default 2)")
     p.add_argument("--backend", choices=["sw", "sim"], default=os.environ.get("PARANIC_BACKEND", "sw"))
     p.add_argument("--json", action="store_true")
 

@@ -107,10 +107,14 @@ def launch_cmd(prog: Sequence[str], nodes: int, cluster: str, backend: str | Non
 def launch(prog: Sequence[str], nodes: int, cluster: str, *, backend: str | None = None, timeout: int = 60,
            extra: Sequence[str] | None = None, env: Mapping[str, str] | None = None,
            stream=None, ppn: int = 1) -> Run:
-    """Run ``prog`` on ``nodes`` nodes under pn_launch and wait (at most timeout + 30 s).
+    """Run ``prog`` on ``nodes`` nodes under pn_launch and wait (at most timeout + 30 s;
+    ``timeout`` 0: no limit, the caller owns the job's lifetime).
 
     ``env`` is the complete environment (e.g. :func:`clean_env` plus the simulator's
-    socket); ``stream``, a text file, also receives each output line as it comes."""
+    socket); ``stream``, a text file, also receives each output line as it comes.
+    Interrupted (KeyboardInterrupt, or :class:`paranic.runjob.Terminated`), it stops
+    pn_launch with SIGTERM (pn_launch ends every process group it started, SIGKILL
+    after 2 s), SIGKILL after :data:`STOP_WAIT_S`, and raises the interruption again."""
     cmd = launch_cmd(prog, nodes, cluster, backend, timeout, extra, ppn)
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                          env=dict(env) if env is not None else None, start_new_session=True)
@@ -118,7 +122,7 @@ def launch(prog: Sequence[str], nodes: int, cluster: str, *, backend: str | None
     lines: list[str] = []
     try:
         if stream is None:
-            out, _ = p.communicate(timeout=timeout + 30)
+            out, _ = p.communicate(timeout=timeout + 30 if timeout else None)
             lines.append(out)
         else:
             for line in p.stdout:
@@ -126,8 +130,29 @@ def launch(prog: Sequence[str], nodes: int, cluster: str, *, backend: str | None
                 stream.write(line)
                 stream.flush()
             p.wait(timeout=30)
-    except (subprocess.TimeoutExpired, KeyboardInterrupt):
+    except subprocess.TimeoutExpired:
         os.killpg(p.pid, signal.SIGKILL)
         rest, _ = p.communicate()
         raise TimeoutError(f"pn_launch did not end:\n{''.join(lines)}{rest}")
+    except KeyboardInterrupt:
+        stop(p)
+        raise
     return Run.parse(p.returncode, "".join(lines))
+
+
+#: How long :func:`launch` gives pn_launch to end its processes before SIGKILL.
+STOP_WAIT_S = 5.0
+
+
+def stop(p: subprocess.Popen) -> None:
+    """End a pn_launch (SIGTERM: it stops its process groups), SIGKILL after
+    :data:`STOP_WAIT_S`; its output is read and dropped."""
+    try:
+        p.send_signal(signal.SIGTERM)
+        p.communicate(timeout=STOP_WAIT_S)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        p.communicate()

@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping, Sequence, TextIO
 
+from paranic import cliopts
 from paranic import launch as L
 from paranic import runjob
 
@@ -69,7 +70,8 @@ class MpiError(RuntimeError):
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("-np", "--np", dest="np", type=int, default=2, help="MPI ranks (default 2)")
+    p.add_argument("-np", "--np", dest="np", type=int, default=2,
+                   help="MPI ranks (default 2)")
     p.add_argument("--ppn", type=int, default=1,
                    help="ranks per ParaNIC node (default 1): rank r runs on node r / PPN")
     p.add_argument("--transport", choices=sorted(TRANSPORTS), default="paranic",
@@ -288,7 +290,11 @@ def _wait(cmd: list[str], env: Mapping[str, str], timeout: int, stream: TextIO |
 def run(a: argparse.Namespace) -> int:
     try:
         prog = runjob.program_arg(a, "paranic mpirun")
-        r = _run(a, prog, a.np, a.ppn, a.transport, a.stats, {}, sys.stdout, a.tag_output)
+        with runjob.owned_lifetime():   # a signal stops mpirun, the daemons, the simulator
+            r = _run(a, prog, a.np, a.ppn, a.transport, a.stats, {}, sys.stdout, a.tag_output)
+    except runjob.Terminated as e:
+        print(f"paranic mpirun: {signal.Signals(e.signum).name}: stopped", file=sys.stderr)
+        return 128 + e.signum
     except runjob.UsageError as e:
         print(f"paranic mpirun: {e}", file=sys.stderr)
         return 2

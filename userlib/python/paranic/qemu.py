@@ -352,7 +352,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--host", action="append", default=[], metavar="NODE=CMD",
                     help="with --cluster: a host process (sim backend) as node NODE, e.g. "
                          "1='build/userlib/tests/hal_conformance sim --ctx 0'")
-    ap.add_argument("--timeout", type=float, default=600)
+    from paranic.cliopts import finite_float
+    ap.add_argument("--timeout", type=finite_float(1, 86400, "seconds"), default=600)
     ap.add_argument("args", nargs="*", help="arguments of the guest script")
     a = ap.parse_args(argv)
     if a.build_only:

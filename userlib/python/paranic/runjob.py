@@ -11,7 +11,15 @@ started first (docs/paranicd.md), the job is registered with every node's daemon
 its processes carry ``PARANIC_JOB`` (the cluster name), so that pn_open's attach
 checks and the crash clean-up apply; the daemons stop at the end.
 Output: each line prefixed with its node id.
-Exit status: 0 when every process exited 0, 124 on timeout, else 1 (2: bad usage).
+Exit status: 0 when every process exited 0, 124 on timeout, 128+N when ended by signal
+N, else 1 (2: bad usage).
+
+``paranic run`` owns what it starts (:func:`owned_lifetime`): on SIGINT, SIGTERM or
+SIGHUP, and when its own parent dies (PR_SET_PDEATHSIG: SIGHUP), it stops the job
+(pn_launch ends every process group it started), the daemons and the simulator, and
+removes the cluster's segments, sockets and directories before it exits. The daemons
+and the simulator also die with it if it is killed outright (their own
+PR_SET_PDEATHSIG), as does pn_launch, which then ends the job.
 
 The cluster set-up (simulator, daemons, job registration) is :func:`job_cluster`,
 shared with ``paranic mpirun`` (:mod:`paranic.mpirun`), whose ranks come from Open
@@ -21,8 +29,11 @@ MPI's mpirun instead of pn_launch.
 from __future__ import annotations
 
 import argparse
+import ctypes
+import errno
 import os
 import shutil
+import signal
 import socket
 import stat
 import sys
@@ -31,6 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Mapping, Sequence
 
+from paranic import cliopts as O
 from paranic import launch as L
 from paranic.spec import protocol as P
 from paranic.spec.sim import ber_to_threshold
@@ -43,8 +55,9 @@ def add_cluster_arguments(p: argparse.ArgumentParser, what: str = "run") -> None
                    help="sw: software NIC on this machine (default); sim: the Verilator cluster")
     p.add_argument("--topo", help="sim: the simulated cluster (default: ring:4, ring:8 or torus:4x4 by the nodes)")
     p.add_argument("--cluster", help=f"cluster name (default {what}-<pid>)")
-    p.add_argument("--timeout", type=int, default=0, help="kill everything after S seconds (default: never)")
-    p.add_argument("--ber", type=float, default=0.0, help="sim: bit-error rate of every cable")
+    p.add_argument("--timeout", type=O.timeout_s, default=0,
+                   help=f"kill everything after S seconds (0..{O.MAX_TIMEOUT_S}; default 0: never)")
+    p.add_argument("--ber", type=O.ber, default=0.0, help="sim: bit-error rate of every cable (0..1)")
     p.add_argument("--ber-cable", action="append", default=[], metavar="K=RATE",
                    help="sim: bit-error rate of cable K (paranic.spec.topo.Topology.cables(); repeatable)")
     p.add_argument("--cut", action="append", default=[], metavar="K@CYCLE",
@@ -60,8 +73,9 @@ def add_cluster_arguments(p: argparse.ArgumentParser, what: str = "run") -> None
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--nodes", "-n", type=int, default=2, help="nodes, one process each (default 2)")
-    p.add_argument("--ppn", type=int, default=1,
+    p.add_argument("--nodes", "-n", type=O.int_in(1, P.MAX_NODES), default=2,
+                   help="nodes, one process each (default 2)")
+    p.add_argument("--ppn", type=O.int_in(1, 64), default=1,
                    help="processes per node (default 1); each needs a free context of its node")
     add_cluster_arguments(p)
     p.add_argument("program", nargs=argparse.REMAINDER, help="-- PROGRAM ARGS...")
@@ -71,14 +85,79 @@ class UsageError(ValueError):
     """Bad options (exit status 2)."""
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, SIGHUP or SIGINT (or the parent's death, as SIGHUP) reached a job's
+    owner: everything it started is stopped on the way out (``finally`` blocks; a
+    KeyboardInterrupt, so that code ending its children on Ctrl-C does so here too)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+#: The signals that end a job's owner.
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
+_PR_SET_PDEATHSIG = 1
+
+
+def set_parent_death_signal(sig: int) -> bool:
+    """prctl(PR_SET_PDEATHSIG, sig) for the calling process (False where unsupported).
+    Also usable as (part of) a ``preexec_fn``: the child gets ``sig`` when the thread
+    that started it ends."""
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, int(sig), 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+@contextmanager
+def owned_lifetime() -> Iterator[None]:
+    """While inside: SIGTERM, SIGHUP and SIGINT raise :class:`Terminated` (once: later
+    ones are ignored, so that the clean-up they started is not cut short), and the
+    death of this process's parent arrives as SIGHUP. Handlers restored on the way out."""
+    fired: list[int] = []
+
+    def on_signal(signum: int, frame: object) -> None:
+        if fired:
+            return   # already stopping
+        fired.append(signum)
+        raise Terminated(signum)
+
+    old = {s: signal.signal(s, on_signal) for s in STOP_SIGNALS}
+    parent = os.getppid()
+    set_parent_death_signal(signal.SIGHUP)
+    try:
+        if os.getppid() != parent:   # it died before prctl took effect
+            on_signal(signal.SIGHUP, None)
+        yield
+    finally:
+        set_parent_death_signal(0)
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
 def _sim_alive(path: str) -> bool:
     """A simulator listens at ``path`` (its socket is SOCK_SEQPACKET: sim/harness/server.cpp)."""
+    return _sim_probe(path) is None
+
+
+def _sim_probe(path: str) -> str | None:
+    """None when a simulator listens at ``path``, else why not (for the error message)."""
     s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     try:
+        s.settimeout(5)
         s.connect(path)
-        return True
-    except OSError:
-        return False
+        return None
+    except FileNotFoundError:
+        return "no such socket"
+    except OSError as e:
+        if e.errno == errno.EPROTOTYPE:
+            return "a socket of another type (not SOCK_SEQPACKET) listens there: not a simulator"
+        if e.errno == errno.ECONNREFUSED:
+            return "nothing listens there (a stale socket of a simulator that ended?)"
+        if e.errno == errno.ENOTSOCK:
+            return "not a socket"
+        return os.strerror(e.errno) if e.errno else str(e)
     finally:
         s.close()
 
@@ -182,7 +261,19 @@ def job_cluster(a: argparse.Namespace, cluster: str, nodes: int, ppn: int, prog:
     try:
         if a.backend == "sim":
             given = getattr(a, "sim_socket", None) or os.environ.get("PARANIC_SIM_SOCKET")
-            if given and _sim_alive(given):
+            if given:
+                # A simulator named by the user is used or refused, never replaced by a
+                # second one started in silence.
+                why = _sim_probe(given)
+                if why is not None:
+                    raise RuntimeError(f"PARANIC_SIM_SOCKET={given}: no simulator there ({why}); "
+                                       f"start one there, or unset PARANIC_SIM_SOCKET to start a new one")
+                own = [o for o, v in (("--topo", a.topo), ("--ber", a.ber), ("--ber-cable", a.ber_cable),
+                                      ("--cut", a.cut), ("--mend", a.mend), ("--soc", getattr(a, "soc", False)),
+                                      ("--firmware", getattr(a, "firmware", None))) if v]
+                if own:
+                    raise UsageError(f"{', '.join(own)}: options of a simulator this command starts; the one at "
+                                     f"{given} (PARANIC_SIM_SOCKET) runs already with its own")
                 print(f"{what}: using the simulator at {given}", file=sys.stderr)
                 env.update(PARANIC_BACKEND="sim", PARANIC_SIM_SOCKET=given)
             else:
@@ -209,7 +300,7 @@ def job_cluster(a: argparse.Namespace, cluster: str, nodes: int, ppn: int, prog:
         if not getattr(a, "no_daemon", False):
             from paranic import daemon as PD
 
-            daemons = PD.Daemons.start(cluster, nodes, a.backend, env=env)
+            daemons = PD.Daemons.start(cluster, nodes, a.backend, env=env, die_with_parent=True)
             for n in range(nodes):
                 PD.job_start(cluster, n, cluster, nodes, ppn, prog, env=env)
             env = dict(env, PARANIC_JOB=cluster)
@@ -239,14 +330,19 @@ def run(a: argparse.Namespace) -> int:
     except L.BuildError as e:
         print(f"paranic run: {e}", file=sys.stderr)
         return 1
-    timeout = a.timeout or 10 * 365 * 86400
     try:
-        with job_cluster(a, cluster, a.nodes, a.ppn, prog, job_env()) as job:
+        with owned_lifetime(), job_cluster(a, cluster, a.nodes, a.ppn, prog, job_env()) as job:
             # the daemons' cluster: pn_launch neither creates nor removes it
             extra = ["-f", "--attach"] if job.daemons else None
-            r = L.launch(prog, a.nodes, cluster, backend=a.backend, timeout=timeout, env=job.env,
+            # a.timeout 0: no limit in pn_launch either (-t 0); this process owns the job
+            r = L.launch(prog, a.nodes, cluster, backend=a.backend, timeout=a.timeout, env=job.env,
                          stream=sys.stdout, extra=extra, ppn=a.ppn)
             return r.rc
+    except Terminated as e:
+        print(f"paranic run: {signal.Signals(e.signum).name}: stopped the job"
+              f"{', the daemons' if not a.no_daemon else ''}{' and the simulator' if a.backend == 'sim' else ''}",
+              file=sys.stderr)
+        return 128 + e.signum
     except UsageError as e:
         print(f"paranic run: {e}", file=sys.stderr)
         return 2

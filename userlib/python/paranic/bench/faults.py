@@ -182,7 +182,8 @@ def plot(rows: list[dict], path: str) -> None:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--runs", type=int, default=None, help="runs per figure (default 3, --quick 1)")
+    from paranic.cliopts import int_in
+    p.add_argument("--runs", type=int_in(1, 1000), default=None, help="runs per figure (default 3, --quick 1)")
 
 
 def run(a: argparse.Namespace) -> int:
