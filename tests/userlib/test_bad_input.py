@@ -65,6 +65,8 @@ say("node_id_after_close", lib.pn_node_id(h))
 say("register_after_close", lib.pn_mem_register(h, buf, 16))
 out = ffi.new("void **")
 say("dma_alloc_after_close", lib.pn_dma_alloc(h, 4096, out))
+say("deregister_after_close", lib.pn_mem_deregister(h, buf))
+say("dma_free_after_close", lib.pn_dma_free(h, buf))
 say("close_again", lib.pn_close(h))
 print("done", flush=True)
 """
@@ -86,6 +88,8 @@ WANT = {
     "node_id_after_close": -errno.EBADF,
     "register_after_close": -errno.EBADF,
     "dma_alloc_after_close": -errno.EBADF,
+    "deregister_after_close": -errno.EBADF,
+    "dma_free_after_close": -errno.EBADF,
     "close_again": -errno.EBADF,
 }
 

@@ -77,7 +77,8 @@ int pn_dma_alloc(pn_hal_t *h, size_t len, void **out)
 	uint64_t dma;
 	int r;
 
-	if (!h || !out || !len || len > PN_LEN_ABSURD)
+	PN_HAL_CHECK(h);
+	if (!out || !len || len > PN_LEN_ABSURD)
 		return -EINVAL;
 	*out = NULL;
 	if (h->nregions >= PN_HAL_MAX_REGIONS)
@@ -91,7 +92,8 @@ int pn_dma_alloc(pn_hal_t *h, size_t len, void **out)
 
 int pn_dma_free(pn_hal_t *h, void *buf)
 {
-	if (!h || !buf)
+	PN_HAL_CHECK(h);
+	if (!buf)
 		return -EINVAL;
 	for (int i = 0; i < h->nregions; i++) {
 		struct pn_region *rg = &h->regions[i];
@@ -115,7 +117,8 @@ int pn_mem_register(pn_hal_t *h, void *buf, size_t len)
 	uint64_t dma;
 	int r;
 
-	if (!h || !buf || !len || len > PN_LEN_ABSURD)
+	PN_HAL_CHECK(h);
+	if (!buf || !len || len > PN_LEN_ABSURD)
 		return -EINVAL;
 	if ((uintptr_t)buf + len < (uintptr_t)buf)
 		return -EINVAL;   /* the region would wrap around the address space */
@@ -128,7 +131,8 @@ int pn_mem_register(pn_hal_t *h, void *buf, size_t len)
 
 int pn_mem_deregister(pn_hal_t *h, void *buf)
 {
-	if (!h || !buf)
+	PN_HAL_CHECK(h);
+	if (!buf)
 		return -EINVAL;
 	for (int i = 0; i < h->nregions; i++) {
 		struct pn_region *rg = &h->regions[i];
@@ -153,7 +157,8 @@ int pn_mem_is_registered(const pn_hal_t *h, const void *buf, size_t len)
 int pn_mem_dma_addr(const pn_hal_t *h, const void *buf, size_t len, uint64_t *dma)
 {
 	const struct pn_region *rg;
-	if (!h || !buf || !dma)
+	PN_HAL_CHECK(h);
+	if (!buf || !dma)
 		return -EINVAL;
 	rg = region_find(h, buf, len);
 	if (!rg)
