@@ -29,6 +29,7 @@ static const struct {
 struct pn_seq_arg {
 	struct pn_dev *d;
 	ktime_t end;            /* give up waiting for the context after quiesce_ms */
+	bool killable;          /* a process waits (open): give up on a fatal signal */
 };
 
 static void pn_seq_write(void *arg, enum pn_ctxreg reg, u64 v)
@@ -51,6 +52,8 @@ static int pn_seq_retry(void *arg, u32 state)
 
 	if (ktime_after(ktime_get(), a->end))
 		return -ETIMEDOUT;
+	if (a->killable && fatal_signal_pending(current))
+		return -EINTR;
 	usleep_range(20, 100);
 	return 0;
 }
@@ -68,12 +71,22 @@ static const struct pn_ctxseq_io pn_seq_io = {
 	.give_up = PN_CTXSEQ_KEEP,
 };
 
-/* Run a context sequence (paranic/pn_ctxseq.h): 0, -ETIMEDOUT or -ENODEV. d->lock held. */
-static int pn_ctx_seq(struct pn_dev *d, enum pn_ctxseq_kind kind, const struct pn_ctxseq_cfg *cfg)
+/*
+ * Run a context sequence (paranic/pn_ctxseq.h): 0, -ETIMEDOUT, -ENODEV (a register read
+ * all ones: the device is gone) or, if killable, -EINTR. Every wait is bounded by
+ * quiesce_ms. d->lock held.
+ */
+static int pn_ctx_seq_wait(struct pn_dev *d, enum pn_ctxseq_kind kind, const struct pn_ctxseq_cfg *cfg,
+			   bool killable)
 {
-	struct pn_seq_arg a = { .d = d, .end = ktime_add_ms(ktime_get(), pn_quiesce_ms) };
+	struct pn_seq_arg a = { .d = d, .end = ktime_add_ms(ktime_get(), pn_quiesce_ms), .killable = killable };
 
 	return pn_ctxseq_run(kind, cfg, &pn_seq_io, &a);
+}
+
+static int pn_ctx_seq(struct pn_dev *d, enum pn_ctxseq_kind kind, const struct pn_ctxseq_cfg *cfg)
+{
+	return pn_ctx_seq_wait(d, kind, cfg, false);
 }
 
 /* Context c's configuration: its rings, status block and window. */
@@ -153,7 +166,9 @@ int pn_ctx_open(struct pn_dev *d, struct pn_ctx **out)
 	if (!c->rx || !c->tx || !c->status)
 		goto fail;
 
-	mutex_lock(&d->lock);
+	r = mutex_lock_killable(&d->lock);   /* another open may be waiting for its context */
+	if (r)
+		goto fail;
 	r = pn_ctx_claim(&d->ctx_map, d->n_ctx, -1);
 	if (r < 0) {
 		mutex_unlock(&d->lock);
@@ -161,13 +176,21 @@ int pn_ctx_open(struct pn_dev *d, struct pn_ctx **out)
 	}
 	c->id = r;
 	cfg = pn_ctx_cfg(c);
-	r = pn_ctx_seq(d, PN_CTXSEQ_OPEN, &cfg);
-	if (r) {
+	r = pn_ctx_seq_wait(d, PN_CTXSEQ_OPEN, &cfg, true);
+	if (r == -EINTR) {
+		/* Killed while the context was still busy: it is disabled and not reset;
+		 * the next OPEN waits for it again. */
+		pn_ctx_free(&d->ctx_map, d->n_ctx, c->id);
+	} else if (r == -ENODEV) {
+		dev_err(dev, "context %d: the device reads all ones at open: gone\n", c->id);
+	} else if (r) {
 		/* Left busy by someone we cannot see: keep it out of use. */
 		dev_warn(dev, "context %d busy at open (%d); not used\n", c->id, r);
+		r = -EBUSY;
+	}
+	if (r) {
 		mutex_unlock(&d->lock);
 		c->id = -1;
-		r = -EBUSY;
 		goto fail;
 	}
 	mutex_unlock(&d->lock);
@@ -203,8 +226,10 @@ void pn_ctx_close(struct pn_ctx *c)
 	}
 	if (r) {
 		/* The NIC may still write into the rings: leak them rather than corrupt
-		 * memory, and keep the context claimed (docs/driver.md). */
-		dev_err(&d->pdev->dev, "context %d did not quiesce (%d): quarantined\n", c->id, r);
+		 * memory, and keep the context claimed (docs/driver.md). A device that
+		 * reads all ones (gone, or its link down) may come back: the same. */
+		dev_err(&d->pdev->dev, "context %d %s (%d): quarantined\n", c->id,
+			r == -ENODEV ? "on a device that reads all ones" : "did not quiesce", r);
 		c->quarantined = true;
 	} else {
 		pn_ctx_free(&d->ctx_map, d->n_ctx, c->id);

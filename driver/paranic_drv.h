@@ -128,6 +128,16 @@ static inline u64 pn_csr_read(struct pn_dev *d, u32 off, unsigned int bits)
 	return v;
 }
 
+/*
+ * A read that completes with all ones is what a device gone from the bus (surprise
+ * removal, link down, a reset FPGA) returns. IDENT never reads so while the device is
+ * there; callers that see an all-ones value ask this before trusting it.
+ */
+static inline bool pn_dev_gone(struct pn_dev *d)
+{
+	return ioread32(d->bar + PN_CSR_IDENT) != PN_NIC_IDENT;
+}
+
 #define PN_CSR_W(d, NAME, v) pn_csr_write(d, PN_CSR_##NAME, PN_CSR_##NAME##_SIZE, v)
 #define PN_CSR_R(d, NAME) pn_csr_read(d, PN_CSR_##NAME, PN_CSR_##NAME##_SIZE)
 

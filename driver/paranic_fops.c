@@ -142,18 +142,25 @@ out:
 
 /* ---- kernel send (semi-user-level mode) -------------------------------------------------- */
 
-/* Wait until the PIO window is free: pio_done has caught up with our doorbells. */
+/*
+ * Wait until the PIO window is free: pio_done has caught up with our doorbells. Bounded
+ * by quiesce_ms and by fatal signals; a device that reads all ones (gone) ends it with
+ * -ENODEV, checked about every 64 polls (an MMIO read each time would slow the wait).
+ */
 static int pn_pio_wait(struct pn_ctx *c, bool nonblock)
 {
 	unsigned long end = jiffies + msecs_to_jiffies(pn_quiesce_ms);
+	unsigned int n = 0;
 
 	while (!pn_count_reached(pn_status_word(c, PN_STS_PIO_DONE_WORD), c->pio_posted)) {
 		if (nonblock)
 			return -EAGAIN;
 		if (fatal_signal_pending(current))
 			return -EINTR;
+		if (++n % 64 == 1 && pn_dev_gone(c->dev))
+			return -ENODEV;
 		if (time_after(jiffies, end))
-			return -ETIMEDOUT;
+			return pn_dev_gone(c->dev) ? -ENODEV : -ETIMEDOUT;
 		usleep_range(2, 20);
 	}
 	return 0;

@@ -133,7 +133,7 @@ static struct pn_dev *pn_from_dev(struct device *dev)
 	return container_of(misc, struct pn_dev, misc);
 }
 
-/* Read a CSR for sysfs unless the board is gone. */
+/* Read a CSR for sysfs unless the board is gone (removed, or reading all ones). */
 static int pn_sysfs_csr(struct pn_dev *d, u32 off, u32 *val)
 {
 	int r = -ENODEV;
@@ -141,7 +141,7 @@ static int pn_sysfs_csr(struct pn_dev *d, u32 off, u32 *val)
 	down_read(&d->alive);
 	if (!d->dead) {
 		*val = ioread32(d->bar + off);
-		r = 0;
+		r = *val == 0xffffffff && pn_dev_gone(d) ? -ENODEV : 0;
 	}
 	up_read(&d->alive);
 	return r;

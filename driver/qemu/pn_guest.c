@@ -5,8 +5,19 @@
  *   pn_guest setnode NODE NODES X Y [DEV]    SET_NODE_ID (needs CAP_NET_ADMIN)
  *   pn_guest bad [DEV]                       bad input: random ioctls, mmap out of
  *                                            bounds, no privilege, double close
- *   pn_guest killdma [DEV]                   a process killed during 1 MiB DMA sends
- *                                            (libparanic pci backend) releases its context
+ *   pn_guest killdma [DEV]                   a process killed while its 1 MiB DMA messages
+ *                                            to a receiver in the guest run: the context is
+ *                                            reclaimed, its DMA pages are not reused before
+ *                                            the NIC is done, the next owner works
+ *   pn_guest handover [DEV]                  a new owner of a context can neither read nor
+ *                                            send the previous owner's PIO bytes
+ *   pn_guest deregbusy [DEV]                 MEM_DEREGISTER with a DMA pending: -EBUSY while
+ *                                            mapped, and after munmap it returns only once
+ *                                            the NIC is done with the window
+ *   pn_guest dead CFG [DEV]                  the device falls off the bus (a write to config
+ *                                            register CFG: pn_proxydev --model --remove-at): open,
+ *                                            sysfs, kernel send, deregistration fail with
+ *                                            -ENODEV at once; close and rmmod do not hang
  * Every case prints "ok CASE ..." or "FAIL CASE: ..."; the exit status is the number
  * of failures (0: all passed).
  */
@@ -341,63 +352,507 @@ static void bad_close(void)
 	      "held %d, after %d", held, ctx_used());
 }
 
-/* A child sends 1 MiB DMA messages to itself through libparanic's pci backend and is
- * SIGKILLed in the middle; its context must come back. */
+static double now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* A line from a child's pipe (at most n-1 bytes), "" on EOF. */
+static void read_line(int fd, char *buf, size_t n)
+{
+	size_t got = 0;
+	while (got + 1 < n) {
+		ssize_t r = read(fd, buf + got, 1);
+		if (r <= 0 || buf[got] == '\n')
+			break;
+		got++;
+	}
+	buf[got] = 0;
+}
+
+/* An open through libparanic's pci backend, any free context. */
+static pn_hal_t *pci_open(void)
+{
+	pn_hal_t *h;
+	setenv("PARANIC_BACKEND", "pci", 1);
+	setenv("PARANIC_DEVICE", dev, 1);
+	return pn_open(&h, NULL) < 0 ? NULL : h;
+}
+
+/* The payloads of the kill-during-DMA case: 64-bit word i of a message from the killed
+ * sender (tag KD_TAG_S) and from the context's next owner (KD_TAG_N). */
+#define KD_TAG_S 0x51ull
+#define KD_TAG_N 0x52ull
+#define KD_MSG (1u << 20)       /* the killed sender's messages */
+#define KD_NEXT_MSG (64u << 10) /* the next owner's */
+#define KD_NEXT_K 3
+static uint64_t kd_word(uint64_t tag, uint64_t i)
+{
+	return (tag == KD_TAG_S ? 0x53454e4445520000ull : 0x4e4558544f574e00ull) ^ (i * 0x9e3779b1ull);
+}
+
+static void kd_fill(uint64_t tag, void *buf, size_t len)
+{
+	for (size_t i = 0; i < len / 8; i++) {
+		uint64_t w = kd_word(tag, i);
+		memcpy((uint8_t *)buf + 8 * i, &w, 8);
+	}
+}
+
+/* The receiver: every packet of the killed sender's messages must carry the sender's
+ * bytes at its offset (were the sender's pages freed and reused while the NIC still
+ * read them, the next owner's bytes would show up here); it ends once the next owner's
+ * KD_NEXT_K messages arrived whole. Summary on out: "s_pkts s_bad n_msgs n_bad other". */
+static void kd_receiver(int out)
+{
+	pn_hal_t *h = pci_open();
+	if (!h) {
+		dprintf(out, "E open\n");
+		_exit(1);
+	}
+	dprintf(out, "R %d\n", pn_ctx_id(h));
+	unsigned s_pkts = 0, s_bad = 0, n_pkts = 0, n_bad = 0, n_msgs = 0, other = 0;
+	size_t off[2] = {0, 0};
+	double end = now_ms() + 60000;
+	while (n_msgs < KD_NEXT_K && now_ms() < end) {
+		pn_header_t hd;
+		const void *pl;
+		if (pn_recv_wait(h, &hd, 500000000ll) != 1)
+			continue;
+		int r = pn_recv_payload(h, &pl);
+		int k = hd.tag == KD_TAG_S ? 0 : hd.tag == KD_TAG_N ? 1 : -1;
+		if (k < 0 || r < 0) {
+			other++;
+			pn_recv_skip(h);
+			continue;
+		}
+		if (hd.flags & PN_FLAG_SOM)
+			off[k] = 0;
+		int bad = hd.length % 8 != 0;
+		for (size_t i = 0; !bad && i < hd.length / 8; i++) {
+			uint64_t w;
+			memcpy(&w, (const uint8_t *)pl + 8 * i, 8);
+			bad = w != kd_word(hd.tag, off[k] / 8 + i);
+		}
+		off[k] += hd.length;
+		if (k == 0) {
+			s_pkts++;
+			s_bad += bad;
+		} else {
+			n_pkts++;
+			n_bad += bad;
+			n_msgs += !!(hd.flags & PN_FLAG_EOM);
+		}
+		pn_recv_skip(h);
+	}
+	dprintf(out, "%u %u %u %u %u\n", s_pkts, s_bad, n_msgs, n_bad, other);
+	pn_close(h);
+	_exit(0);
+}
+
+/* The sender that is killed: 1 MiB DMA messages to the receiver, for ever. */
+static void kd_sender(int out, unsigned rctx)
+{
+	pn_hal_t *h = pci_open();
+	void *buf;
+	uint64_t dma = 0;
+	if (!h || pn_dma_alloc(h, KD_MSG, &buf) < 0 || pn_mem_dma_addr(h, buf, KD_MSG, &dma) < 0) {
+		dprintf(out, "E open\n");
+		_exit(1);
+	}
+	kd_fill(KD_TAG_S, buf, KD_MSG);
+	for (int started = 0;;) {
+		int r = pn_send_dma(h, (unsigned)pn_node_id(h), rctx, KD_TAG_S, buf, KD_MSG);
+		if (r < 0 && r != -EAGAIN && r != -ENOBUFS)
+			_exit(3);
+		if (!started) {
+			dprintf(out, "S %d %llx\n", pn_ctx_id(h), (unsigned long long)dma);
+			started = 1;
+		}
+	}
+}
+
+/* The context's next owner: its heap filled with its own bytes at once (the killed
+ * sender's pages, if the driver handed them out again), then KD_NEXT_K messages. */
+static void kd_next(int out, unsigned rctx)
+{
+	pn_hal_t *h = pci_open();
+	void *buf;
+	uint64_t dma = 0;
+	if (!h || pn_dma_alloc(h, KD_MSG, &buf) < 0 || pn_mem_dma_addr(h, buf, KD_MSG, &dma) < 0) {
+		dprintf(out, "E open\n");
+		_exit(1);
+	}
+	kd_fill(KD_TAG_N, buf, KD_MSG);
+	dprintf(out, "N %d %llx\n", pn_ctx_id(h), (unsigned long long)dma);
+	for (int k = 0; k < KD_NEXT_K; k++)
+		if (pn_send_dma(h, (unsigned)pn_node_id(h), rctx, KD_TAG_N, buf, KD_NEXT_MSG) < 0)
+			_exit(3);
+	_exit(pn_tx_wait(h) < 0 ? 4 : 0);
+}
+
+/* A process SIGKILLed while its 1 MiB DMA messages to a receiver (another context of this
+ * guest) run. The driver reclaims the context only after the NIC is done with it, so the
+ * process's pages are not handed out while the NIC reads them; the next owner gets the
+ * same context and works. */
 static void kill_during_dma(void)
 {
 	int before = ctx_used();
+	int rp[2], sp[2], np[2];
+	char rl[64] = "", sl[64] = "", nl[64] = "", res[96] = "";
+	if (pipe(rp) || pipe(sp) || pipe(np))
+		return;
+	pid_t rpid = fork();
+	if (rpid == 0)
+		kd_receiver(rp[1]);
+	read_line(rp[0], rl, sizeof(rl));
+	unsigned rctx = 0;
+	int rok = sscanf(rl, "R %u", &rctx) == 1;
+	pid_t spid = fork();
+	if (spid == 0)
+		kd_sender(sp[1], rctx);
+	close(sp[1]);
+	read_line(sp[0], sl, sizeof(sl));
+	close(sp[0]);
+	unsigned sctx = 99, nctx = 98;
+	unsigned long long sdma = 0, ndma = 1;
+	int sok = rok && sscanf(sl, "S %u %llx", &sctx, &sdma) == 2;
+	if (sok)
+		usleep(300000);   /* let DMA run */
+	int during = ctx_used();
+	kill(spid, SIGKILL);
+	double t0 = now_ms();
+	int st = 0;
+	waitpid(spid, &st, 0);   /* the process's files are released before it is reaped */
+	double release_ms = now_ms() - t0;
+	int after = wait_ctx_used(before + 1, 90000);
+	CHECK(sok && WIFSIGNALED(st) && during == before + 2 && after == before + 1, "kill-during-dma",
+	      "receiver said '%s', sender '%s', status %#x, contexts %d -> %d -> %d", rl, sl, st, before, during,
+	      after);
+	printf("  sender (context %u) killed during DMA; its file released in %.0f ms\n", sctx, release_ms);
+	/* The next owner, at once. */
+	pid_t npid = fork();
+	if (npid == 0)
+		kd_next(np[1], rctx);
+	close(np[1]);
+	read_line(np[0], nl, sizeof(nl));
+	close(np[0]);
+	int nok = sscanf(nl, "N %u %llx", &nctx, &ndma) == 2;
+	int nst = 0;
+	waitpid(npid, &nst, 0);
+	close(rp[1]);
+	read_line(rp[0], res, sizeof(res));
+	close(rp[0]);
+	int rst = 0;
+	waitpid(rpid, &rst, 0);
+	unsigned s_pkts = 0, s_bad = 9999, n_msgs = 0, n_bad = 9999, other = 9999;
+	int rres = sscanf(res, "%u %u %u %u %u", &s_pkts, &s_bad, &n_msgs, &n_bad, &other) == 5;
+	CHECK(rres && s_pkts > 0 && s_bad == 0 && other == 0, "dma-pages-not-reused",
+	      "receiver: '%s' (packets of the killed sender, of them with other bytes, next owner's messages, "
+	      "bad packets, others)", res);
+	printf("  receiver got %u packets of the killed sender's messages, %u with other bytes; the next owner's "
+	       "heap is at bus %#llx, the killed sender's was at %#llx (%s pages)\n", s_pkts, s_bad, ndma, sdma,
+	       ndma == sdma ? "the same" : "other");
+	CHECK(nok && nctx == sctx && WIFEXITED(nst) && WEXITSTATUS(nst) == 0 && rres && n_msgs == KD_NEXT_K &&
+	      n_bad == 0, "next-owner-works", "next owner '%s' status %#x, receiver '%s'", nl, nst, res);
+	int fin = wait_ctx_used(before, 10000);
+	int fd = open(dev, O_RDWR);
+	CHECK(fd >= 0 && fin == before, "reopen-after-kill", "%s, contexts %d", fd < 0 ? strerror(errno) : "open",
+	      fin);
+	if (fd >= 0)
+		close(fd);
+}
+
+/* ---- hand-over: the previous owner's PIO bytes ------------------------------------------- */
+
+/* Word k of the first owner's PIO payload: "SECR" in the high half, 0x5a5a00kk low. */
+#define HO_HI 0x53454352u
+#define HO_LEN 1000
+static uint64_t ho_word(unsigned k)
+{
+	return (uint64_t)HO_HI << 32 | (0x5a5a0000u + k);
+}
+
+/* 32-bit words of buf that are halves of the first owner's words. */
+static unsigned ho_leaks(const uint32_t *w, size_t nwords)
+{
+	unsigned n = 0;
+	for (size_t i = 0; i < nwords; i++)
+		n += w[i] == HO_HI || (w[i] & 0xffffff00u) == 0x5a5a0000u;
+	return n;
+}
+
+/* A first owner stages HO_LEN bytes of PIO to itself and exits; a second process that
+ * opens the same context can neither read those bytes from its page's PIO window nor
+ * send them with a header of length HO_LEN and no payload staged. */
+static void handover(void)
+{
+	int before = ctx_used();
 	int pfd[2];
+	char line[64] = "";
 	if (pipe(pfd))
 		return;
 	pid_t pid = fork();
 	if (pid == 0) {
-		close(pfd[0]);
-		setenv("PARANIC_BACKEND", "pci", 1);
-		setenv("PARANIC_DEVICE", dev, 1);
-		pn_hal_t *h;
-		int r = pn_open(&h, NULL);
-		if (r < 0) {
-			dprintf(pfd[1], "E%d\n", r);
+		pn_hal_t *h = pci_open();
+		uint64_t pay[HO_LEN / 8];
+		pn_header_t hd;
+		if (!h) {
+			dprintf(pfd[1], "E open\n");
 			_exit(1);
 		}
-		void *buf;
-		size_t len = 1 << 20;
-		if (pn_dma_alloc(h, len, &buf) < 0)
-			_exit(2);
-		memset(buf, 0x5a, len);
-		int started = 0;
-		for (;;) {
-			r = pn_send_dma(h, (unsigned)pn_node_id(h), (unsigned)pn_ctx_id(h), 1, buf, len);
-			if (r < 0 && r != -EAGAIN && r != -ENOBUFS)
-				_exit(3);
-			if (!started) {
-				dprintf(pfd[1], "S\n");
-				started = 1;
-			}
-			pn_header_t hd;
-			while (pn_recv_header(h, &hd) > 0)
-				pn_recv_skip(h);
-		}
+		for (unsigned k = 0; k < HO_LEN / 8; k++)
+			pay[k] = ho_word(k);
+		int r = pn_send_pio(h, (unsigned)pn_node_id(h), (unsigned)pn_ctx_id(h), 0x5ec, pay, HO_LEN);
+		int got = r == 0 && pn_recv_wait(h, &hd, 10000000000ll) == 1 && hd.length == HO_LEN;
+		dprintf(pfd[1], "A %d %d\n", pn_ctx_id(h), got);
+		_exit(0);   /* no pn_close: the kernel closes the file */
 	}
 	close(pfd[1]);
-	char c[16] = {0};
-	ssize_t n = read(pfd[0], c, sizeof(c) - 1);
+	read_line(pfd[0], line, sizeof(line));
 	close(pfd[0]);
-	if (n > 0 && c[0] == 'S')
-		usleep(300000);   /* let DMA run */
-	int during = ctx_used();
-	kill(pid, SIGKILL);
-	int st = 0;
-	waitpid(pid, &st, 0);
-	int after = wait_ctx_used(before, 90000);   /* the simulated NIC finishes a 1 MiB message in ~1 s */
-	CHECK(n > 0 && c[0] == 'S' && WIFSIGNALED(st) && during == before + 1 && after == before, "kill-during-dma",
-	      "child said %.15s, status %#x, contexts %d -> %d -> %d", n > 0 ? c : "nothing", st, before, during,
-	      after);
-	/* The context is usable again. */
+	waitpid(pid, NULL, 0);
+	unsigned actx = 99;
+	int sent = 0;
+	int aok = sscanf(line, "A %u %d", &actx, &sent) == 2 && sent == 1;
+	int free_again = wait_ctx_used(before, 90000) == before;
+
+	/* Read: the new owner's PIO window through its mapped page. */
 	int fd = open(dev, O_RDWR);
-	CHECK(fd >= 0, "reopen-after-kill", "%s", strerror(errno));
+	struct paranic_info in;
+	memset(&in, 0, sizeof(in));
+	unsigned leaked_read = 9999;
+	if (fd >= 0 && ioctl(fd, PARANIC_IOC_GET_INFO, &in) == 0) {
+		volatile uint32_t *pg = mmap(NULL, PN_CTX_PAGE_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+					     PARANIC_MMAP_CTX_PAGE);
+		if (pg != MAP_FAILED) {
+			uint32_t win[PN_PIO_WINDOW_BYTES / 4];
+			for (size_t i = 0; i < PN_PIO_WINDOW_BYTES / 4; i++)
+				win[i] = pg[PN_PIO_WINDOW_OFFSET / 4 + i];
+			leaked_read = ho_leaks(win, PN_PIO_WINDOW_BYTES / 4);
+			munmap((void *)pg, PN_CTX_PAGE_BYTES);
+		}
+	}
 	if (fd >= 0)
 		close(fd);
+	CHECK(aok && free_again && in.ctx_id == actx && leaked_read == 0, "handover-pio-read",
+	      "first owner '%s', second owner's context %u, %u of its PIO window's words are the first owner's",
+	      line, in.ctx_id, leaked_read);
+
+	/* Send: a header of length HO_LEN, no payload staged, to itself. */
+	wait_ctx_used(before, 90000);
+	pn_hal_t *h = pci_open();
+	unsigned leaked_sent = 9999, got = 0;
+	uint32_t refused = 0;
+	if (h) {
+		uint64_t hdr[2] = {0, 0};
+		pn_status_t s0, s1;
+		pn_header_t hd;
+		const void *pl;
+		PN_SET(hdr, PN_HDR_DST_NODE, (unsigned)pn_node_id(h));
+		PN_SET(hdr, PN_HDR_DST_CTX, (unsigned)pn_ctx_id(h));
+		PN_SET(hdr, PN_HDR_TYPE, PN_TYPE_DATA);
+		PN_SET(hdr, PN_HDR_LENGTH, HO_LEN);
+		PN_SET(hdr, PN_HDR_FLAGS, PN_FLAG_SOM | PN_FLAG_EOM);
+		PN_SET(hdr, PN_HDR_TAG, 0x5ed);
+		pn_status(h, &s0);
+		int r = pn_pio_raw(h, hdr, NULL, 0);
+		leaked_sent = 0;
+		if (r == 0 && pn_recv_wait(h, &hd, 5000000000ll) == 1 && pn_recv_payload(h, &pl) >= 0) {
+			got = hd.length;
+			leaked_sent = ho_leaks(pl, hd.length / 4);
+			pn_recv_skip(h);
+		}
+		pn_status(h, &s1);
+		refused = s1.errors - s0.errors;
+		CHECK(pn_ctx_id(h) == (int)actx && leaked_sent == 0, "handover-pio-send",
+		      "context %d (first owner's %u): a %u-byte packet went out, %u of its words the first owner's "
+		      "(NIC errors +%u)", pn_ctx_id(h), actx, got, leaked_sent, refused);
+		printf("  the unstaged %u-byte PIO packet: %s\n", HO_LEN,
+		       !got ? (refused ? "refused by the NIC" : "not received")
+			    : leaked_sent ? "sent WITH the first owner's bytes" : "sent without the first owner's bytes");
+		pn_close(h);
+	} else {
+		CHECK(0, "handover-pio-send", "open failed");
+	}
+}
+
+/* ---- deregistration while the NIC reads the window ------------------------------------ */
+
+/* A raw context: a 1 MiB window (MEM_ALLOC) and DB_N 1 MiB DMA descriptors from it to a
+ * context nobody opened (the NIC drops those packets, so nothing holds it back).
+ * MEM_DEREGISTER while the window is mapped and the DMA pending: -EBUSY. After munmap it
+ * returns only once the NIC is done with every descriptor (tx_done in the status block:
+ * sent, or refused for lying outside the shrunk window). */
+#define DB_N 4
+static void dereg_busy(void)
+{
+	int fd = open(dev, O_RDWR);
+	struct paranic_info in;
+	memset(&in, 0, sizeof(in));
+	if (fd < 0 || ioctl(fd, PARANIC_IOC_GET_INFO, &in) < 0) {
+		CHECK(0, "dereg-busy", "open/GET_INFO: %s", strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	size_t txb = ((size_t)in.tx_entries * 32 + 4095) & ~(size_t)4095;
+	volatile uint8_t *page = mmap(NULL, PN_CTX_PAGE_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+				      PARANIC_MMAP_CTX_PAGE);
+	volatile uint64_t *tx = mmap(NULL, txb, PROT_READ | PROT_WRITE, MAP_SHARED, fd, PARANIC_MMAP_TX_RING);
+	volatile uint32_t *sts = mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, PARANIC_MMAP_STATUS);
+	struct paranic_mem m;
+	memset(&m, 0, sizeof(m));
+	m.len = KD_MSG;
+	m.flags = PARANIC_MEM_ALLOC;
+	void *win = MAP_FAILED;
+	if (page != MAP_FAILED && tx != MAP_FAILED && sts != MAP_FAILED &&
+	    ioctl(fd, PARANIC_IOC_MEM_REGISTER, &m) == 0)
+		win = mmap(NULL, KD_MSG, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)m.mmap_offset);
+	if (win == MAP_FAILED) {
+		CHECK(0, "dereg-busy", "setup: %s", strerror(errno));
+		close(fd);
+		return;
+	}
+	memset(win, 0x77, KD_MSG);
+	uint64_t d[4] = {0, 0, 0, 0};
+	PN_SET(d, PN_DESC_ADDR, m.dma);
+	PN_SET(d, PN_DESC_LENGTH, KD_MSG);
+	PN_SET(d, PN_DESC_DST_NODE, in.node_id);
+	PN_SET(d, PN_DESC_DST_CTX, in.n_ctx - 1);   /* never opened here: dropped on arrival */
+	PN_SET(d, PN_DESC_TYPE, PN_TYPE_DATA);
+	PN_SET(d, PN_DESC_TAG, 0xde);
+	/* DB_N descriptors: the NIC is still busy with them when the calls below run, even
+	 * if this process loses the CPU for a while (each takes about a second here). */
+	for (unsigned k = 0; k < DB_N; k++) {
+		PN_SET(d, PN_DESC_COOKIE, k);
+		for (int i = 0; i < 4; i++)
+			tx[4 * k + i] = d[i];
+	}
+	__sync_synchronize();
+	*(volatile uint32_t *)(page + PN_REG_TX_TAIL) = DB_N;
+	uint32_t done0 = sts[PN_STS_TX_DONE_WORD];
+	int r1 = ioctl(fd, PARANIC_IOC_MEM_DEREGISTER, &m);
+	int e1 = errno;
+	uint32_t done1 = sts[PN_STS_TX_DONE_WORD];
+	CHECK(r1 == -1 && e1 == EBUSY, "dereg-busy", "MEM_DEREGISTER of a mapped window with DMA pending: %d (%s)",
+	      r1, r1 ? strerror(e1) : "accepted");
+	munmap(win, KD_MSG);
+	uint32_t done2 = sts[PN_STS_TX_DONE_WORD];
+	double t0 = now_ms();
+	int r2 = ioctl(fd, PARANIC_IOC_MEM_DEREGISTER, &m);
+	int e2 = errno;
+	double ms = now_ms() - t0;
+	uint32_t done3 = sts[PN_STS_TX_DONE_WORD];
+	CHECK(r2 == 0 && done3 == DB_N, "dereg-waits-for-dma",
+	      "MEM_DEREGISTER after munmap: %d (%s); tx_done %u before, %u after", r2, r2 ? strerror(e2) : "ok",
+	      done2, done3);
+	printf("  deregistration: tx_done %u/%u while mapped, %u at the call, %u of %u on return after %.0f ms "
+	       "(the DMA was %s when it was called)\n", done0, done1, done2, done3, DB_N, ms,
+	       done2 < DB_N ? "still pending" : "already done");
+	munmap((void *)page, PN_CTX_PAGE_BYTES);
+	munmap((void *)tx, txb);
+	munmap((void *)sts, 4096);
+	close(fd);
+}
+
+/* ---- the device falls off the bus ------------------------------------------------------ */
+
+static int sysfs_read(const char *attr, char *buf, size_t n)
+{
+	char path[160];
+	const char *base = strrchr(dev, '/');
+	snprintf(path, sizeof(path), "/sys/class/misc/%s/%s", base ? base + 1 : dev, attr);
+	int fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return -errno;
+	ssize_t r = read(fd, buf, n - 1);
+	int e = errno;
+	close(fd);
+	if (r < 0)
+		return -e;
+	buf[r] = 0;
+	buf[strcspn(buf, "\n")] = 0;
+	return 0;
+}
+
+/* A kernel send (write()) of 8 bytes to this node's context 0. */
+static int ksend(int fd)
+{
+	struct {
+		struct paranic_send s;
+		uint64_t pay;
+	} __attribute__((packed)) m;
+	memset(&m, 0, sizeof(m));
+	m.s.dst_ctx = 0;
+	m.s.length = 8;
+	m.pay = 0x1234;
+	return write(fd, &m, sizeof(m)) < 0 ? -errno : 0;
+}
+
+static int cmd_dead(unsigned long remove_at)
+{
+	char buf[64], path[160];
+	const char *base = strrchr(dev, '/');
+	/* Before: a file for kernel sends, one with a registered window. */
+	int kfd = open(dev, O_RDWR);
+	int wfd = open(dev, O_RDWR);
+	struct paranic_mem m;
+	memset(&m, 0, sizeof(m));
+	m.len = 65536;
+	m.flags = PARANIC_MEM_ALLOC;
+	int rr = wfd >= 0 ? ioctl(wfd, PARANIC_IOC_MEM_REGISTER, &m) : -1;
+	int r0 = kfd >= 0 ? ksend(kfd) : -1;
+	int c0 = sysfs_read("counters/host_rx_packets", buf, sizeof(buf));
+	CHECK(kfd >= 0 && wfd >= 0 && rr == 0 && r0 == 0, "dead-setup", "open %d/%d register %d send %d", kfd, wfd,
+	      rr, r0);
+	/* The device goes: a write to the register model's removal register (config space,
+	 * through sysfs; the BAR itself is the driver's). */
+	snprintf(path, sizeof(path), "/sys/class/misc/%s/device/config", base ? base + 1 : dev);
+	int cfd = open(path, O_RDWR);
+	uint32_t one = 1, id = 0;
+	int wr = cfd >= 0 ? (int)pwrite(cfd, &one, 4, (off_t)remove_at) : -1;
+	int rdc = cfd >= 0 ? (int)pread(cfd, &id, 4, 0) : -1;
+	if (cfd >= 0)
+		close(cfd);
+	CHECK(wr == 4 && rdc == 4 && id == 0xffffffffu, "dead-remove", "%s: write %d read %d, ids read %#x", path, wr,
+	      rdc, id);
+	/* sysfs: an all-ones counter is the device gone, not a count. */
+	double t0 = now_ms();
+	int c1 = sysfs_read("counters/host_rx_packets", buf, sizeof(buf));
+	CHECK(c0 == 0 && (c1 == -ENODEV || c1 == -EIO), "dead-sysfs", "counters/host_rx_packets: %s",
+	      c1 ? strerror(-c1) : buf);
+	/* open: the hand-over reads all-ones: -ENODEV at once (no wait, no -EBUSY). */
+	t0 = now_ms();
+	int fd = open(dev, O_RDWR);
+	int e = errno;
+	double open_ms = now_ms() - t0;
+	CHECK(fd < 0 && e == ENODEV, "dead-open", "%s", fd >= 0 ? "opened" : strerror(e));
+	if (fd >= 0)
+		close(fd);
+	/* kernel send: the PIO window never frees; -ENODEV, not a wait of quiesce_ms. */
+	t0 = now_ms();
+	int rs = 0;
+	for (int i = 0; i < 3 && rs == 0; i++)
+		rs = ksend(kfd);
+	double send_ms = now_ms() - t0;
+	CHECK(rs == -ENODEV, "dead-send", "kernel send: %s", rs ? strerror(-rs) : "accepted three times");
+	/* deregistration: the quiesce reads all-ones. */
+	t0 = now_ms();
+	int rd = ioctl(wfd, PARANIC_IOC_MEM_DEREGISTER, &m);
+	e = errno;
+	double dereg_ms = now_ms() - t0;
+	CHECK(rd == -1 && e == ENODEV, "dead-deregister", "%s", rd ? strerror(e) : "accepted");
+	t0 = now_ms();
+	close(kfd);
+	close(wfd);
+	double close_ms = now_ms() - t0;
+	printf("  dead device: open %.1f ms, kernel send %.1f ms, deregister %.1f ms, two closes %.1f ms\n", open_ms,
+	       send_ms, dereg_ms, close_ms);
+	printf("%s %d\n", fails ? "FAILED" : "PASS", fails);
+	return fails;
 }
 
 /* pn_cluster_status through the pci backend (the driver's sysfs): one line for this
@@ -440,11 +895,11 @@ static int cmd_status(void)
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		fprintf(stderr, "usage: pn_guest info|status|setnode N NODES X Y|bad|killdma [DEV]\n");
+		fprintf(stderr, "usage: pn_guest info|status|setnode N NODES X Y|bad|killdma|handover|deregbusy|dead CFG [DEV]\n");
 		return 2;
 	}
 	const char *cmd = argv[1];
-	int nargs = !strcmp(cmd, "setnode") ? 4 : 0;
+	int nargs = !strcmp(cmd, "setnode") ? 4 : !strcmp(cmd, "dead") ? 1 : 0;
 	if (argc > 2 + nargs)
 		dev = argv[2 + nargs];
 	rng ^= (uint64_t)time(NULL);
@@ -464,11 +919,18 @@ int main(int argc, char **argv)
 		printf("%s %d\n", fails ? "FAILED" : "PASS", fails);
 		return fails;
 	}
-	if (!strcmp(cmd, "killdma")) {
-		kill_during_dma();
+	if (!strcmp(cmd, "killdma") || !strcmp(cmd, "handover") || !strcmp(cmd, "deregbusy")) {
+		if (!strcmp(cmd, "killdma"))
+			kill_during_dma();
+		else if (!strcmp(cmd, "handover"))
+			handover();
+		else
+			dereg_busy();
 		printf("%s %d\n", fails ? "FAILED" : "PASS", fails);
 		return fails;
 	}
+	if (!strcmp(cmd, "dead") && argc >= 3)
+		return cmd_dead(strtoul(argv[2], NULL, 0));
 	fprintf(stderr, "pn_guest: unknown command %s\n", cmd);
 	return 2;
 }

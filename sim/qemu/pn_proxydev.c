@@ -5,7 +5,7 @@
  * description of QEMU's mpqemu protocol (docs/driver.md, "The mpqemu protocol");
  * no QEMU code.
  *
- *   pn_proxydev --fd N --model [-v]
+ *   pn_proxydev --fd N --model [--remove-at CFG] [-v]
  *   pn_proxydev --fd N --sim SOCKET --node K [--nodes J] [-v]
  *
  * It answers PCI configuration cycles (the ids of paranic.spec.protocol, one 1 MiB 32-bit
@@ -13,7 +13,12 @@
  * guest's RAM as file descriptors (SYNC_SYSMEM). Behind BAR0:
  *  --model  a register model of what the driver's probe and the context hand-over
  *           read (ident, version, info_n_ctx, info_mtu, node; ctx_state idle; the rest
- *           stores and reads back);
+ *           stores and reads back); with --remove-at, a write to config-space offset
+ *           CFG (a device-specific register, 0x40..0xfc) makes the function fall off
+ *           the bus: from then on every read (BAR0 and config) returns all ones and
+ *           writes are dropped, as after a surprise removal or a dead PCIe link (the
+ *           driver's dead-device paths are tested with it; root in the guest writes
+ *           the register through sysfs, which a driver-owned BAR could not be);
  *  --sim    node K of a running paranic-sim: the process attaches as a *device client*
  *           (pn_sim_shm.h, PN_SIM_HELLO_DEVICE) with the guest RAM's memfd, so the
  *           harness applies BAR0 accesses on the node's Wishbone bus and serves the
@@ -102,6 +107,8 @@ static bool ram_identity;            /* every section: fd offset == guest-physic
 
 /* --model */
 static uint32_t *model_regs;         /* BAR0 as 32-bit words */
+static long model_remove_at = -1;    /* --remove-at: a config write here removes the device */
+static bool model_removed;
 
 /* --sim */
 static const char *sim_socket;
@@ -158,6 +165,8 @@ static void cfg_init(void)
 
 static uint32_t cfg_read(uint32_t addr, int len)
 {
+	if (model_removed)
+		return len == 4 ? 0xffffffffu : (1u << (8 * len)) - 1;
 	uint32_t v = 0;
 	if (addr >= sizeof(cfg) || len < 1 || len > 4 || addr + (uint32_t)len > sizeof(cfg))
 		return 0;   /* extended space and out of range read as zero */
@@ -168,8 +177,13 @@ static uint32_t cfg_read(uint32_t addr, int len)
 
 static void cfg_write(uint32_t addr, uint32_t val, int len)
 {
-	if (addr >= sizeof(cfg) || len < 1 || len > 4 || addr + (uint32_t)len > sizeof(cfg))
+	if (addr >= sizeof(cfg) || len < 1 || len > 4 || addr + (uint32_t)len > sizeof(cfg) || model_removed)
 		return;
+	if (model_remove_at >= 0 && addr == (uint32_t)model_remove_at) {
+		model_removed = true;
+		logv("config write at %#x: the device is removed (reads all ones from now on)", addr);
+		return;
+	}
 	for (int i = 0; i < len; i++) {
 		uint8_t b = (uint8_t)(val >> (8 * i)), m = wmask[addr + i];
 		cfg[addr + i] = (uint8_t)((cfg[addr + i] & ~m) | (b & m));
@@ -327,6 +341,8 @@ static int sim_attach(void)
 
 static uint32_t model_read(uint32_t off)
 {
+	if (model_removed)
+		return 0xffffffffu;   /* what a read of a device that is gone completes with */
 	if (off == PN_CSR_IDENT)
 		return PN_NIC_IDENT;
 	if (off == PN_CSR_VERSION)
@@ -354,6 +370,8 @@ static void bar_write32(uint32_t off, uint32_t v)
 			sim_push(PN_SIM_OP_W32, off, v);
 		return;
 	}
+	if (model_removed)
+		return;
 	model_regs[off / 4] = v;
 }
 
@@ -578,11 +596,12 @@ int main(int argc, char **argv)
 		{"fd", required_argument, 0, 'f'},   {"model", no_argument, 0, 'm'},
 		{"sim", required_argument, 0, 's'},  {"node", required_argument, 0, 'n'},
 		{"nodes", required_argument, 0, 'N'}, {"verbose", no_argument, 0, 'v'},
-		{"help", no_argument, 0, 'h'},       {0, 0, 0, 0},
+		{"remove-at", required_argument, 0, 'r'}, {"help", no_argument, 0, 'h'},
+		{0, 0, 0, 0},
 	};
 	bool model = false;
 	int c;
-	while ((c = getopt_long(argc, argv, "f:ms:n:N:vh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "f:ms:n:N:r:vh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'f': qfd = atoi(optarg); break;
 		case 'm': model = true; break;
@@ -590,13 +609,27 @@ int main(int argc, char **argv)
 		case 'n': sim_node = atoi(optarg); break;
 		case 'N': sim_nodes = atoi(optarg); break;
 		case 'v': verbose++; break;
+		case 'r': {
+			char *end;
+			model_remove_at = strtol(optarg, &end, 0);
+			if (*end || model_remove_at < 0x40 || model_remove_at > 0xfc || model_remove_at % 4) {
+				fprintf(stderr, "pn_proxydev: --remove-at %s: need a device-specific config dword "
+					"(0x40 .. 0xfc)\n", optarg);
+				return 2;
+			}
+			break;
+		}
 		default:
-			fprintf(stderr, "usage: pn_proxydev --fd N (--model | --sim SOCKET --node K [--nodes J]) [-v]\n");
+			fprintf(stderr, "usage: pn_proxydev --fd N (--model [--remove-at CFG] | --sim SOCKET --node K [--nodes J]) [-v]\n");
 			return c == 'h' ? 0 : 2;
 		}
 	}
 	if (qfd < 0 || model == !!sim_socket || (sim_socket && sim_node < 0)) {
 		fprintf(stderr, "pn_proxydev: need --fd and exactly one of --model, --sim (with --node)\n");
+		return 2;
+	}
+	if (model_remove_at >= 0 && !model) {
+		fprintf(stderr, "pn_proxydev: --remove-at needs --model\n");
 		return 2;
 	}
 	cfg_init();

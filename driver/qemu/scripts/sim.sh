@@ -1,7 +1,10 @@
 # The guest as one node of a simulated cluster (pn_proxydev --sim).
 # args: NODE NODES X Y PROGRAM [ARGS...]
 #   PROGRAM: conformance (hal_conformance pci ARGS), rawdata (rawdata_test ARGS pci),
-#            bench (pn_bench ARGS), bad, killdma, adversarial (both) (pn_guest), info
+#            bench (pn_bench ARGS), bad, killdma, adversarial (both) (pn_guest), info,
+#            suite PART... (several cases in one boot, each reported as
+#            "PN-STEP part NAME exit RC after S s"; PART: conformance:ARG:ARG... (colons
+#            for spaces), or a pn_guest command: killdma, handover, deregbusy, bad)
 node=$1 nodes=$2 x=$3 y=$4 prog=$5
 shift 5
 # The simulated NIC runs about 1000 times slower than a board (one 1 MiB message takes
@@ -27,6 +30,20 @@ bad) /pn/pn_guest bad || rc=$? ;;
 killdma) /pn/pn_guest killdma || rc=$? ;;
 adversarial) /pn/pn_guest bad || rc=$?; /pn/pn_guest killdma || rc=$((rc + $?)) ;;
 info) ;;
+suite)
+	for part in "$@"; do
+		name=${part%%:*}
+		p0=$(cut -d' ' -f1 /proc/uptime)
+		prc=0
+		case "$name" in
+		conformance) /pn/hal_conformance pci $(echo "${part#conformance}" | tr : ' ') || prc=$? ;;
+		killdma|handover|deregbusy|bad) /pn/pn_guest "$name" || prc=$? ;;
+		*) echo "unknown part $name"; prc=2 ;;
+		esac
+		echo "PN-STEP part $name exit $prc after $(awk "BEGIN{print $(cut -d' ' -f1 /proc/uptime) - $p0}") s"
+		echo "PN-STEP part $name contexts-after $(cat /sys/class/misc/paranic0/contexts)"
+		rc=$((rc + prc))
+	done ;;
 *) echo "unknown program $prog"; rc=2 ;;
 esac
 echo "PN-STEP $prog exit $rc after $(awk "BEGIN{print $(cut -d' ' -f1 /proc/uptime) - $t0}") s"

@@ -42,6 +42,9 @@ KDIR = Path(f"/lib/modules/{KVER}/build")
 QEMU = "qemu-system-x86_64"
 BUSYBOX = Path("/usr/bin/busybox")
 GUEST_MEM_MB = 512
+#: pn_proxydev --model --remove-at: a guest write to this config-space register (device
+#: specific, unused) makes the modelled device fall off the bus (reads all ones).
+MODEL_REMOVE_CFG = 0xf0
 PY = Path(sys.executable)
 
 # Static guest programs: name -> source (linked against libparanic.a).
