@@ -268,8 +268,6 @@ def test_guest_deregister_with_dma_pending(every_run):
     assert "(the DMA was still pending when it was called)" in g, g[-3000:]
 
 
-@pytest.mark.xfail(strict=True, reason="needs wt-iso: the NIC sends only staged PIO bytes and clears a context at "
-                                        "hand-over")
 def test_guest_handover_hides_the_previous_owners_pio_bytes(every_run):
     """Issue 14 row 1 through the driver: a first process stages 1000 PIO bytes and
     exits; a second process opening the same context reads none of them from its
