@@ -45,6 +45,11 @@ static inline void rx_flush(pn_hal_t *h)
 	}
 }
 
+/* Parse one RX slot (hal_recv.c): 1 packet `want` is there (*out), 0 not yet, -EPROTO a
+ * broken record to refuse. */
+int pn_rx_parse_slot(const volatile uint8_t *slot, uint32_t slot_bytes, uint32_t mtu, uint64_t want,
+		     pn_header_t *out);
+
 /* One round of a wait loop (hal_wait.c): let the NIC work, let the upper layer drain,
  * back off. */
 void pn_hal_wait_step(pn_hal_t *h, struct pn_backoff *b);
