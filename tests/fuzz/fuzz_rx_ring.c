@@ -3,8 +3,10 @@
  * The RX ring as the library reads it (hal_recv.c): the real pn_recv_header,
  * pn_recv_payload, pn_recv_body and pn_recv_skip over a ring whose every byte comes from
  * the input, on a HAL whose backend only records RX_HEAD doorbells. Every header handed
- * out must be one the NIC could have written (length <= MTU, a known type), its payload
- * must lie inside its slot, and the HAL must stop at the first slot not yet written.
+ * out must be one the NIC could have written (length <= MTU, a known type) and exactly what
+ * the slot holds (a broken record is refused and skipped, never mended into another
+ * packet), its payload must lie inside its slot, and the HAL must stop at the first slot
+ * not yet written.
  *
  * Input: [mtu selector][ring log2 selector][batch][ring bytes ...] (zeros after the end).
  */
@@ -61,6 +63,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			break;
 		got++;
 		FUZZ_ASSERT(hd.length <= mtu && hd.type <= PN_TYPE_RMA_RESP);
+		{	/* exactly what the NIC wrote in the slot: a broken record is refused, never mended */
+			uint64_t w[2];
+			memcpy(w, (const void *)(uintptr_t)h.cur_slot, sizeof(w));
+			FUZZ_ASSERT(hd.length == PN_GET(w, PN_HDR_LENGTH) && hd.type == PN_GET(w, PN_HDR_TYPE) &&
+				    hd.tag == PN_GET(w, PN_HDR_TAG));
+		}
 		FUZZ_ASSERT(h.rx_next >= before);   /* refused records were skipped, never re-read */
 		FUZZ_ASSERT(pn_recv_payload(&h, &pl) == (int)hd.length);
 		FUZZ_ASSERT((const uint8_t *)pl >= ring &&

@@ -43,14 +43,28 @@ static void put8(struct in *x, unsigned v)
 	put(x, &c, 1);
 }
 
+static void save_as(const char *parser, const char *prefix, const char *name, const struct in *x);
+
 static void save(const char *parser, const char *name, const struct in *x)
+{
+	save_as(parser, "seed", name, x);
+}
+
+/* The lies of tests/fuzz/peers.c (what crashed or misled libparanic before the checks),
+ * kept as regression inputs. */
+static void save_crash(const char *parser, const char *name, const struct in *x)
+{
+	save_as(parser, "crash", name, x);
+}
+
+static void save_as(const char *parser, const char *prefix, const char *name, const struct in *x)
 {
 	char dir[512], path[600];
 	FILE *f;
 	snprintf(dir, sizeof(dir), "%s/%s", root, parser);
 	mkdir(root, 0755);
 	mkdir(dir, 0755);
-	snprintf(path, sizeof(path), "%s/seed-%s", dir, name);
+	snprintf(path, sizeof(path), "%s/%s-%s", dir, prefix, name);
 	if (!(f = fopen(path, "wb")) || fwrite(x->b, 1, x->n, f) != x->n || fclose(f)) {
 		perror(path);
 		exit(1);
@@ -245,6 +259,21 @@ static void gen_daemon(void)
 	frame(&x, PND_JOBS, 0, 1, &j, sizeof(j));
 	save("daemon", "jobs-reply", &x);
 	x.n = 0;
+	{
+		pn_daemon_info_t info;
+		memset(&info, 0, sizeof(info));
+		put8(&x, 1);
+		frame(&x, PND_STATUS, 0, 3, &info, sizeof(info));   /* three node records that are not there */
+		save_crash("daemon", "status-count", &x);
+		x.n = 0;
+		memset(info.cluster, 'A', sizeof(info.cluster));   /* no NUL in any string */
+		memset(info.backend, 'B', sizeof(info.backend));
+		memset(info.host, 'C', sizeof(info.host));
+		put8(&x, 1);
+		frame(&x, PND_STATUS, 0, 0, &info, sizeof(info));
+		save_crash("daemon", "status-strings", &x);
+	}
+	x.n = 0;
 	put8(&x, 3);
 	frame(&x, PND_JOBS, -EACCES, 0, "not allowed", 12);
 	save("daemon", "refusal", &x);
@@ -325,6 +354,20 @@ static void gen_sim_welcome(void)
 	w.global_bytes = bytes;
 	put8(&x, sizeof(w)), put(&x, &w, sizeof(w)), put(&x, g, bytes);
 	save("sim_welcome", "welcome", &x);
+	x.n = 0;
+	gh->clk_hz = 0;   /* pn_now_ns divided by it: SIGFPE */
+	put8(&x, sizeof(w)), put(&x, &w, sizeof(w)), put(&x, g, bytes);
+	save_crash("sim_welcome", "clk0", &x);
+	x.n = 0;
+	gh->clk_hz = PN_TARGET_CLK_HZ;
+	gh->trace_off = 0x7ffff000u;   /* pn_sim_trace read there: SIGSEGV */
+	put8(&x, sizeof(w)), put(&x, &w, sizeof(w)), put(&x, g, bytes);
+	save_crash("sim_welcome", "trace-off", &x);
+	x.n = 0;
+	gh->trace_off = PN_SIM_TRACE_OFF;
+	gh->trace_stride = 64u << 10;   /* traces past the end of the memory: SIGBUS */
+	put8(&x, sizeof(w)), put(&x, &w, sizeof(w)), put(&x, g, bytes);
+	save_crash("sim_welcome", "trace-stride", &x);
 	x.n = 0;
 	w.status = -EBUSY;
 	put8(&x, sizeof(w)), put(&x, &w, sizeof(w));
