@@ -14,38 +14,6 @@ static inline volatile uint8_t *rx_slot(const pn_hal_t *h, uint64_t n)
 	return h->map.rx_ring + (size_t)(n & h->rx_mask) * h->map.rx_slot_bytes;
 }
 
-/* One RX slot as the NIC wrote it (slot_bytes = PN_RX_SLOT_BYTES(mtu) bytes at slot; the
- * NIC, or the process or simulator that plays it, may have written anything there). 1: the
- * slot holds packet number `want` (its valid word says want + 1; the low 32 bits compared,
- * so that a NIC keeping a 32-bit count works as well as one keeping 64), its header in
- * *out; 0: not there yet; -EPROTO: a record the HAL must refuse (a length beyond the MTU,
- * or a packet type that no NIC delivers). Reads nothing outside the slot. Fuzzed by
- * tests/fuzz/fuzz_rx_ring.c. */
-int pn_rx_parse_slot(const volatile uint8_t *slot, uint32_t slot_bytes, uint32_t mtu, uint64_t want,
-		     pn_header_t *out)
-{
-	uint64_t v, w[2];
-
-	if (slot_bytes < PN_RX_SLOT_BYTES(mtu) || mtu > PN_MAX_MTU)
-		return -EPROTO;   /* a ring the HAL set up wrong: never read past the slot */
-	v = __atomic_load_n((volatile uint64_t *)(slot + PN_RX_VALID_OFFSET(mtu)), __ATOMIC_ACQUIRE);
-	if ((uint32_t)v != (uint32_t)(want + 1))
-		return 0;
-	w[0] = ((volatile uint64_t *)slot)[0];
-	w[1] = ((volatile uint64_t *)slot)[1];
-	out->dst_node = (uint16_t)PN_GET(w, PN_HDR_DST_NODE);
-	out->src_node = (uint16_t)PN_GET(w, PN_HDR_SRC_NODE);
-	out->dst_ctx = (uint8_t)PN_GET(w, PN_HDR_DST_CTX);
-	out->src_ctx = (uint8_t)PN_GET(w, PN_HDR_SRC_CTX);
-	out->type = (uint8_t)PN_GET(w, PN_HDR_TYPE);
-	out->flags = (uint8_t)PN_GET(w, PN_HDR_FLAGS);
-	out->length = (uint32_t)PN_GET(w, PN_HDR_LENGTH);
-	out->tag = PN_GET(w, PN_HDR_TAG);
-	if (out->length > mtu || out->type > PN_TYPE_RMA_RESP)
-		return -EPROTO;
-	return 1;
-}
-
 static int rx_poll(pn_hal_t *h)
 {
 	/* At most one lap of the ring: a writer that keeps marking broken records cannot hold
