@@ -3,13 +3,14 @@ PY      := .venv/bin/python
 PYTEST  := .venv/bin/pytest
 PARANIC := .venv/bin/paranic
 
-.PHONY: all deps test test-all demo bench headers clean help driver driver-sparse firmware \
+.PHONY: all deps test test-all fuzz demo bench headers clean help driver driver-sparse firmware \
         bitstream flash load resources lint-boards
 
 help:
 	@echo "make demo      the main job: ParaStation's benchmarks through libparanic on the simulated cluster"
 	@echo "make test      run the test suite (fast tests; slow ones: make test-all)"
 	@echo "make test-all  run every test, including the long adversarial runs"
+	@echo "make fuzz [FUZZ_TIME=600] [FUZZERS=fuzz_daemon]  a fuzzing campaign of the wire parsers (tests/fuzz)"
 	@echo "make bench     every benchmark and the demo, plots into docs/img (router, messages, barrier up to 16 nodes, layers, mpi)"
 	@echo "make headers   regenerate the C headers and doc tables generated from the spec (spec/)"
 	@echo "make driver    build driver/paranic.ko (W=1, warnings fail; docs/driver.md)"
@@ -45,6 +46,11 @@ test: deps
 
 test-all: deps
 	$(PYTEST) -q -m "slow or not slow"
+
+# libFuzzer campaign of every wire parser, FUZZ_TIME seconds each (docs/reliability.md, "Fuzzing").
+FUZZ_TIME ?= 600
+fuzz: deps
+	$(MAKE) -C tests/fuzz fuzz FUZZ_TIME=$(FUZZ_TIME) $(if $(FUZZERS),FUZZERS="$(FUZZERS)")
 
 demo: deps
 	$(PARANIC) demo

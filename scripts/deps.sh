@@ -25,7 +25,9 @@ APT_PACKAGES=(python3-venv python3-dev build-essential perl iverilog
               pvm pvm-dev pvm-examples linux-headers-amd64 sparse linux-image-amd64
               qemu-system-x86 busybox-static cpio valgrind yosys openfpgaloader
               gcc-riscv64-unknown-elf libfabric-dev libfabric-bin openmpi-bin
-              libopenmpi-dev mpich libmpich-dev socat)
+              libopenmpi-dev mpich libmpich-dev socat
+              # the fuzz harnesses (tests/fuzz): clang with its libFuzzer/ASan/UBSan runtimes
+              clang libclang-rt-14-dev)
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do

@@ -122,7 +122,9 @@ void Harness::on_readable(Client *cl)
 						close(fd);
 				}
 			}
-		if (n == (ssize_t)sizeof(pn_sim_fault) && h.magic == PN_SIM_MAGIC_FAULT) {
+		/* What the message is (pn_sim_proto.c, fuzzed by tests/fuzz/fuzz_sim_hello.c). */
+		int kind = n > 0 ? pn_sim_msg_kind(&h, (size_t)n, nfds) : -EPROTO;
+		if (kind == PN_SIM_MSG_FAULT) {
 			/* A fault client (faults.cpp): every message is a request. */
 			for (int i = 0; i < nfds; i++)
 				close(fds[i]);
@@ -131,8 +133,8 @@ void Harness::on_readable(Client *cl)
 			on_fault_request(cl, f);
 			return;
 		}
-		bool dev = n == (ssize_t)sizeof(h) && (h.flags & PN_SIM_HELLO_DEVICE);
-		if (n <= 0 || n != (ssize_t)sizeof(h) || fds[0] < 0 || (nfds == 2) != dev) {
+		bool dev = kind == PN_SIM_MSG_DEVICE;
+		if (kind < 0) {
 			for (int i = 0; i < nfds; i++)
 				close(fds[i]);
 			if (n <= 0) {
@@ -168,40 +170,21 @@ void Harness::on_hello(Client *cl, const pn_sim_hello &h, int memfd)
 {
 	cl->hello = h;
 	cl->memfd = memfd;
-	if (h.magic != PN_SIM_MAGIC_HELLO || h.version != PN_SIM_VERSION) {
-		reject(cl, -EPROTO);
-		return;
-	}
-	if (h.pid > 0)
+	if (h.magic == PN_SIM_MAGIC_HELLO && h.version == PN_SIM_VERSION && h.pid > 0)
 		cl->pid = h.pid;
-	if (h.flags) {
-		reject(cl, -EINVAL);
-		return;
-	}
-	if (h.node < 0 || h.node >= SIM_NODES || h.nodes < 0 || h.nodes > SIM_NODES ||
-	    (h.nodes && h.node >= h.nodes) || h.ctx < -1 || h.ctx >= SIM_N_CTX) {
-		reject(cl, -EINVAL);
-		return;
-	}
 	struct stat sb;
-	uint64_t slot = PN_RX_SLOT_BYTES(SIM_MTU);
 	/* The memory must be sealed against shrinking, or the client could make our
 	 * mapping fault (SIGBUS) under the NIC's DMA. */
 	int seals = fcntl(memfd, F_GET_SEALS);
-	if (seals < 0 || !(seals & F_SEAL_SHRINK)) {
-		reject(cl, -EINVAL);
-		return;
-	}
-	uint64_t rx_bytes = h.rx_log2 <= 16 ? ((uint64_t)1 << h.rx_log2) * slot : 0;
-	uint64_t tx_bytes = h.tx_log2 <= 16 ? ((uint64_t)PN_TX_DESC_BYTES << h.tx_log2) : 0;
-	auto fits = [&](uint64_t off, uint64_t len) { return off <= h.mem_bytes && len <= h.mem_bytes - off; };
-	if (fstat(memfd, &sb) < 0 || (uint64_t)sb.st_size < h.mem_bytes || h.mem_bytes > PN_SIM_MAX_MEM ||
-	    h.mem_bytes < 4096 || !rx_bytes || !tx_bytes || h.status_off % 64 || h.rx_off % 4096 ||
-	    h.tx_off % 4096 || h.heap_off % 4096 || h.status_off < sizeof(pn_sim_ctl) ||
-	    !fits(h.status_off, PN_STATUS_BLOCK_BYTES) || !fits(h.rx_off, rx_bytes) || !fits(h.tx_off, tx_bytes) ||
-	    !fits(h.heap_off, h.heap_bytes) || h.rx_off < h.status_off + PN_STATUS_BLOCK_BYTES ||
-	    h.tx_off < h.rx_off + rx_bytes || h.heap_off < h.tx_off + tx_bytes) {
-		reject(cl, -EINVAL);
+	if (fstat(memfd, &sb) < 0)
+		sb.st_size = 0;
+	/* Magic, version, node, context, and every region inside the memory (pn_sim_proto.c). */
+	pn_sim_hello_layout lay;
+	int err = pn_sim_check_hello(&h, (uint64_t)sb.st_size, SIM_NODES, SIM_N_CTX, SIM_MTU, &lay);
+	if (!err && (seals < 0 || !(seals & F_SEAL_SHRINK)))
+		err = -EINVAL;
+	if (err) {
+		reject(cl, err);
 		return;
 	}
 	void *p = mmap(nullptr, h.mem_bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, memfd, 0);
@@ -216,10 +199,10 @@ void Harness::on_hello(Client *cl, const pn_sim_hello &h, int memfd)
 		reject(cl, -EINVAL);
 		return;
 	}
-	cl->rx_bytes = rx_bytes;
-	cl->tx_bytes = tx_bytes;
-	cl->rx_slots = 1u << h.rx_log2;
-	cl->slot_bytes = (uint32_t)slot;
+	cl->rx_bytes = lay.rx_bytes;
+	cl->tx_bytes = lay.tx_bytes;
+	cl->rx_slots = lay.rx_slots;
+	cl->slot_bytes = lay.slot_bytes;
 	cl->node = node_index[h.node];   /* clients name nodes by id (firmware mode: any order) */
 	cl->want_ctx = h.ctx;
 	cl->st = CState::Waiting;
@@ -315,13 +298,13 @@ void Harness::try_attach(Client *cl)
 bool Harness::take_queue(Client *cl, uint64_t end)
 {
 	pn_sim_ctl *c = cl->ctl;
-	uint32_t qs = c->qsize;
-	if (c->magic != PN_SIM_MAGIC_CTL || !qs || (qs & (qs - 1)) || c->queue_off % 64 ||
-	    c->queue_off < sizeof(pn_sim_ctl) || c->queue_off > end ||
-	    (uint64_t)qs * sizeof(pn_sim_op) > end - c->queue_off)
+	pn_sim_ctl copy;
+	uint32_t qmask;
+	memcpy(&copy, (const void *)c, sizeof(copy));   /* the client may change it meanwhile */
+	if (pn_sim_check_ctl(&copy, end, &qmask) < 0)
 		return false;
-	cl->queue = (pn_sim_op *)(cl->mem + c->queue_off);
-	cl->qmask = qs - 1;
+	cl->queue = (pn_sim_op *)(cl->mem + copy.queue_off);
+	cl->qmask = qmask;
 	cl->q_tail = __atomic_load_n(&c->q_head, __ATOMIC_ACQUIRE);
 	__atomic_store_n(&c->q_tail, cl->q_tail, __ATOMIC_RELEASE);
 	return true;

@@ -153,8 +153,7 @@ void Harness::on_fault_request(Client *cl, const pn_sim_fault &f)
 	r.version = PN_SIM_VERSION;
 	r.cable = f.cable;
 	r.cables = SIM_CABLES;
-	bool ok = f.version == PN_SIM_VERSION && f.cable < SIM_CABLES && f.op >= PN_SIM_FAULT_CUT &&
-		  f.op <= PN_SIM_FAULT_QUERY && (f.op != PN_SIM_FAULT_BER || f.value <= 0xffffffffull);
+	bool ok = pn_sim_check_fault(&f, SIM_CABLES) == 0;   /* pn_sim_proto.c */
 	if (!ok) {
 		r.status = -EINVAL;
 		sim_log("fault client %llu (pid %d): bad request (op %u, cable %u, value %llu) refused",

@@ -25,6 +25,7 @@
 #include "cluster_gen.h"
 #include "pn_csr.h"
 #include "pn_sim_shm.h"
+#include "pn_sim_proto.h"
 #include "paranic/pn_ctxseq.h"
 #include "paranic/pn_protocol.h"
 

@@ -46,14 +46,14 @@ VERILATOR_FLAGS = ("-Wno-fatal", "-Wno-WIDTH", "-Wno-CASEINCOMPLETE", "-Wno-UNOP
 MODEL_MAKE_VARS = ("OPT_FAST=-O2", "OPT_SLOW=-O1", "OPT_GLOBAL=-O2")
 HARNESS_CXXFLAGS = ("-std=c++17", "-O2", "-g", "-Wall", "-Wextra", "-Wno-unused-parameter")
 #: libparanic's C sources the harness links (the context sequences, pn_ctxseq.h), compiled with gcc.
-HARNESS_C_SOURCES = (TREE / "userlib/src/ctxseq.c",)
+HARNESS_C_SOURCES = (TREE / "userlib/src/ctxseq.c", TREE / "userlib/src/sim_proto.c")
 HARNESS_CFLAGS = ("-std=c11", "-O2", "-g", "-Wall", "-Wextra", "-Werror")
 #: Default cable delay of the simulated PHYs, in cycles (``NicCluster(phy_delay=)``).
 DEFAULT_PHY_DELAY = 8
 #: Headers from the spec the harness includes (generated into the tree), and where they are.
 SPEC_HEADERS = (TREE / "userlib/src/pn_sim_shm.h", TREE / "userlib/include/paranic/pn_protocol.h")
 #: libparanic's headers of HARNESS_C_SOURCES.
-USERLIB_HEADERS = (TREE / "userlib/include/paranic/pn_ctxseq.h",)
+USERLIB_HEADERS = (TREE / "userlib/include/paranic/pn_ctxseq.h", TREE / "userlib/src/pn_sim_proto.h")
 HARNESS_INCLUDES = (TREE / "userlib/src", TREE / "userlib/include")
 
 

@@ -223,24 +223,23 @@ static int on_job_end(struct paranicd *d, struct client *c, const char *id)
 /* Handle the complete frames in c->in. -1: drop the client. */
 int client_input(struct paranicd *d, struct client *c)
 {
-	while (c->in_len >= sizeof(struct pnd_frame)) {
+	for (;;) {
 		struct pnd_frame f;
 		size_t need;
-		const uint8_t *pl;
-		int r = 0;
+		const void *pl = NULL;
+		int r = 0, ok;
+		/* Framing and payload checks: daemon_proto.c (fuzzed by tests/fuzz/fuzz_daemon.c). */
+		long got = pnd_take_request(c->in, c->in_len, sizeof(c->in), &f, &pl);
 
-		memcpy(&f, c->in, sizeof(f));
-		if (f.magic != PND_MAGIC || f.version != PND_PROTO_VERSION ||
-		    f.len > sizeof(c->in) - sizeof(f))
+		if (got < 0)
 			return -1;
-		need = sizeof(f) + f.len;
-		if (c->in_len < need)
+		if (got == 0)
 			return 0;
-		pl = c->in + sizeof(f);
+		need = (size_t)got;
+		ok = pnd_check_request(&f, pl) == 0;
 		switch (f.type) {
 		case PND_ATTACH:
-			r = f.len == sizeof(struct pnd_attach) ? on_attach(d, c, (const void *)pl)
-							       : refuse(d, c, f.type, -EPROTO, "bad ATTACH");
+			r = ok ? on_attach(d, c, pl) : refuse(d, c, f.type, -EPROTO, "bad ATTACH");
 			break;
 		case PND_DETACH:
 			c->detached = 1;
@@ -255,12 +254,10 @@ int client_input(struct paranicd *d, struct client *c)
 			r = on_jobs(d, c);
 			break;
 		case PND_JOB_START:
-			r = f.len == sizeof(pn_daemon_job_t) ? on_job_start(d, c, (const void *)pl)
-							      : refuse(d, c, f.type, -EPROTO, "bad JOB_START");
+			r = ok ? on_job_start(d, c, pl) : refuse(d, c, f.type, -EPROTO, "bad JOB_START");
 			break;
 		case PND_JOB_END:
-			r = f.len == PN_DAEMON_NAME_MAX && memchr(pl, 0, f.len) ? on_job_end(d, c, (const char *)pl)
-										 : refuse(d, c, f.type, -EPROTO, "bad JOB_END");
+			r = ok ? on_job_end(d, c, pl) : refuse(d, c, f.type, -EPROTO, "bad JOB_END");
 			break;
 		default:
 			r = refuse(d, c, f.type, -EPROTO, "unknown request %u", f.type);

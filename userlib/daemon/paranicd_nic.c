@@ -74,16 +74,14 @@ void nic_poll(struct paranicd *d, uint64_t now)
 	pn_header_t hd;
 	for (int k = 0; k < 256 && pn_recv_header(d->h, &hd) > 0; k++) {
 		struct pnd_hello w;
-		if (hd.tag != PND_TAG_HELLO || hd.src_ctx != d->ctx || hd.src_node >= d->nodes ||
-		    hd.length != sizeof(w)) {
-			pn_recv_skip(d->h);
-			continue;
-		}
-		pn_recv_body(d->h, &w, sizeof(w));
-		if (w.magic != PND_HELLO_MAGIC)
+		const void *pl = NULL;
+		pn_recv_payload(d->h, &pl);
+		/* A HELLO from another node's daemon? (daemon_proto.c, fuzzed by tests/fuzz/fuzz_daemon.c) */
+		int bad = pnd_parse_hello(&hd, pl, d->nodes, d->ctx, &w);
+		pn_recv_skip(d->h);
+		if (bad)
 			continue;
 		struct member *m = &d->mem[hd.src_node];
-		w.host[sizeof(w.host) - 1] = 0;
 		if (m->pid != w.pid)
 			dlog(d, "node %u: daemon pid %u on %s", hd.src_node, w.pid, w.host);
 		if ((w.abi >> 16) != PN_ABI_VERSION_MAJOR && m->abi != w.abi)

@@ -206,16 +206,17 @@ void sk_connect_progress(struct conn *c, uint64_t now)
 	if (c->ack_req) {
 		r = pn_port_test(G.port, &c->ack_req, &st);
 		if (r == 1 && c->state == CS_CONNECTING) {
-			if (c->ack.magic != SK_WIRE_MAGIC) {
+			struct sk_ack ack;
+			if (sk_parse_ack(&c->ack, st.len, &ack) < 0) {
 				conn_fail(c, EPROTO);
-			} else if (c->ack.status == 0) {
-				conn_opened(c, c->ack.conn, c->ack.pid, c->ack.boot, now);
+			} else if (ack.status == 0) {
+				conn_opened(c, ack.conn, ack.pid, ack.boot, now);
 				if (c->closed)
 					sk_conn_send_close(c);
-			} else if (c->ack.status == ECONNREFUSED && !c->closed && now - c->t0 < G.connect_wait_ns) {
+			} else if (ack.status == ECONNREFUSED && !c->closed && now - c->t0 < G.connect_wait_ns) {
 				c->retry_at = now + SK_RETRY_NS;   /* PARANIC_SOCK_CONNECT_WAIT_MS: try again */
 			} else {
-				conn_fail(c, c->ack.status > 0 ? c->ack.status : ECONNREFUSED);
+				conn_fail(c, ack.status);
 			}
 		} else if (r < 0 && c->state == CS_CONNECTING) {
 			conn_fail(c, sk_conn_err(r));
@@ -503,10 +504,10 @@ void sk_service(int force)
 		return;
 	G.last_service = now;
 	for (int i = 0; i < 256; i++) {
-		struct sk_req rq;
+		struct sk_req buf, rq;
 		pn_port_status_t st;
-		int r = pn_port_recv(G.port, PN_PORT_ANY, PN_PORT_ANY, SK_CHAN_CTL, SK_TAG(SK_T_REQ, 0), SK_KIND_MASK, &rq,
-				     sizeof(rq), &st, 0);
+		int r = pn_port_recv(G.port, PN_PORT_ANY, PN_PORT_ANY, SK_CHAN_CTL, SK_TAG(SK_T_REQ, 0), SK_KIND_MASK, &buf,
+				     sizeof(buf), &st, 0);
 		if (r == -EMSGSIZE) {   /* not ours: take it out of the way */
 			void *junk = malloc(st.len);
 			if (junk)
@@ -517,7 +518,7 @@ void sk_service(int force)
 		}
 		if (r < 0)
 			break;
-		if ((size_t)r != sizeof(rq) || rq.magic != SK_WIRE_MAGIC || rq.version != SK_WIRE_VERSION)
+		if (sk_parse_req(&buf, (size_t)r, &rq) < 0)
 			continue;
 		handle_req((unsigned)st.src_node, (unsigned)st.src_ctx, &rq, now);
 	}

@@ -285,14 +285,14 @@ void sk_tcp_fork_ctl(uint64_t now)
 {
 	/* RESUMEs first: a process that took a connection over pauses it only after its RESUME */
 	for (int i = 0; i < 64; i++) {
-		struct sk_move m;
+		struct sk_move buf, m;
 		pn_port_status_t st;
 		struct conn *c;
 		int r = pn_port_recv(G.port, PN_PORT_ANY, PN_PORT_ANY, SK_CHAN_CTL, SK_TAG(SK_T_RESUME, 0), SK_KIND_MASK,
-				     &m, sizeof(m), &st, 0);
+				     &buf, sizeof(buf), &st, 0);
 		if (r < 0)
 			break;
-		if (r != (int)sizeof(m) || m.magic != SK_WIRE_MAGIC)
+		if (sk_parse_move(&buf, (size_t)r, &m) < 0)
 			continue;
 		c = sk_conn_find((uint32_t)st.tag);
 		if (!c || c->peer_node != (unsigned)st.src_node)
@@ -314,14 +314,14 @@ void sk_tcp_fork_ctl(uint64_t now)
 		c->defer_fin = c->defer_close = 0;
 	}
 	for (int i = 0; i < 64; i++) {
-		struct sk_move m;
+		struct sk_move buf, m;
 		pn_port_status_t st;
 		struct conn *c;
-		int r = pn_port_recv(G.port, PN_PORT_ANY, PN_PORT_ANY, SK_CHAN_CTL, SK_TAG(SK_T_PAUSE, 0), SK_KIND_MASK, &m,
-				     sizeof(m), &st, 0);
+		int r = pn_port_recv(G.port, PN_PORT_ANY, PN_PORT_ANY, SK_CHAN_CTL, SK_TAG(SK_T_PAUSE, 0), SK_KIND_MASK,
+				     &buf, sizeof(buf), &st, 0);
 		if (r < 0)
 			break;
-		if (r != (int)sizeof(m) || m.magic != SK_WIRE_MAGIC)
+		if (sk_parse_move(&buf, (size_t)r, &m) < 0)
 			continue;
 		c = sk_conn_find((uint32_t)st.tag);
 		if (c && c->peer_node == (unsigned)st.src_node && c->peer_ctx == (unsigned)st.src_ctx && !c->error &&

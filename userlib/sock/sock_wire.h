@@ -95,6 +95,42 @@ struct sk_move {
 	uint8_t boot[16];
 };
 
+/* ---- parsing what arrives (another process wrote it; tests/fuzz/fuzz_sock.c fuzzes these) ----
+ * Each takes a received message of n bytes: 0 with the structure in *out, or -1. */
+
+/* A connection id names a channel 1 .. 65535 (channel 0 is SK_CHAN_CTL). */
+static inline int sk_conn_id_ok(uint32_t id)
+{
+	return (id & 0xffff) != SK_CHAN_CTL;
+}
+
+static inline int sk_parse_req(const void *buf, size_t n, struct sk_req *out)
+{
+	if (!buf || n != sizeof(*out))
+		return -1;
+	memcpy(out, buf, sizeof(*out));
+	return out->magic == SK_WIRE_MAGIC && out->version == SK_WIRE_VERSION && sk_conn_id_ok(out->conn) ? 0 : -1;
+}
+
+/* An ACK: accepted (status 0, with a connection id) or refused (a positive errno). */
+static inline int sk_parse_ack(const void *buf, size_t n, struct sk_ack *out)
+{
+	if (!buf || n != sizeof(*out))
+		return -1;
+	memcpy(out, buf, sizeof(*out));
+	if (out->magic != SK_WIRE_MAGIC || out->status < 0 || out->status > 4095)
+		return -1;
+	return out->status || sk_conn_id_ok(out->conn) ? 0 : -1;
+}
+
+static inline int sk_parse_move(const void *buf, size_t n, struct sk_move *out)
+{
+	if (!buf || n != sizeof(*out))
+		return -1;
+	memcpy(out, buf, sizeof(*out));
+	return out->magic == SK_WIRE_MAGIC && sk_conn_id_ok(out->conn) ? 0 : -1;
+}
+
 struct sk_net {
 	uint32_t base, mask;  /* host order */
 };

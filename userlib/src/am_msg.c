@@ -29,13 +29,10 @@ static void handle(pn_am_t *am, uint8_t *buf, size_t n, unsigned node, unsigned 
 	struct peer *p;
 	uint64_t args[PAW_MAX_ARGS];
 	uint8_t *payload;
-	if (n < sizeof(h) || node >= am->nodes || ctx >= am->nctx)
+	const uint8_t *pl;
+	if (node >= am->nodes || ctx >= am->nctx || paw_parse(buf, n, &h, args, &pl) < 0)
 		return;
-	memcpy(&h, buf, sizeof(h));
-	if (h.nargs > PAW_MAX_ARGS || sizeof(h) + 8u * h.nargs + h.len != n)
-		return;
-	memcpy(args, buf + sizeof(h), 8u * h.nargs);
-	payload = buf + sizeof(h) + 8u * h.nargs;
+	payload = (uint8_t *)(uintptr_t)pl;   /* in our receive buffer: handlers may write it */
 	p = peer_of(am, node, ctx);
 	if (h.epoch != p->src_epoch) {
 		/* a new incarnation of that endpoint: what we had outstanding there is lost */

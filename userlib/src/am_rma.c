@@ -73,7 +73,7 @@ static int rma_check(pn_am_t *am, uint64_t key, uint64_t off, uint64_t len, unsi
 		return -EFAULT;
 	if (!(r->flags & need))
 		return -EACCES;
-	if (off > r->len || len > r->len - off)
+	if (!paw_range_ok(off, len, r->len))
 		return -EFAULT;
 	*out = r;
 	return 0;

@@ -11,7 +11,9 @@
 #ifndef PN_AM_WIRE_H
 #define PN_AM_WIRE_H
 
+#include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 enum paw_kind {
 	PAW_REQ = 1,      /* request: handler, args, payload; takes a window slot */
@@ -46,5 +48,28 @@ _Static_assert(sizeof(struct paw_hdr) == 24, "paw_hdr is 24 bytes");
 
 /* RMA argument slots */
 enum { PAW_A_KEY = 0, PAW_A_OFF = 1, PAW_A_LEN = 2, PAW_A_OPID = 3 };
+
+/* One received AM message (n bytes at buf, from another process): 0 with the header in
+ * *h, its h->nargs arguments in args[] (room for PAW_MAX_ARGS) and *payload pointing at
+ * its h->len payload bytes inside buf; -1 when the sizes do not add up to n exactly.
+ * Fuzzed by tests/fuzz/fuzz_am.c. */
+static inline int paw_parse(const uint8_t *buf, size_t n, struct paw_hdr *h, uint64_t *args, const uint8_t **payload)
+{
+	if (!buf || n < sizeof(*h))
+		return -1;
+	memcpy(h, buf, sizeof(*h));
+	if (h->nargs > PAW_MAX_ARGS || sizeof(*h) + 8u * (size_t)h->nargs + (size_t)h->len != n)
+		return -1;
+	if (h->nargs)
+		memcpy(args, buf + sizeof(*h), 8u * h->nargs);
+	*payload = buf + sizeof(*h) + 8u * h->nargs;
+	return 0;
+}
+
+/* An RMA range [off, off + len) inside a region of region_len bytes (no wrap-around). */
+static inline int paw_range_ok(uint64_t off, uint64_t len, uint64_t region_len)
+{
+	return off <= region_len && len <= region_len - off;
+}
 
 #endif /* PN_AM_WIRE_H */

@@ -157,10 +157,12 @@ static int connect_to(const char *path)
 }
 
 /* One request, its reply's frame; the reply payload (if any) into buf (at most cap
- * bytes kept, the rest read and dropped). Returns the reply's status or an I/O error;
- * *count = the reply's count. A refusal's reason goes to last_reason. */
+ * bytes kept, the rest read and dropped). A successful reply must be a head of `head`
+ * bytes and `count` records of `rec` bytes (pnd_check_records), its strings are
+ * NUL-terminated. Returns the reply's status or an I/O error; *count = the reply's
+ * count. A refusal's reason goes to last_reason. */
 static int transact(int fd, uint16_t type, const void *req, uint32_t req_len, void *buf, size_t cap,
-		    uint32_t *count)
+		    size_t head, size_t rec, uint32_t *count)
 {
 	struct pnd_frame f = {.magic = PND_MAGIC, .type = type, .version = PND_PROTO_VERSION, .len = req_len};
 	char drop[256];
@@ -170,7 +172,7 @@ static int transact(int fd, uint16_t type, const void *req, uint32_t req_len, vo
 		return r == -EPIPE || r == -ECONNRESET ? -ENOTCONN : r;
 	if ((r = read_full(fd, &f, sizeof(f))) < 0)
 		return r;
-	if (f.magic != PND_MAGIC || f.type != type || f.len > PND_MAX_PAYLOAD) {
+	if (pnd_check_reply(&f, type) < 0 || (f.status >= 0 && pnd_check_records(&f, head, rec) < 0)) {
 		set_reason("paranicd answered out of protocol");
 		return -EPROTO;
 	}
@@ -198,6 +200,7 @@ static int transact(int fd, uint16_t type, const void *req, uint32_t req_len, vo
 				return r;
 			left -= k;
 		}
+		pnd_terminate_reply(type, buf, keep, f.count);
 	}
 	if (count)
 		*count = f.count;
@@ -287,7 +290,7 @@ int pn_daemon_attach(pn_hal_t *h, const pn_open_opts_t *o)
 		a.ctx = atoi(fake);
 	if (job)
 		snprintf(a.job, sizeof(a.job), "%s", job);
-	r = transact(fd, PND_ATTACH, &a, sizeof(a), NULL, 0, NULL);
+	r = transact(fd, PND_ATTACH, &a, sizeof(a), NULL, 0, 0, 0, NULL);
 	if (r < 0) {
 		sys_close(fd);
 		return r == -EACCES || r == -EPROTO || r == -EBUSY ? r : -ENOTCONN;
@@ -309,7 +312,7 @@ void pn_daemon_detach(pn_hal_t *h)
 /* ---- queries ------------------------------------------------------------------------------ */
 
 static int query(const char *sock, uint16_t type, const void *req, uint32_t req_len, void *buf, size_t cap,
-		 uint32_t *count)
+		 size_t head, size_t rec, uint32_t *count)
 {
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	int fd, r;
@@ -321,7 +324,7 @@ static int query(const char *sock, uint16_t type, const void *req, uint32_t req_
 	}
 	if ((fd = connect_to(sock)) < 0)
 		return fd;
-	r = transact(fd, type, req, req_len, buf, cap, count);
+	r = transact(fd, type, req, req_len, buf, cap, head, rec, count);
 	sys_close(fd);
 	return r;
 }
@@ -337,7 +340,7 @@ int pn_daemon_status(const char *sock, pn_daemon_info_t *info, pn_daemon_node_t 
 		return -EINVAL;
 	if (!(buf = malloc(cap)))
 		return -ENOMEM;
-	r = query(sock, PND_STATUS, NULL, 0, buf, cap, &count);
+	r = query(sock, PND_STATUS, NULL, 0, buf, cap, sizeof(pn_daemon_info_t), sizeof(pn_daemon_node_t), &count);
 	if (r == 0) {
 		if (info)
 			memcpy(info, buf, sizeof(*info));
@@ -356,7 +359,7 @@ int pn_daemon_procs(const char *sock, pn_daemon_proc_t *procs, int max)
 	int r;
 	if (max < 0 || (max && !procs))
 		return -EINVAL;
-	r = query(sock, PND_PROCS, NULL, 0, procs, (size_t)max * sizeof(*procs), &count);
+	r = query(sock, PND_PROCS, NULL, 0, procs, (size_t)max * sizeof(*procs), 0, sizeof(*procs), &count);
 	return r < 0 ? r : (int)count;
 }
 
@@ -366,7 +369,7 @@ int pn_daemon_jobs(const char *sock, pn_daemon_job_t *jobs, int max)
 	int r;
 	if (max < 0 || (max && !jobs))
 		return -EINVAL;
-	r = query(sock, PND_JOBS, NULL, 0, jobs, (size_t)max * sizeof(*jobs), &count);
+	r = query(sock, PND_JOBS, NULL, 0, jobs, (size_t)max * sizeof(*jobs), 0, sizeof(*jobs), &count);
 	return r < 0 ? r : (int)count;
 }
 
@@ -377,7 +380,7 @@ int pn_daemon_job_start(const char *sock, const pn_daemon_job_t *job)
 		return -EINVAL;
 	j = *job;
 	j.command[sizeof(j.command) - 1] = 0;
-	return query(sock, PND_JOB_START, &j, sizeof(j), NULL, 0, NULL);
+	return query(sock, PND_JOB_START, &j, sizeof(j), NULL, 0, 0, 0, NULL);
 }
 
 int pn_daemon_job_end(const char *sock, const char *id)
@@ -386,5 +389,5 @@ int pn_daemon_job_end(const char *sock, const char *id)
 	if (!id || !*id || strlen(id) >= sizeof(buf))
 		return -EINVAL;
 	strcpy(buf, id);
-	return query(sock, PND_JOB_END, buf, sizeof(buf), NULL, 0, NULL);
+	return query(sock, PND_JOB_END, buf, sizeof(buf), NULL, 0, 0, 0, NULL);
 }

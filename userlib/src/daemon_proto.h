@@ -30,6 +30,7 @@
 #ifndef PN_DAEMON_PROTO_H
 #define PN_DAEMON_PROTO_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "paranic/pn_daemon.h"
@@ -78,6 +79,32 @@ struct pnd_hello {
 	uint64_t seq;        /* hellos sent by this daemon so far */
 	char host[PN_DAEMON_NAME_MAX];
 };
+
+/* ---- parsing (daemon_proto.c; fuzzed by tests/fuzz/fuzz_daemon.c) -------------------------
+ * Pure functions on the bytes that came from the other side. */
+
+/* The daemon: the request frame at the start of buf (len bytes received so far; the
+ * connection buffers at most cap). >0: the bytes the whole frame takes (*f its header,
+ * *payload its f->len payload bytes); 0: not complete yet; -EPROTO: not this protocol or
+ * larger than cap (drop the connection). */
+long pnd_take_request(const void *buf, size_t len, size_t cap, struct pnd_frame *f, const void **payload);
+/* The payload of a complete request fits its type (ATTACH, JOB_START: their structure;
+ * JOB_END: a NUL-terminated id; the others: anything): 0, or -EPROTO (refuse it).
+ * -ENOSYS: an unknown type. */
+int pnd_check_request(const struct pnd_frame *f, const void *payload);
+/* The client: the reply frame to a request of `type`: 0 or -EPROTO. */
+int pnd_check_reply(const struct pnd_frame *f, uint16_t type);
+/* A successful reply's payload is a head of `head` bytes and f->count records of `rec`
+ * bytes, nothing more: 0 or -EPROTO. */
+int pnd_check_records(const struct pnd_frame *f, size_t head, size_t rec);
+/* NUL-terminate every string of a reply's records (n bytes at buf: what was kept of a
+ * reply to `type` with `count` records), so that a caller may print them. */
+void pnd_terminate_reply(uint16_t type, void *buf, size_t n, uint32_t count);
+
+struct pn_header;
+/* A HELLO over the NIC (header, payload in place): 0 and *out (host NUL-terminated) when it
+ * is one from another node's daemon context (daemon_ctx) of a cluster of `nodes`, else -1. */
+int pnd_parse_hello(const struct pn_header *hd, const void *pl, int nodes, int daemon_ctx, struct pnd_hello *out);
 
 _Static_assert(sizeof(struct pnd_frame) == 24, "pnd_frame layout");
 _Static_assert(sizeof(struct pnd_attach) == 80, "pnd_attach layout");

@@ -151,6 +151,7 @@ struct pn_hal {
 
 	/* Software counters. */
 	uint64_t sent_packets, sent_bytes, recv_packets, recv_bytes, refused;
+	uint64_t rx_refused;            /* broken RX records skipped (length beyond the MTU, bad type) */
 
 	/* The connection to the node's paranicd (-1: none), open for the context's life. */
 	int daemon_fd;

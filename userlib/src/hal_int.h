@@ -6,6 +6,7 @@
 #ifndef PN_HAL_INT_H
 #define PN_HAL_INT_H
 
+#include <errno.h>
 #include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -53,6 +54,39 @@ static inline void rx_flush(pn_hal_t *h)
 		__atomic_thread_fence(__ATOMIC_RELEASE);
 		h->ops->mmio_write32(h, PN_REG_RX_HEAD, (uint32_t)h->rx_next);
 	}
+}
+
+/* One RX slot as the NIC wrote it (slot_bytes >= PN_RX_SLOT_BYTES(mtu) bytes at slot, as
+ * the HAL set the ring up; the
+ * NIC, or the process or simulator that plays it, may have written anything there). 1: the
+ * slot holds packet number `want` (its valid word says want + 1; the low 32 bits compared,
+ * so that a NIC keeping a 32-bit count works as well as one keeping 64), its header in
+ * *out; 0: not there yet; -EPROTO: a record the HAL must refuse (a length beyond the MTU,
+ * or a packet type that no NIC delivers). Reads nothing outside the slot. Inline: every
+ * poll of the receive path runs it (tests/userlib/test_ports_icount.py). Fuzzed by
+ * tests/fuzz/fuzz_rx_ring.c through pn_recv_header (hal_recv.c). */
+static inline __attribute__((always_inline)) int pn_rx_parse_slot(const volatile uint8_t *slot, uint32_t slot_bytes,
+								   uint32_t mtu, uint64_t want, pn_header_t *out)
+{
+	uint64_t v, w[2];
+
+	v = __atomic_load_n((volatile uint64_t *)(slot + slot_bytes - PN_RX_VALID_BYTES), __ATOMIC_ACQUIRE);
+	if ((uint32_t)v != (uint32_t)(want + 1))
+		return 0;
+	w[0] = ((volatile uint64_t *)slot)[0];
+	w[1] = ((volatile uint64_t *)slot)[1];
+	out->dst_node = (uint16_t)PN_GET(w, PN_HDR_DST_NODE);
+	out->src_node = (uint16_t)PN_GET(w, PN_HDR_SRC_NODE);
+	out->dst_ctx = (uint8_t)PN_GET(w, PN_HDR_DST_CTX);
+	out->src_ctx = (uint8_t)PN_GET(w, PN_HDR_SRC_CTX);
+	out->type = (uint8_t)PN_GET(w, PN_HDR_TYPE);
+	out->flags = (uint8_t)PN_GET(w, PN_HDR_FLAGS);
+	out->length = (uint32_t)PN_GET(w, PN_HDR_LENGTH);
+	out->tag = PN_GET(w, PN_HDR_TAG);
+	/* the payload must end inside the slot: at most the MTU, and the slot holds that */
+	if (out->length > mtu || slot_bytes < PN_RX_SLOT_BYTES(mtu) || out->type > PN_TYPE_RMA_RESP)
+		return -EPROTO;
+	return 1;
 }
 
 /* One round of a wait loop (hal_wait.c): let the NIC work, let the upper layer drain,

@@ -16,31 +16,25 @@ static inline volatile uint8_t *rx_slot(const pn_hal_t *h, uint64_t n)
 
 static int rx_poll(pn_hal_t *h)
 {
-	volatile uint8_t *s = rx_slot(h, h->rx_next);
-	uint64_t v = __atomic_load_n((volatile uint64_t *)(s + h->map.rx_slot_bytes - PN_RX_VALID_BYTES),
-				     __ATOMIC_ACQUIRE);
-	uint64_t w[2];
-
-	/* The valid word holds the packet's number + 1; compare the low 32 bits so that a
-	 * NIC keeping a 32-bit count works as well as one keeping 64 bits. */
-	if ((uint32_t)v != (uint32_t)(h->rx_next + 1))
-		return 0;
-	w[0] = ((volatile uint64_t *)s)[0];
-	w[1] = ((volatile uint64_t *)s)[1];
-	h->cur.dst_node = (uint16_t)PN_GET(w, PN_HDR_DST_NODE);
-	h->cur.src_node = (uint16_t)PN_GET(w, PN_HDR_SRC_NODE);
-	h->cur.dst_ctx = (uint8_t)PN_GET(w, PN_HDR_DST_CTX);
-	h->cur.src_ctx = (uint8_t)PN_GET(w, PN_HDR_SRC_CTX);
-	h->cur.type = (uint8_t)PN_GET(w, PN_HDR_TYPE);
-	h->cur.flags = (uint8_t)PN_GET(w, PN_HDR_FLAGS);
-	h->cur.length = (uint32_t)PN_GET(w, PN_HDR_LENGTH);
-	h->cur.tag = PN_GET(w, PN_HDR_TAG);
-	/* Never trust a length beyond the slot (a broken NIC must not make us overrun). */
-	if (h->cur.length > h->map.mtu)
-		h->cur.length = h->map.mtu;
-	h->cur_slot = s;
-	h->cur_valid = 1;
-	return 1;
+	/* At most one lap of the ring: a writer that keeps marking broken records cannot hold
+	 * the caller here. */
+	for (uint32_t k = 0; k <= h->rx_mask; k++) {
+		volatile uint8_t *s = rx_slot(h, h->rx_next);
+		int r = pn_rx_parse_slot(s, h->map.rx_slot_bytes, h->map.mtu, h->rx_next, &h->cur);
+		if (r > 0) {
+			h->cur_slot = s;
+			h->cur_valid = 1;
+			return 1;
+		}
+		if (r == 0)
+			return 0;
+		/* A broken record: refused (counted), its slot given back, the next one looked at. */
+		h->rx_refused++;
+		h->rx_next++;
+		if (h->rx_next - h->rx_head_sent >= h->rx_batch)
+			rx_flush(h);
+	}
+	return 0;
 }
 
 int pn_recv_header(pn_hal_t *h, pn_header_t *hdr)

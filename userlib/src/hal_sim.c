@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +33,7 @@
 
 #include "hal_backend.h"
 #include "paranic/pn_sim.h"
+#include "pn_sim_proto.h"
 #include "pn_sim_shm.h"
 #include "pn_trust.h"
 
@@ -59,6 +61,10 @@ struct sim_be {
 	uint64_t rseq;
 	const struct pn_sim_global *g;
 	size_t g_bytes;
+	/* The global shm's shape, checked once at attach (pn_sim_check_global) and kept
+	 * here: the simulator may rewrite the header, the client never re-reads it. */
+	uint32_t g_nodes, g_n_ctx, g_clk_hz, g_trace_off, g_trace_stride, g_status_off, g_status_stride,
+		g_status_period;
 	uint64_t dma_base;
 	uint8_t *heap;
 	size_t heap_off, heap_bytes;
@@ -278,7 +284,7 @@ static uint64_t sim_cycles(pn_hal_t *h)
 static uint64_t sim_now_ns(pn_hal_t *h)
 {
 	const struct sim_be *b = BE(h);
-	return sim_cycles(h) * 1000000000ull / b->g->clk_hz;
+	return sim_cycles(h) * 1000000000ull / b->g_clk_hz;
 }
 
 static void sim_counters(pn_hal_t *h, pn_status_t *st)
@@ -321,29 +327,12 @@ static void sim_release(struct sim_be *b)
 	free(b);
 }
 
-/* The harness's global shared memory and its welcome, before anything is read through
- * them: the file as large as the welcome says, the header's layout (counts within the
- * spec's bounds, the trace and status tables inside the mapping) and the welcome's
- * identity inside the header's shape. 0 or -EPROTO. */
-static int sim_global_ok(const struct pn_sim_global *g, uint64_t bytes, const struct pn_sim_welcome *w)
+/* The shared memory's shape (checked by pn_sim_check_global) is the one the welcome
+ * announced: the same cluster, and our node and context inside it. */
+static bool sim_global_matches(const struct pn_sim_global *g, const struct pn_sim_welcome *w)
 {
-	uint64_t recs;
-	if (g->magic != PN_SIM_MAGIC_GLOBAL || g->version != PN_SIM_VERSION || g->hdr_bytes != sizeof(*g))
-		return -EPROTO;
-	if (g->nodes < 1 || g->nodes > PN_MAX_NODES || g->n_ctx < 1 || g->n_ctx > PN_MAX_CONTEXTS ||
-	    g->mtu < 8 || g->mtu > PN_MAX_MTU || g->mtu % 8)
-		return -EPROTO;
-	recs = (uint64_t)g->nodes * g->n_ctx;
-	if (g->trace_off < sizeof(*g) || g->trace_stride < sizeof(struct pn_sim_trace) ||
-	    g->trace_off + recs * g->trace_stride > bytes)
-		return -EPROTO;
-	if (g->status_off && (g->status_stride < sizeof(struct pn_sim_node_status) || g->status_off < sizeof(*g) ||
-			      g->status_off + (uint64_t)g->nodes * g->status_stride > bytes))
-		return -EPROTO;
-	if (w->sim_nodes != g->nodes || w->nodes < 1 || w->nodes > g->nodes || w->node >= g->nodes ||
-	    w->n_ctx != g->n_ctx || w->ctx >= w->n_ctx || w->mtu != g->mtu)
-		return -EPROTO;
-	return 0;
+	return g->hdr_bytes == sizeof(*g) && g->mtu == w->mtu && g->mtu % 8 == 0 && w->sim_nodes == g->nodes &&
+	       w->n_ctx == g->n_ctx && w->node < g->nodes && w->ctx < w->n_ctx;
 }
 
 static int sim_connect(const pn_open_opts_t *o)
@@ -507,7 +496,7 @@ static int sim_attach(pn_hal_t *h, const pn_open_opts_t *o, struct pn_hw_map *ma
 		for (cm = CMSG_FIRSTHDR(&mh); n > 0 && cm; cm = CMSG_NXTHDR(&mh, cm))
 			if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS)
 				memcpy(&gfd, CMSG_DATA(cm), sizeof(int));
-		if (n != (ssize_t)sizeof(w) || w.magic != PN_SIM_MAGIC_WELCOME || w.version != PN_SIM_VERSION) {
+		if (n <= 0) {
 			r = n < 0 ? (errno == EAGAIN ? -ETIMEDOUT : -errno) : -ECONNRESET;
 			if (gfd >= 0)
 				close(gfd);
@@ -515,11 +504,21 @@ static int sim_attach(pn_hal_t *h, const pn_open_opts_t *o, struct pn_hw_map *ma
 			return r;
 		}
 	}
-	if (w.status < 0 || gfd < 0) {
+	/* The answer, checked before any of it is used (pn_sim_proto.c): a refusal's status,
+	 * else a shape this memory was laid out for (slots of up to PN_MAX_MTU). */
+	r = pn_sim_check_welcome(&w, sizeof(w), PN_MAX_MTU);
+	if (!r && gfd < 0)
+		r = -EPROTO;
+	if (!r) {
+		struct stat gst;
+		if (fstat(gfd, &gst) < 0 || (uint64_t)gst.st_size < w.global_bytes)
+			r = -EPROTO;   /* mapping past its end would fault */
+	}
+	if (r) {
 		if (gfd >= 0)
 			close(gfd);
 		sim_release(b);
-		return w.status < 0 ? w.status : -EPROTO;
+		return r;
 	}
 	{
 		struct stat gst;
@@ -541,9 +540,21 @@ static int sim_attach(pn_hal_t *h, const pn_open_opts_t *o, struct pn_hw_map *ma
 	b->g_bytes = w.global_bytes;
 	b->dma_base = w.dma_base;
 	b->csr_dropped = w.csr_dropped;
-	if (sim_global_ok(b->g, w.global_bytes, &w) < 0) {
-		sim_release(b);   /* closing the socket detaches */
-		return -EPROTO;
+	{
+		struct pn_sim_global gc;
+		memcpy(&gc, (const void *)b->g, sizeof(gc));   /* one snapshot, checked and kept */
+		if (pn_sim_check_global(&gc, b->g_bytes) < 0 || !sim_global_matches(&gc, &w)) {
+			sim_release(b);   /* closing the socket detaches */
+			return -EPROTO;
+		}
+		b->g_nodes = gc.nodes;
+		b->g_n_ctx = gc.n_ctx;
+		b->g_clk_hz = gc.clk_hz;
+		b->g_trace_off = gc.trace_off;
+		b->g_trace_stride = gc.trace_stride;
+		b->g_status_off = gc.status_off;
+		b->g_status_stride = gc.status_stride;
+		b->g_status_period = gc.status_period;
 	}
 	if ((o->mtu && (uint32_t)o->mtu != w.mtu) || (o->contexts && (uint32_t)o->contexts != w.n_ctx)) {
 		sim_release(b);   /* a cluster of another shape */
@@ -591,10 +602,10 @@ int pn_sim_trace(pn_hal_t *h, unsigned node, unsigned ctx, pn_sim_trace_t *out)
 	if (h->ops != &pn_backend_sim)
 		return -ENOTSUP;
 	g = BE(h)->g;
-	if (node >= g->nodes || ctx >= g->n_ctx)
+	if (node >= BE(h)->g_nodes || ctx >= BE(h)->g_n_ctx)
 		return -EINVAL;
-	t = (const struct pn_sim_trace *)((const uint8_t *)g + g->trace_off +
-					   ((size_t)node * g->n_ctx + ctx) * g->trace_stride);
+	t = (const struct pn_sim_trace *)((const uint8_t *)g + BE(h)->g_trace_off +
+					   ((size_t)node * BE(h)->g_n_ctx + ctx) * BE(h)->g_trace_stride);
 #define CP(f) out->f = __atomic_load_n(&t->f, __ATOMIC_ACQUIRE)
 	CP(generation);
 	CP(issue_cycle);
@@ -622,10 +633,10 @@ int pn_sim_info(pn_hal_t *h, pn_sim_info_t *out)
 		return -ENOTSUP;
 	g = BE(h)->g;
 	memset(out, 0, sizeof(*out));
-	out->nodes = g->nodes;
+	out->nodes = BE(h)->g_nodes;
 	out->topo_x = g->topo_x;
 	out->topo_y = g->topo_y;
-	out->clk_hz = g->clk_hz;
+	out->clk_hz = BE(h)->g_clk_hz;
 	out->mmio_write_cycles = g->mmio_write_cycles;
 	out->mmio_read_cycles = g->mmio_read_cycles;
 	out->dma_read_cycles = g->dma_read_cycles;
@@ -648,14 +659,14 @@ static int sim_node_status(pn_hal_t *h, unsigned index, pn_node_status_t *out)
 	uint64_t want, limit, seq;
 	unsigned p, k;
 
-	if (!g->status_off || !g->status_stride || !g->status_period)
+	if (!b->g_status_off || !b->g_status_stride || !b->g_status_period)
 		return -ENOTSUP;   /* an older harness, or --status-period 0 */
-	if (index >= g->nodes)
+	if (index >= b->g_nodes)
 		return -ENOENT;
-	st = (const struct pn_sim_node_status *)((const uint8_t *)g + g->status_off +
-						 (size_t)index * g->status_stride);
+	st = (const struct pn_sim_node_status *)((const uint8_t *)g + b->g_status_off +
+						 (size_t)index * b->g_status_stride);
 	want = __atomic_load_n(&g->cycle, __ATOMIC_ACQUIRE);
-	limit = want + 4ull * g->status_period + 100000;
+	limit = want + 4ull * b->g_status_period + 100000;
 	for (;;) {
 		if ((bo.n & 255) == 0)
 			(void)sim_read(b, PN_SIM_OP_RCSR, b->csr_dropped);   /* activity: clock runs */

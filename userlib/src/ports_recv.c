@@ -68,13 +68,12 @@ static inline __attribute__((always_inline)) void on_eager(pn_port_t *p, struct 
 	if (hd->flags & PN_FLAG_SOM) {
 		struct pw_msg w;
 		uint32_t n;
-		if (hd->length < HDR) {
+		if (pw_parse_msg(hd, pl, &w) < 0) {
 			p->st.stray++;
 			return;
 		}
-		memcpy(&w, pl, HDR);
 		n = hd->length - HDR;
-		if (w.len > PN_PORT_EAGER_LIMIT || n > w.len || (int32_t)(seq - pe->rx_seq) < 0) {
+		if ((int32_t)(seq - pe->rx_seq) < 0) {
 			p->st.stray++;
 			return;
 		}
@@ -368,11 +367,10 @@ static void on_peer_dead(pn_port_t *p, const pn_header_t *hd, const void *pl)
 	struct pw_dead d;
 	struct peer *pe;
 
-	if (hd->length != sizeof(d) || !pl || !(hd->flags & PN_FLAG_SOM) || !(hd->flags & PN_FLAG_EOM)) {
+	if (pw_parse_fixed(hd, pl, &d, sizeof(d)) < 0) {
 		p->st.foreign++;
 		return;
 	}
-	memcpy(&d, pl, sizeof(d));
 	if (hd->src_ctx != PN_DAEMON_CTX(p->nctx) || d.node != hd->src_node || d.node >= p->nodes ||
 	    d.ctx >= p->nctx) {
 		p->st.foreign++;   /* not from that node's daemon: not believed */
@@ -404,12 +402,10 @@ static inline __attribute__((always_inline)) void dispatch(pn_port_t *p, struct 
 			struct pw_rts m;
 			struct pw_ctl c;
 		} u;
-		size_t want = kind == PW_RTS ? sizeof(u.m) : sizeof(u.c);
-		if (hd->length != want || !(hd->flags & PN_FLAG_SOM) || !(hd->flags & PN_FLAG_EOM)) {
+		if (pw_parse_fixed(hd, pl, &u, kind == PW_RTS ? sizeof(u.m) : sizeof(u.c)) < 0) {
 			p->st.stray++;
 			return;
 		}
-		memcpy(&u, pl, want);
 		if (kind == PW_RTS)
 			on_rts(p, pe, hd, &u.m);
 		else
@@ -423,9 +419,9 @@ static __attribute__((noinline)) void connect_path(pn_port_t *p, struct peer *pe
 						    const void *pl, int via_shm)
 {
 	struct pw_ctl c;
-	if (!pe || !p->shm_on || pe->node != p->node || PW_TAG_KIND(hd->tag) != PW_CONNECT || hd->length != sizeof(c))
+	if (!pe || !p->shm_on || pe->node != p->node || PW_TAG_KIND(hd->tag) != PW_CONNECT ||
+	    pw_parse_fixed(hd, pl, &c, sizeof(c)) < 0)
 		return;
-	memcpy(&c, pl, sizeof(c));
 	if (via_shm ? pn_shm_link_epoch(pe->shm) != c.src_epoch : pe->path == PATH_SHM)
 		pt_path_resolve(p, pe);
 }

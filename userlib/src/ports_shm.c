@@ -309,7 +309,7 @@ int pn_shm_begin(struct pn_shm *s, struct pn_shm_link *l)
 
 static inline uint64_t rec_bytes(uint32_t len)
 {
-	return ((uint64_t)REC + len + PW_SHM_ALIGN - 1) & ~(uint64_t)(PW_SHM_ALIGN - 1);
+	return pw_shm_rec_bytes(len);
 }
 
 /* Bytes a record of len takes at the current head (padding to the ring's end included). */
@@ -452,15 +452,15 @@ int pn_shm_next(struct pn_shm *s, pn_header_t *hd, const void **payload)
 		unsigned i = (s->rr + k) % s->q.nactive, c = s->active[i];
 		struct rx_ring *x = &s->rx[c];
 		for (;;) {
-			const struct pw_shm_rec *h;
+			struct pw_shm_rec h;
+			uint64_t adv;
 			if (x->tail == x->head) {
 				x->head = __atomic_load_n(&x->r->head, __ATOMIC_ACQUIRE);
 				if (x->tail == x->head)
 					break;
 			}
-			h = (const struct pw_shm_rec *)(x->data + (x->tail & x->mask));
-			if (h->kind != PW_SHM_PKT) {   /* WRAP */
-				x->tail += x->size - (x->tail & x->mask);
+			if (!pw_shm_rec_at(x->data, x->size, x->tail, &h, &adv)) {   /* WRAP */
+				x->tail += adv;
 				__atomic_store_n(&x->r->tail, x->tail, __ATOMIC_RELEASE);
 				continue;
 			}
@@ -470,14 +470,12 @@ int pn_shm_next(struct pn_shm *s, pn_header_t *hd, const void **payload)
 			hd->src_node = (uint16_t)s->node;   /* the ring says who sent it */
 			hd->src_ctx = (uint8_t)c;
 			hd->type = PN_TYPE_DATA;
-			hd->flags = (uint8_t)h->flags;
-			hd->length = h->len <= PW_SHM_REC_MAX ? h->len : PW_SHM_REC_MAX;
-			if ((x->tail & x->mask) + REC + hd->length > x->size)   /* a broken record */
-				hd->length = (uint32_t)(x->size - (x->tail & x->mask) - REC);
-			hd->tag = h->tag;
-			*payload = h + 1;
+			hd->flags = (uint8_t)h.flags;
+			hd->length = h.len;   /* clamped to the ring by pw_shm_rec_at */
+			hd->tag = h.tag;
+			*payload = x->data + (x->tail & x->mask) + REC;
 			s->cur = (int)c;
-			s->cur_bytes = rec_bytes(hd->length);
+			s->cur_bytes = adv;
 			s->rr = (i + 1) % s->q.nactive;
 			return 1;
 		}

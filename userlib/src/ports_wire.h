@@ -21,7 +21,12 @@
 #ifndef PN_PORTS_WIRE_H
 #define PN_PORTS_WIRE_H
 
+#include <stddef.h>
 #include <stdint.h>
+#include <string.h>
+
+#include "paranic/pn_hal.h"
+#include "paranic/pn_ports.h"
 
 #define PW_MAGIC 0xAull
 
@@ -98,6 +103,32 @@ static inline uint16_t pw_conn_key(uint32_t epoch, uint32_t conn)
 	return (uint16_t)((x ^ (x >> 16)) | 1);
 }
 
+/* ---- parsing a received packet (tests/fuzz/fuzz_ports.c fuzzes these) ----------------------
+ * Each takes the header as the HAL (or a ring) gave it and the payload in place (hd->length
+ * bytes at pl, pl NULL when there are none) and reads nothing beyond it. */
+
+/* The pw_msg at the head of an EAGER message's first packet: 0 and *m, or -1 (shorter
+ * than pw_msg, a length beyond PN_PORT_EAGER_LIMIT, or more data than the message). */
+static inline int pw_parse_msg(const pn_header_t *hd, const void *pl, struct pw_msg *m)
+{
+	if (hd->length < sizeof(*m) || !pl)
+		return -1;
+	memcpy(m, pl, sizeof(*m));
+	if (m->len > PN_PORT_EAGER_LIMIT || hd->length - (uint32_t)sizeof(*m) > m->len)
+		return -1;
+	return 0;
+}
+
+/* A payload of exactly `want` bytes in one packet (SOM and EOM): pw_rts, pw_ctl, pw_dead.
+ * 0 and *out, or -1. */
+static inline int pw_parse_fixed(const pn_header_t *hd, const void *pl, void *out, size_t want)
+{
+	if (hd->length != want || !pl || !(hd->flags & PN_FLAG_SOM) || !(hd->flags & PN_FLAG_EOM))
+		return -1;
+	memcpy(out, pl, want);
+	return 0;
+}
+
 /* ---- the intra-node path (ports_shm.c, docs/ports.md "Intra-node path") ----------------
  *
  * Two ports of one node (same node id, other contexts) exchange the same packets as
@@ -159,6 +190,36 @@ struct pw_shm_ring {
 };
 
 _Static_assert(sizeof(struct pw_shm_rec) == 16, "pw_shm_rec is 16 bytes");
+
+/* Bytes a record of `len` payload bytes takes in a ring. */
+static inline uint64_t pw_shm_rec_bytes(uint32_t len)
+{
+	return ((uint64_t)sizeof(struct pw_shm_rec) + len + PW_SHM_ALIGN - 1) & ~(uint64_t)(PW_SHM_ALIGN - 1);
+}
+
+/* The record at byte `tail` (the consumer's own count, a multiple of PW_SHM_ALIGN) of a
+ * ring's data (`size` bytes, a power of two >= PW_SHM_ALIGN; the producer is another
+ * process and may have written anything there). 1: a packet, *rec its
+ * header with rec->len clamped so that its payload (right after the header) ends inside
+ * the data (and at PW_SHM_REC_MAX); 0: a WRAP (or any other kind): continue at the ring's
+ * start. *adv: the bytes the record takes (tail + *adv is the next record). */
+static inline int pw_shm_rec_at(const uint8_t *data, uint64_t size, uint64_t tail, struct pw_shm_rec *rec,
+				uint64_t *adv)
+{
+	uint64_t off = tail & (size - 1), room;
+	memcpy(rec, data + off, sizeof(*rec));
+	if (rec->kind != PW_SHM_PKT) {
+		*adv = size - off;
+		return 0;
+	}
+	room = size - off - sizeof(*rec);
+	if (rec->len > PW_SHM_REC_MAX)
+		rec->len = PW_SHM_REC_MAX;
+	if (rec->len > room)   /* a broken record */
+		rec->len = (uint32_t)room;
+	*adv = pw_shm_rec_bytes(rec->len);
+	return 1;
+}
 _Static_assert(sizeof(struct pw_shm_ring) <= PW_SHM_HDR_BYTES, "ring header fits its page");
 
 _Static_assert(sizeof(struct pw_msg) == 24, "pw_msg is 24 bytes on the wire");
