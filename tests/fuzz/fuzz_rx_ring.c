@@ -44,6 +44,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	memcpy(ring, d, n < ring_bytes ? n : ring_bytes);
 	memset(&h, 0, sizeof(h));
+	h.magic = PN_HAL_MAGIC;   /* an open handle */
 	h.ops = &fuzz_ops;
 	h.map.rx_ring = ring;
 	h.map.rx_slots = slots;
