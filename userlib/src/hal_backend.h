@@ -61,6 +61,10 @@ struct pn_backend_ops {
 	 * (consumer count), PN_REG_BARRIER, PN_REG_IRQ_ARM. */
 	void (*mmio_write32)(pn_hal_t *h, uint32_t off, uint32_t value);
 	void (*mmio_write64)(pn_hal_t *h, uint32_t off, uint64_t value);
+	/* Optional, for a backend without ctx_page: the whole staging of one PIO packet
+	 * (header, payload, a zero-padded last word) in one call; it must mean exactly
+	 * the same as the 64-bit window stores it stands for. */
+	void (*pio_stage)(pn_hal_t *h, const uint64_t hdr[2], const void *buf, size_t len);
 	/* A load from the context page (PN_REG_STATUS, RX_TAIL, TX_HEAD, PIO_DONE, ERRORS). */
 	uint32_t (*mmio_read32)(pn_hal_t *h, uint32_t off);
 	/* DMA-able memory: allocate (zeroed) / free, or register caller memory; both give

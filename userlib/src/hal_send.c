@@ -56,6 +56,8 @@ static void pio_stage_ring(pn_hal_t *h, const uint64_t hdr[2], const void *buf, 
 			memcpy(&v, p + 8 * full, tail);
 			w[2 + full] = v;
 		}
+	} else if (h->ops->pio_stage) {
+		h->ops->pio_stage(h, hdr, buf, len);
 	} else {
 		uint32_t off = PN_PIO_WINDOW_OFFSET;
 		h->ops->mmio_write64(h, off, hdr[0]);

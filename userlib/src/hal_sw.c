@@ -350,6 +350,7 @@ const struct pn_backend_ops pn_backend_sw = {
 	.detach = sw_detach,
 	.mmio_write32 = pn_sw_mmio_write32,
 	.mmio_write64 = pn_sw_mmio_write64,
+	.pio_stage = pn_sw_pio_stage,
 	.mmio_read32 = pn_sw_mmio_read32,
 	.dma_alloc = sw_dma_alloc,
 	.dma_free = sw_dma_free,

@@ -170,6 +170,7 @@ static inline void pn_sw_engines(struct sw_be *be)
 /* The context page's registers (struct pn_backend_ops mmio_write32/64, mmio_read32). */
 void pn_sw_mmio_write32(pn_hal_t *h, uint32_t off, uint32_t v);
 void pn_sw_mmio_write64(pn_hal_t *h, uint32_t off, uint64_t v);
+void pn_sw_pio_stage(pn_hal_t *h, const uint64_t hdr[2], const void *buf, size_t len);
 uint32_t pn_sw_mmio_read32(pn_hal_t *h, uint32_t off);
 
 /* ---- the cluster segment (hal_sw_shm.c) ---------------------------------------------------- */

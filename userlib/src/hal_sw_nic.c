@@ -383,6 +383,26 @@ static void window_store(struct sw_be *be, uint32_t off, const void *v, size_t n
 		__atomic_store_n(&be->pio_staged, word, __ATOMIC_RELAXED);
 }
 
+/* A whole PIO packet staged at once: the same as its 64-bit window stores, from the
+ * window's first word on (hal_send.c pio_stage_ring), in one check and one copy. */
+void pn_sw_pio_stage(pn_hal_t *h, const uint64_t hdr[2], const void *buf, size_t len)
+{
+	struct sw_be *be = h->be;
+	uint8_t *win = be->page + PN_PIO_WINDOW_OFFSET;
+	uint32_t words = (uint32_t)((PN_HEADER_BYTES + len + PN_WORD_BYTES - 1) / PN_WORD_BYTES);
+
+	if (__atomic_load_n(&be->pio_pending, __ATOMIC_ACQUIRE)) {
+		be->pio_spoiled = 1;
+		return;
+	}
+	memcpy(win, hdr, PN_HEADER_BYTES);
+	memcpy(win + PN_HEADER_BYTES, buf, len);
+	if (len % PN_WORD_BYTES)
+		memset(win + PN_HEADER_BYTES + len, 0, PN_WORD_BYTES - len % PN_WORD_BYTES);
+	if (words > __atomic_load_n(&be->pio_staged, __ATOMIC_RELAXED))
+		__atomic_store_n(&be->pio_staged, words, __ATOMIC_RELAXED);
+}
+
 void pn_sw_mmio_write32(pn_hal_t *h, uint32_t off, uint32_t v)
 {
 	struct sw_be *be = h->be;
