@@ -50,7 +50,7 @@ class SimPhy(LiteXModule):
     * ``errors_injected`` (32 bits): bits flipped so far (random and ``flip_mask``).
     * ``flip_mask`` (65 bits, input, test hook): XORed into the outgoing word.
     * ``cut`` (input): while 1 the cable carries nothing.
-    * ``active`` (output): the word leaving ``source`` is link work, not idle: a packet
+    * ``active`` (output): the word entering ``sink`` is link work, not idle: a packet
       word, a CRC trailer, a SOF (new or replayed frames) or a TRAIN word (a link
       training); only STATUS words are idle. The cluster harness counts it as activity
       (docs/simulator.md, "The clock").
@@ -109,7 +109,9 @@ class SimPhy(LiteXModule):
         ]
         kind = CTL["kind"]
         self.active = Signal()
-        self.comb += self.active.eq(source.valid & (~source.ctrl | (
-            source.data[kind.offset:kind.offset + kind.width] != CtlKind.STATUS)))
+        # Judged on the word as the link layer sent it (a flipped bit must not make an
+        # idle STATUS word look like work), while the cable carries it.
+        self.comb += self.active.eq(sink.valid & ~self.cut & (~sink.ctrl | (
+            sink.data[kind.offset:kind.offset + kind.width] != CtlKind.STATUS)))
         self.sync += self.errors_injected.eq(self.errors_injected + hit +
                                              (v_out & ~self.cut & (self.flip_mask != 0)))
