@@ -424,7 +424,9 @@ static int rd_link_down(pn_rd_t *rd, int *fw)
 		memset(&st, 0, sizeof(st));
 		if (pn_cluster_status(rd->h, i, &st) < 0)
 			break;
-		if (st.fw_state != PN_FW_STATE_NONE)
+		if (st.fw_state == PN_FW_STATE_ERROR)
+			*fw = -1;      /* a firmware gave up (partitioned ...): nobody will repair */
+		else if (st.fw_state != PN_FW_STATE_NONE && *fw == 0)
 			*fw = 1;
 		for (unsigned p = 0; p < st.n_links && p < PN_STATUS_LINKS; p++)
 			if (st.links[p].state == PN_LINK_STATE_DOWN)
@@ -433,12 +435,19 @@ static int rd_link_down(pn_rd_t *rd, int *fw)
 	return down;
 }
 
-/* What a send that made no progress for the deadline returns. */
-static int rd_stalled(pn_rd_t *rd)
+/* A send made no progress for the deadline: 0 to keep waiting (a firmware is repairing:
+ * it routes around a DOWN link, evacuates and restarts it; up to RD_FW_GRACE deadlines),
+ * else the error to return. */
+#define RD_FW_GRACE 5
+static int rd_stalled(pn_rd_t *rd, unsigned *grace)
 {
-	int fw;
+	int fw, down = rd_link_down(rd, &fw);
+	if (fw > 0 && *grace < RD_FW_GRACE) {
+		(*grace)++;
+		return 0;
+	}
 	rd->st.timeouts++;
-	return rd_link_down(rd, &fw) ? -ENETDOWN : -ETIMEDOUT;
+	return down ? -ENETDOWN : -ETIMEDOUT;
 }
 
 enum rd_wait_for { RD_PIO_WINDOW, RD_TX_DONE, RD_TX_ROOM };
@@ -453,6 +462,7 @@ static int rd_wait(pn_rd_t *rd, enum rd_wait_for what, uint32_t count)
 	struct pn_backoff b = {0};
 	uint32_t last_tx = sts_load(h, PN_STS_TX_DONE_WORD) + 1, last_pio = 0;
 	uint64_t t0 = 0;
+	unsigned grace = 0;
 
 	for (;;) {
 		uint32_t tx = sts_load(h, PN_STS_TX_DONE_WORD), pio = sts_load(h, PN_STS_PIO_DONE_WORD);
@@ -474,8 +484,12 @@ static int rd_wait(pn_rd_t *rd, enum rd_wait_for what, uint32_t count)
 			uint64_t now = pn_monotonic_ns();
 			if (!t0)
 				t0 = now;
-			else if (now - t0 >= (uint64_t)rd->timeout_ns)
-				return rd_stalled(rd);
+			else if (now - t0 >= (uint64_t)rd->timeout_ns) {
+				int r = rd_stalled(rd, &grace);
+				if (r < 0)
+					return r;
+				t0 = now;
+			}
 		}
 		pn_hal_wait_step(h, &b);
 	}
