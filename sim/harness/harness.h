@@ -82,6 +82,7 @@ struct Config {
 	int verbose = 0;
 	double stats_s = 0;           /* print a statistics line every stats_s seconds */
 	bool free_run = false;        /* never throttle (speed measurements) */
+	bool link_activity = true;    /* links_busy (link work on a cable) counts as activity */
 	/* SoC cluster (firmware mode): ROM image, identity inputs per node index, and how
 	 * long the firmware may take to bring the cluster up. */
 	std::string firmware;             /* ROM init file (firmware.init); default: SIM_ROM_DEFAULT */

@@ -183,6 +183,8 @@ static void usage(FILE *f)
 		"  --max-cycles N       stop after N cycles\n"
 		"  --stats S            print a statistics line every S seconds\n"
 		"  --free-run           run the clock at full speed even when idle (speed tests)\n"
+		"  --no-link-activity   link work on the cables does not count as activity (to measure\n"
+		"                       what it buys; the clock then crawls while links replay)\n"
 		"SoC clusters (firmware mode; docs/simulator.md):\n"
 		"  --firmware PATH      ROM image (firmware.init: hex words) for every node\n"
 		"                       (default: the build's placeholder, which does nothing)\n"
@@ -200,7 +202,7 @@ int main(int argc, char **argv)
 {
 	Config c;
 	enum { O_READY = 256, O_SHM, O_LOG, O_MW, O_MR, O_DR, O_DW, O_BER, O_RCB, O_MAXR, O_MAXP, O_RADIX,
-	       O_A2A, O_IDLE, O_BURST, O_TICK, O_MAXC, O_STATS, O_SOCK, O_FREE, O_FAULT, O_STATUS };
+	       O_A2A, O_IDLE, O_BURST, O_TICK, O_MAXC, O_STATS, O_SOCK, O_FREE, O_FAULT, O_STATUS, O_NOLINK };
 	static const struct option opts[] = {
 		{"socket", required_argument, nullptr, O_SOCK},
 		{"ready-file", required_argument, nullptr, O_READY},
@@ -222,6 +224,7 @@ int main(int argc, char **argv)
 		{"max-cycles", required_argument, nullptr, O_MAXC},
 		{"stats", required_argument, nullptr, O_STATS},
 		{"free-run", no_argument, nullptr, O_FREE},
+		{"no-link-activity", no_argument, nullptr, O_NOLINK},
 		{"firmware", required_argument, nullptr, O_FW_},
 		{"dna", required_argument, nullptr, O_DNA_},
 		{"node-id", required_argument, nullptr, O_NODEID_},
@@ -311,6 +314,7 @@ int main(int argc, char **argv)
 				return 2;
 			break;
 		case O_FREE: c.free_run = true; break;
+		case O_NOLINK: c.link_activity = false; break;
 		case O_FW_:
 		case O_DNA_:
 		case O_NODEID_:

@@ -151,6 +151,10 @@ void Harness::step()
 	m->sys_clk = 1;
 	m->eval();
 	cycle++;
+	/* Link work on a cable (frames, replays, training) is activity: a link replaying
+	 * under bit errors must not be left to crawl at the idle tick rate. */
+	if (m->links_busy && cfg.link_activity)
+		last_activity = cycle;
 	__atomic_store_n(&g->cycle, cycle, __ATOMIC_RELEASE);
 	if (cycle >= status_due)
 		status_tick();

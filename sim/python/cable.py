@@ -26,7 +26,7 @@ from litex.soc.interconnect import stream
 
 from paranic.hw.phy import phy_layout
 from paranic.spec import protocol as P
-from paranic.spec.link import LINE_WORD_BITS
+from paranic.spec.link import CTL, LINE_WORD_BITS, CtlKind
 
 __all__ = ["SimPhy"]
 
@@ -50,6 +50,10 @@ class SimPhy(LiteXModule):
     * ``errors_injected`` (32 bits): bits flipped so far (random and ``flip_mask``).
     * ``flip_mask`` (65 bits, input, test hook): XORed into the outgoing word.
     * ``cut`` (input): while 1 the cable carries nothing.
+    * ``active`` (output): the word entering ``sink`` is link work, not idle: a packet
+      word, a CRC trailer, a SOF (new or replayed frames) or a TRAIN word (a link
+      training); only STATUS words are idle. The cluster harness counts it as activity
+      (docs/simulator.md, "The clock").
     """
 
     def __init__(self, delay: int = 8, seed: int = 1):
@@ -103,5 +107,11 @@ class SimPhy(LiteXModule):
             source.data.eq(d_out ^ self.flip_mask[:P.WORD_BITS]),
             source.ctrl.eq(c_out ^ self.flip_mask[P.WORD_BITS]),
         ]
+        kind = CTL["kind"]
+        self.active = Signal()
+        # Judged on the word as the link layer sent it (a flipped bit must not make an
+        # idle STATUS word look like work), while the cable carries it.
+        self.comb += self.active.eq(sink.valid & ~self.cut & (~sink.ctrl | (
+            sink.data[kind.offset:kind.offset + kind.width] != CtlKind.STATUS)))
         self.sync += self.errors_injected.eq(self.errors_injected + hit +
                                              (v_out & ~self.cut & (self.flip_mask != 0)))

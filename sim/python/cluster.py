@@ -13,6 +13,8 @@ host's bus enters each SoC through its Bar0Window), the identity inputs ``n<i>_d
 
 from __future__ import annotations
 
+from functools import reduce
+from operator import or_
 from pathlib import Path
 
 from types import SimpleNamespace
@@ -116,6 +118,11 @@ class NicCluster(LiteXModule):
             self.comb += [tx.connect(phy.sink), phy.source.connect(rx),
                           phy.ber_threshold.eq(self.cable_ber[c][1]),
                           phy.cut.eq(self.cable_cut[c])]
+        # Link work on any cable (frames, replays, training: SimPhy.active): the harness
+        # keeps the clock at full speed while it goes on (docs/simulator.md, "The clock").
+        self.links_busy = Signal(name="links_busy")
+        self.comb += self.links_busy.eq(reduce(or_, [p.active for p in self.phys], 0))
+        ports.ios.append(self.links_busy)
         # Total bits flipped on all cables, for tests to see that errors were injected.
         self.errors_injected = Signal(32, name="errors_injected")
         self.comb += self.errors_injected.eq(sum(p.errors_injected for p in self.phys))

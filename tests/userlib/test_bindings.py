@@ -483,3 +483,29 @@ def test_forked_child_leaves_the_parents_contexts(L, cluster, pair):
     a.send(1, b.ctx_id, 0x77, b"still mine")
     hdrs, payload = recv_message(b, 10)
     assert bytes(payload) == b"still mine" and hdrs[0].src_node == 0 and hdrs[0].src_ctx == ctx
+
+
+def test_rawdata_deadline(L, cluster, monkeypatch):
+    """A receiver that never reads: the sender's send makes no progress and fails at the
+    deadline with ETIMEDOUT (sw: no links to report DOWN) instead of waiting for ever;
+    the close that abandons the stuck send says so too. Bad deadlines are refused."""
+    with L.RawData.open(cluster=cluster, node=0, nodes=2, rx_slots=16) as r0, \
+            L.RawData.open(cluster=cluster, node=1, nodes=2, rx_slots=16) as r1:
+        with pytest.raises(L.PnError):
+            r0.set_timeout(-1)
+        r0.set_timeout(300)
+        t0 = time.monotonic()
+        with pytest.raises(L.PnError) as e:
+            for _ in range(8):
+                r0.send(1, data(1 << 20, 3))
+        assert e.value.errno == errno.ETIMEDOUT, e.value
+        assert time.monotonic() - t0 < 20
+        assert r0.stats()["timeouts"] == 1
+        with pytest.raises(L.PnError) as e:
+            r0.close()
+        assert e.value.errno == errno.ETIMEDOUT
+        assert r1.stats()["recv_msgs"] == 0
+    monkeypatch.setenv("PARANIC_RD_TIMEOUT_MS", "soon")
+    with pytest.raises(L.PnError) as e:
+        L.RawData.open(cluster=cluster, node=0, nodes=2)
+    assert e.value.errno == errno.EINVAL

@@ -30,7 +30,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "hal_backend.h"
+#include "hal_int.h"
 #include "paranic/pn_rawdata.h"
 
 #define RD_MAGIC 0x52ull
@@ -79,10 +79,13 @@ struct pn_rd {
 	void *bounce[2];
 	uint32_t ticket[2];
 	unsigned next_bounce;
+	int64_t timeout_ns; /* no send progress this long: the call fails (0: never) */
 	int pio_pending;   /* the last send was PIO: a DMA send must wait for it first */
 	int dma_pending;   /* a bounce-buffer DMA may still run: a PIO send must wait for it */
 	pn_rd_stats_t st;
 };
+
+static int rd_link_down(pn_rd_t *rd, int *fw);
 
 /* ---- receive side ---------------------------------------------------------------------- */
 
@@ -335,7 +338,7 @@ int pn_rd_recv_timeout(pn_rd_t *rd, int src, void *buf, size_t cap, unsigned *sr
 {
 	struct pn_backoff b = {0};
 	struct rd_msg *m, *prev = NULL;
-	uint64_t t0 = 0;
+	uint64_t t0 = 0, quiet = 0;
 	uint32_t spins = 0;
 	int r;
 
@@ -371,6 +374,23 @@ int pn_rd_recv_timeout(pn_rd_t *rd, int src, void *buf, size_t cap, unsigned *sr
 			break;
 		}
 		if (n == 0) {
+			/* Waiting for ever, but not on a network that cannot deliver: nothing for
+			 * the deadline, a link DOWN and no firmware to route around it. */
+			if (timeout_ns < 0 && rd->timeout_ns > 0) {
+				uint64_t now = pn_monotonic_ns();
+				int fw;
+				if (!quiet) {
+					quiet = now;
+				} else if (now - quiet >= (uint64_t)rd->timeout_ns) {
+					quiet = now;
+					if (rd_link_down(rd, &fw) && !fw) {
+						rd->st.timeouts++;
+						undirect(rd);
+						r = -ENETDOWN;
+						break;
+					}
+				}
+			}
 			if (timeout_ns >= 0) {
 				uint64_t now = pn_monotonic_ns();
 				if (!t0)
@@ -389,6 +409,7 @@ int pn_rd_recv_timeout(pn_rd_t *rd, int src, void *buf, size_t cap, unsigned *sr
 			pn_backoff_step(&b);
 		} else {
 			pn_backoff_reset(&b);
+			quiet = 0;
 		}
 	}
 	rd->want = 0;
@@ -399,6 +420,109 @@ int pn_rd_recv_timeout(pn_rd_t *rd, int src, void *buf, size_t cap, unsigned *sr
 int pn_rd_recv(pn_rd_t *rd, int src, void *buf, size_t cap, unsigned *src_out, size_t *len_out)
 {
 	return pn_rd_recv_timeout(rd, src, buf, cap, src_out, len_out, -1);
+}
+
+/* ---- deadline -------------------------------------------------------------------------- */
+
+/* Does the NIC report a link DOWN? Every node the backend can see (sim: the whole cluster,
+ * pci: this board, sw: no links). *fw: some node runs firmware (which routes around a
+ * DOWN link and restarts it). */
+static int rd_link_down(pn_rd_t *rd, int *fw)
+{
+	pn_node_status_t st;
+	int down = 0;
+
+	*fw = 0;
+	for (unsigned i = 0; i < 1024; i++) {
+		memset(&st, 0, sizeof(st));
+		if (pn_cluster_status(rd->h, i, &st) < 0)
+			break;
+		if (st.fw_state == PN_FW_STATE_ERROR)
+			*fw = -1;      /* a firmware gave up (partitioned ...): nobody will repair */
+		else if (st.fw_state != PN_FW_STATE_NONE && *fw == 0)
+			*fw = 1;
+		for (unsigned p = 0; p < st.n_links && p < PN_STATUS_LINKS; p++)
+			if (st.links[p].state == PN_LINK_STATE_DOWN)
+				down = 1;
+	}
+	return down;
+}
+
+/* A send made no progress for the deadline: 0 to keep waiting (a firmware is repairing:
+ * it routes around a DOWN link, evacuates and restarts it; up to RD_FW_GRACE deadlines),
+ * else the error to return. */
+#define RD_FW_GRACE 5
+static int rd_stalled(pn_rd_t *rd, unsigned *grace)
+{
+	int fw, down = rd_link_down(rd, &fw);
+	if (fw > 0 && *grace < RD_FW_GRACE) {
+		(*grace)++;
+		return 0;
+	}
+	rd->st.timeouts++;
+	return down ? -ENETDOWN : -ETIMEDOUT;
+}
+
+enum rd_wait_for { RD_PIO_WINDOW, RD_TX_DONE, RD_TX_ROOM };
+
+/* Wait for the NIC like the HAL's own loops (receiving meanwhile through the wait hook),
+ * but give up once neither the TX ring nor the PIO window moved for rd->timeout_ns:
+ * -ENETDOWN when the NIC reports a link DOWN, else -ETIMEDOUT (docs/userlib.md,
+ * "Deadlines"). RD_TX_DONE: the first `count` descriptors completed. */
+static int rd_wait(pn_rd_t *rd, enum rd_wait_for what, uint32_t count)
+{
+	pn_hal_t *h = rd->h;
+	struct pn_backoff b = {0};
+	uint32_t last_tx = sts_load(h, PN_STS_TX_DONE_WORD) + 1, last_pio = 0;
+	uint64_t t0 = 0;
+	unsigned grace = 0;
+	int r;
+
+	for (;;) {
+		uint32_t tx = sts_load(h, PN_STS_TX_DONE_WORD), pio = sts_load(h, PN_STS_PIO_DONE_WORD);
+		int done;
+
+		switch (what) {
+		case RD_PIO_WINDOW: done = (int32_t)(pio - h->pio_posted) >= 0; break;
+		case RD_TX_DONE: done = (int32_t)(tx - count) >= 0; break;
+		default: done = h->tx_tail - tx < h->map.tx_entries; break;
+		}
+		if (done)
+			return 0;
+		if (tx != last_tx || pio != last_pio) {   /* progress: the deadline starts again */
+			last_tx = tx;
+			last_pio = pio;
+			t0 = 0;
+		}
+		if (rd->timeout_ns > 0) {
+			uint64_t now = pn_monotonic_ns();
+			if (!t0)
+				t0 = now;
+			else if (now - t0 >= (uint64_t)rd->timeout_ns) {
+				r = rd_stalled(rd, &grace);
+				if (r < 0)
+					return r;
+				t0 = now;
+			}
+		}
+		if ((r = pn_hal_wait_step(h, &b)) < 0)
+			return r;   /* the simulator or device went away */
+	}
+}
+
+/* Everything posted has left: the DMA descriptors and the PIO window. */
+static int rd_wait_all(pn_rd_t *rd)
+{
+	int r = rd_wait(rd, RD_TX_DONE, rd->h->tx_tail);
+	return r < 0 ? r : rd_wait(rd, RD_PIO_WINDOW, 0);
+}
+
+int pn_rd_set_timeout(pn_rd_t *rd, int64_t timeout_ms)
+{
+	if (!rd || timeout_ms < 0 || timeout_ms > INT64_MAX / 1000000)
+		return -EINVAL;
+	rd->timeout_ns = timeout_ms * 1000000;
+	return 0;
 }
 
 /* ---- send side ------------------------------------------------------------------------- */
@@ -414,11 +538,13 @@ static int send_dma(pn_rd_t *rd, unsigned dst_node, uint64_t tag, const void *bu
 		/* In place, chunks of the largest descriptor. */
 		for (size_t off = 0; off < len && r == 0; off += PN_MAX_DMA_LENGTH) {
 			size_t c = len - off < PN_MAX_DMA_LENGTH ? len - off : PN_MAX_DMA_LENGTH;
+			if ((r = rd_wait(rd, RD_TX_ROOM, 0)) < 0)
+				break;
 			r = pn_send_dma(h, dst_node, rd->ctx, off ? tag & ~RD_TAG_FIRST : tag,
 					(const uint8_t *)buf + off, c);
 		}
 		if (r == 0)
-			r = pn_tx_wait(h);
+			r = rd_wait_all(rd);
 		return r;
 	}
 	/* Two bounce buffers, used in turn: copy a chunk while the NIC sends the previous
@@ -432,7 +558,7 @@ static int send_dma(pn_rd_t *rd, unsigned dst_node, uint64_t tag, const void *bu
 			rd->bounce[k] = NULL;
 			break;
 		}
-		if ((r = pn_tx_wait_until(h, rd->ticket[k])) < 0)
+		if ((r = rd_wait(rd, RD_TX_DONE, rd->ticket[k])) < 0 || (r = rd_wait(rd, RD_TX_ROOM, 0)) < 0)
 			break;
 		memcpy(rd->bounce[k], (const uint8_t *)buf + off, c);
 		r = pn_send_dma(h, dst_node, rd->ctx, off ? tag & ~RD_TAG_FIRST : tag, rd->bounce[k], c);
@@ -462,13 +588,15 @@ int pn_rd_send(pn_rd_t *rd, unsigned dst_node, const void *buf, size_t len)
 	/* PIO and DMA are separate engines of the NIC and would not keep the order of our
 	 * messages: before switching from one to the other, wait for what is in flight. */
 	if ((long)len <= h->pio_threshold && len <= h->pio_max) {
-		if (rd->dma_pending && (r = pn_tx_wait(h)) < 0)
+		if (rd->dma_pending && (r = rd_wait_all(rd)) < 0)
 			return r;
 		rd->dma_pending = 0;
+		if ((r = rd_wait(rd, RD_PIO_WINDOW, 0)) < 0)
+			return r;
 		r = pn_send_pio(h, dst_node, rd->ctx, tag, buf, len);
 		rd->pio_pending = r == 0;
 	} else {
-		if (rd->pio_pending && (r = pn_tx_wait(h)) < 0)
+		if (rd->pio_pending && (r = rd_wait_all(rd)) < 0)
 			return r;
 		rd->pio_pending = 0;
 		r = send_dma(rd, dst_node, tag, buf, len);
@@ -504,6 +632,22 @@ static int rd_setup(pn_rd_t **out, pn_hal_t *h, int own)
 		rd->epoch = (uint8_t)(x ^ (x >> 8) ^ (x >> 16) ^ (x >> 24));
 	}
 	rd->ticket[0] = rd->ticket[1] = pn_tx_posted(h);
+	rd->timeout_ns = (int64_t)PN_RD_DEFAULT_TIMEOUT_MS * 1000000;
+	{
+		const char *e = getenv("PARANIC_RD_TIMEOUT_MS");
+		if (e && *e) {
+			char *end;
+			long long v;
+			errno = 0;
+			v = strtoll(e, &end, 0);
+			if (errno || *end || v < 0 || v > INT64_MAX / 1000000) {
+				free(rd->peers);
+				free(rd);
+				return -EINVAL;
+			}
+			rd->timeout_ns = (int64_t)v * 1000000;
+		}
+	}
 	pn_set_wait_hook(h, rd_hook, rd);
 	*out = rd;
 	return 0;
@@ -552,7 +696,9 @@ int pn_rd_close(pn_rd_t *rd)
 {
 	if (!rd)
 		return -EINVAL;
-	pn_tx_wait(rd->h);   /* a PIO packet may still be in the window (hook still draining) */
+	/* A PIO packet may still be in the window (the hook still draining); bounded by the
+	 * deadline: a send that can never finish is abandoned as pn_close does. */
+	int r = rd_wait_all(rd);
 	pn_set_wait_hook(rd->h, NULL, NULL);
 	for (int k = 0; k < 2; k++)
 		if (rd->bounce[k])
@@ -569,7 +715,7 @@ int pn_rd_close(pn_rd_t *rd)
 	if (rd->own_hal)
 		pn_close(rd->h);
 	free(rd);
-	return 0;
+	return r;
 }
 
 pn_hal_t *pn_rd_hal(pn_rd_t *rd)

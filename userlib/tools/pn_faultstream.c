@@ -25,6 +25,13 @@
  * A message that never arrives makes B wait for ever: run it under a time limit (the
  * bench does) and read the simulator's counters. Every 10 s without a message B says on
  * stderr how far it got and what rawdata dropped.
+ *
+ * --until-error: rawdata's deadline decides instead (docs/userlib.md, "Deadlines"): B
+ * receives with pn_rd_recv and stops at its first error, A stops at its first send error
+ * (or pn_rd_close's), and neither joins the final barrier. B's JSON gains "error" (0 or
+ * the negative errno) and "seconds" (wall time from the first barrier); A prints
+ *   {"bench": "faultstream", "role": "src", "sent_ok": K, "error": E, "seconds": ..}
+ * (K messages accepted before the error; -ENETDOWN / -ETIMEDOUT are the deadline's).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -37,6 +44,9 @@
 
 /* Wall-clock time without a message after which the receiver reports where it stands. */
 #define STALL_NS 10000000000ll
+
+static int until_error;
+static uint64_t t_start;
 
 static int cmp_u64(const void *a, const void *b)
 {
@@ -87,7 +97,16 @@ static int receive(pn_rd_t *rd, pn_hal_t *h, int src, unsigned nsrc, long count,
 		uint64_t w, seq;
 		unsigned who;
 
-		r = pn_rd_recv_timeout(rd, src, buf, bytes, &from, &len, STALL_NS);
+		r = until_error ? pn_rd_recv(rd, src, buf, bytes, &from, &len)
+				: pn_rd_recv_timeout(rd, src, buf, bytes, &from, &len, STALL_NS);
+		if (r < 0 && until_error) {
+			printf("{\"bench\": \"faultstream\", \"role\": \"dst\", \"dst\": %u, \"sent\": %ld, "
+			       "\"received\": %ld, \"duplicates\": %ld, \"corrupt\": %ld, \"out_of_order\": %ld, "
+			       "\"error\": %d, \"seconds\": %.2f}\n", me, expect, got, dup, bad, ooo, r,
+			       (t_now_ns() - t_start) / 1e9);
+			fflush(stdout);
+			return 0;
+		}
 		if (r == -ETIMEDOUT) {
 			/* Never a silent stall: say where the stream stands, keep waiting. */
 			pn_rd_stats_t st;
@@ -143,12 +162,12 @@ static int receive(pn_rd_t *rd, pn_hal_t *h, int src, unsigned nsrc, long count,
 	       "\"bytes\": %zu, \"sent\": %ld, \"received\": %ld, \"duplicates\": %ld, "
 	       "\"corrupt\": %ld, \"out_of_order\": %ld, \"first_cycle\": %llu, "
 	       "\"last_cycle\": %llu, \"MBps\": %.2f, \"median_gap_cycles\": %llu, "
-	       "\"max_gap_cycles\": %llu, \"max_gap_at_cycle\": %llu}\n",
+	       "\"max_gap_cycles\": %llu, \"max_gap_at_cycle\": %llu, \"error\": 0, \"seconds\": %.2f}\n",
 	       pn_backend_name(h), src, me, bytes, expect, got, dup, bad, ooo,
 	       (unsigned long long)at[0], (unsigned long long)at[got - 1],
 	       ns > 0 ? (double)bytes * (double)(got - 1) / ns * 1e3 : 0.0,
 	       (unsigned long long)gap[(got - 1) / 2], (unsigned long long)maxg,
-	       (unsigned long long)maxat);
+	       (unsigned long long)maxat, (t_now_ns() - t_start) / 1e9);
 	fflush(stdout);
 	free(seen);
 	free(last);
@@ -172,6 +191,10 @@ int main(int argc, char **argv)
 
 		if (!strcmp(argv[a], "--all")) {
 			all = 1;
+			continue;
+		}
+		if (!strcmp(argv[a], "--until-error")) {
+			until_error = 1;
 			continue;
 		}
 		if (!v) {
@@ -208,6 +231,29 @@ int main(int argc, char **argv)
 	if (!buf)
 		return 1;
 	pn_barrier(h);
+	t_start = t_now_ns();
+	if (until_error && all) {
+		fprintf(stderr, "pn_faultstream: --until-error with --all is not supported\n");
+		return 2;
+	}
+	if (until_error) {
+		if (me == src) {
+			long i;
+			for (i = 0, r = 0; i < count && r == 0; i++) {
+				fill(buf, bytes, me, (uint64_t)i);
+				r = pn_rd_send(rd, dst, buf, bytes);
+			}
+			long ok = r == 0 ? i : i - 1;
+			int rc = pn_rd_close(rd);
+			printf("{\"bench\": \"faultstream\", \"role\": \"src\", \"sent_ok\": %ld, \"error\": %d, "
+			       "\"seconds\": %.2f}\n", ok, r ? r : rc, (t_now_ns() - t_start) / 1e9);
+			return 0;
+		}
+		if (me == dst && receive(rd, h, (int)src, 1, count, bytes, buf))
+			return 1;
+		pn_rd_close(rd);
+		return 0;
+	}
 	if (all) {
 		/* Send and receive interleaved: pn_rd_send keeps receiving while it waits. */
 		for (long i = 0; i < count; i++)

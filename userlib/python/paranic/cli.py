@@ -89,6 +89,10 @@ def _cmd_bench(a: argparse.Namespace) -> int:
         from .bench import mpi
 
         return mpi.run(a)
+    if a.what == "ber":
+        from .bench import ber
+
+        return ber.run(a)
     if a.what == "faults":
         from .bench import faults
 
@@ -173,11 +177,11 @@ def main(argv: list[str] | None = None) -> int:
 
     p = sub.add_parser("bench", help="benchmarks: router, pairwise, pingpong, stream, messages (all three), "
                                      "overhead, barrier, layers (ParaStation's Table 3), faults (firmware bring-up, cable pull, "
-                                     "goodput at bit-error rates), mpi (MPI over ParaNIC vs Open MPI's TCP and "
+                                     "goodput at bit-error rates), ber (rawdata delivered or an error at bit-error rates, no firmware), mpi (MPI over ParaNIC vs Open MPI's TCP and "
                                      "shared memory)",
                        description="router: the gateware router in Verilator. The others run pn_bench "
                                    "through libparanic: hw_ns on the cluster simulator, sw_ns natively.")
-    p.add_argument("what", choices=["router", *MSG_BENCHES, "layers", "faults", "mpi"])
+    p.add_argument("what", choices=["router", *MSG_BENCHES, "layers", "faults", "ber", "mpi"])
     p.add_argument("--json", action="store_true", help="print one JSON object {\"rows\": [...], ...}")
     p.add_argument("--plot", metavar="FILE.png", help="write a plot")
     p.add_argument("--quick", action="store_true", help="fewer sweep points / iterations")

@@ -414,6 +414,12 @@ class RawData:
         """``pn_rd_progress``: move packets from the RX ring into the queue."""
         return check(lib.pn_rd_progress(self._ptr()), "pn_rd_progress")
 
+    def set_timeout(self, ms: int) -> None:
+        """``pn_rd_set_timeout``: the deadline in milliseconds (0: never); a send that made
+        no progress this long raises ``PnError`` (ENETDOWN or ETIMEDOUT)."""
+        check(lib.pn_rd_set_timeout(self._ptr(), uint_arg("ms", ms, "pn_rd_set_timeout")),
+              "pn_rd_set_timeout")
+
     def stats(self) -> dict[str, int]:
         """``pn_rd_stats``: the fields of pn_rd_stats_t."""
         st = ffi.new("pn_rd_stats_t *")
