@@ -11,7 +11,7 @@ help:
 	@echo "make test      run the test suite (fast tests; slow ones: make test-all)"
 	@echo "make test-all  run every test, including the long adversarial runs"
 	@echo "make fuzz [FUZZ_TIME=600] [FUZZERS=fuzz_daemon]  a fuzzing campaign of the wire parsers (tests/fuzz)"
-	@echo "make bench     every benchmark and the demo, plots into docs/img (router, messages, barrier up to 16 nodes, layers, mpi)"
+	@echo "make bench     every benchmark and the demo, plots into docs/img (router, messages, barrier up to 16 nodes, layers, faults, ber, mpi)"
 	@echo "make headers   regenerate the C headers and doc tables generated from the spec (spec/)"
 	@echo "make driver    build driver/paranic.ko (W=1, warnings fail; docs/driver.md)"
 	@echo "make firmware  the SoC's VexRiscv firmware (firmware/, rv32im, LiteX's libs) for the ring and torus SoC nodes"
@@ -62,6 +62,7 @@ bench: deps
 	$(PARANIC) bench barrier --nodes 2,4,8,16 --plot docs/img/barrier.png
 	$(PARANIC) bench layers --plot docs/img/layers.png
 	$(PARANIC) bench faults --plot docs/img/faults.png
+	$(PARANIC) bench ber --plot docs/img/ber.png
 	$(PARANIC) bench mpi --plot docs/img/mpi.png
 	$(PARANIC) demo --img docs/img
 
