@@ -44,10 +44,11 @@ def test_every_parser_has_a_corpus():
 
 
 @pytest.mark.parametrize("parser", PARSERS)
-def test_corpus_replay(fuzz_build, parser):
+def test_corpus_replay(fuzz_build, parser, tmp_path):
     """Every corpus input once (-runs=0): no crash, no sanitizer report."""
     files = sorted((CORPUS / parser).glob("*"))
-    r = _run(fuzz_build / f"fuzz_{parser}", ["-runs=0", str(CORPUS / parser)], timeout=120)
+    r = _run(fuzz_build / f"fuzz_{parser}", ["-runs=0", f"-artifact_prefix={tmp_path}/crash-", str(CORPUS / parser)],
+             timeout=120)
     assert r.returncode == 0, f"fuzz_{parser} crashed on its corpus:\n{r.stderr[-4000:]}"
     m = re.search(r"INITED.*?cov: (\d+)", r.stderr)
     assert m, r.stderr[-2000:]
