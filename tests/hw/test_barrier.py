@@ -376,7 +376,7 @@ EPISODES = {1: 30, 2: 25, 3: 20, 5: 12, 8: 8, 16: 5}
 
 
 @pytest.mark.parametrize("radix_log2", [1, 2])
-@pytest.mark.parametrize("n", [1, 2, 3, 5, 8, 16])
+@pytest.mark.parametrize("n", [1, 2, 3, 5, 8, pytest.param(16, marks=pytest.mark.slow)])
 def test_cluster_random(n, radix_log2):
     """Random enter times, random network delays and back-pressure, several contexts per
     node, duplicate enters: every context gets exactly one done per episode, never before

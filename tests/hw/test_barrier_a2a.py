@@ -296,7 +296,7 @@ def check_counters(res: Result, n: int) -> None:
 EPISODES = {1: 20, 2: 25, 3: 20, 4: 16, 5: 12, 8: 8, 13: 6, 16: 5}
 
 
-@pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 8, 13, 16])
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 8, pytest.param(13, marks=pytest.mark.slow), 16])
 def test_cluster_random(n):
     """Random enter times and skews, random delays and back-pressure, several contexts
     per node, duplicate enters: exactly one done per context and episode, never before
@@ -310,7 +310,7 @@ def test_cluster_random(n):
           f"done min {min(res.latencies)} max {max(res.latencies)}")
 
 
-@pytest.mark.parametrize("n,racer", [(3, 0), (4, 3), (8, 5), (16, 0)])
+@pytest.mark.parametrize("n,racer", [(3, 0), (4, 3), (8, 5), pytest.param(16, 0, marks=pytest.mark.slow)])
 def test_fast_node_races_ahead(n, racer):
     """One node re-enters at once after every done while the others think and straggle;
     its packets are fast, the others' take up to 40 cycles: its next-episode arrives

@@ -82,6 +82,7 @@ def _run(**env) -> None:
                extra_env={k: str(v) for k, v in env.items()}, build_args=BUILD_ARGS)
 
 
+@pytest.mark.slow   # make test keeps the link at BER 1e-4 (test_link_cocotb) and NicCore's ring:4 under bit errors
 def test_network_ring8_ber1e4():
     """Uniform random traffic, 40 packets per node of 0..MTU bytes, BER 1e-4 on all links."""
     _run(BER=1e-4, COUNT=40, MIN_LEN=0, MAX_LEN=MTU, SEED=3)

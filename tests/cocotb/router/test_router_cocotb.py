@@ -57,7 +57,8 @@ def _patterns(topo, count, max_len, min_len=0):
     return res
 
 
-@pytest.mark.parametrize("topo,count", [("ring:8", 400), ("torus:4x4", 200)])
+@pytest.mark.parametrize("topo,count", [("ring:8", 400),
+                                        pytest.param("torus:4x4", 200, marks=pytest.mark.slow)])
 def test_adversarial_short(topo, count):
     """Hardware generators/checkers at full injection rate, lengths 0..MTU: every
     packet delivered once, intact, in order; the network drains (a few thousand
