@@ -105,7 +105,8 @@ class Bench:
         tag = f"{transport} on {backend}" + (f" {topo}" if topo else "") + f", {nodes} ranks"
         _log(f"paranic bench mpi: {','.join(tests)}: {tag}")
         t0 = time.time()
-        r = M.run_mpi(args, nodes, backend=backend, transport=transport, topo=topo, sim_socket=sim_socket,
+        # The session's simulator runs already (its topology is its own): name it, not a topology.
+        r = M.run_mpi(args, nodes, backend=backend, transport=transport, sim_socket=sim_socket,
                       cluster=f"bench-mpi-{os.getpid()}", timeout=3600, stats=transport == "paranic")
         rows = [json.loads(ln) for ln in r.lines('{"bench": "mpi"')]
         if r.rc != 0 or len(rows) != len(tests):
