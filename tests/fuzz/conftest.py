@@ -1,6 +1,6 @@
 """Fixtures of the fuzzing tests: the libFuzzer harnesses (tests/fuzz/Makefile, built with
-clang under ASan and UBSan into build/fuzz/) and libparanic itself (for the peers that
-lie, test_peers.py)."""
+clang under ASan and UBSan into build/fuzz/); libparanic itself (for the peers that lie,
+test_peers.py) is tests/conftest.py's ``userlib_build``."""
 
 from __future__ import annotations
 
@@ -9,8 +9,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
-from paranic.launch import TESTS, BuildError, build_userlib
 
 HERE = Path(__file__).resolve().parent
 TOP = HERE.parents[1]
@@ -28,12 +26,3 @@ def fuzz_build() -> Path:
     if r.returncode != 0:
         pytest.fail("building the fuzz harnesses failed:\n" + r.stdout[-3000:] + r.stderr[-3000:])
     return BUILD
-
-
-@pytest.fixture(scope="session")
-def userlib_build() -> Path:
-    try:
-        build_userlib()
-    except BuildError as e:
-        pytest.fail(str(e))
-    return TESTS

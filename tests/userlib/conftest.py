@@ -5,22 +5,12 @@ once per session (``make -C userlib``), and run them under ``pn_launch``
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import pytest
 
-from paranic.launch import TESTS, BuildError, Run, build_userlib, clean_env, cluster_name
+from paranic.launch import Run, clean_env, cluster_name
 from paranic.launch import launch as _launch
 
-
-@pytest.fixture(scope="session")
-def userlib_build() -> Path:
-    """Build libparanic (.so, .a), the tools and the test programs; fails on any compiler warning."""
-    try:
-        build_userlib()
-    except BuildError as e:
-        pytest.fail(str(e))
-    return TESTS
 
 
 def launch(prog: list[str], nodes: int, name: str, timeout: int = 60, extra: list[str] | None = None,

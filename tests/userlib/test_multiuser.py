@@ -21,13 +21,13 @@ import errno
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
+from flood import flood
 
 from paranic import daemon as PD
 from paranic import lib
@@ -106,19 +106,6 @@ def _flood_as_nobody(path: Path, n: int) -> subprocess.Popen:
     return p
 
 
-def _flood(path: Path, n: int) -> list[socket.socket]:
-    import resource
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft < n + 256:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, n + 256), hard))
-    out = []
-    for _ in range(n):
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        s.connect(str(path))
-        out.append(s)
-    return out
-
-
 # ---- sw segments ---------------------------------------------------------------------------------
 
 def test_sw_segments_of_the_other_user(clean_env):
@@ -190,7 +177,7 @@ def test_daemons_of_two_users(clean_env):
     d = PD.Daemons.start(ca, 1, args=["--hello-ms", "100", "--down-ms", "600"])
     sock_a = Path(f"/tmp/paranic-{ca}/node0.sock")
     try:
-        flood = _flood_as_nobody(sock_a, 1100)
+        flooder = _flood_as_nobody(sock_a, 1100)
         try:
             with lib.Hal.open(backend="sw", cluster=ca) as h:
                 assert h.ctx_id == 1
@@ -199,8 +186,8 @@ def test_daemons_of_two_users(clean_env):
                             "except PermissionError:\n    print('denied')\n", str(sock_a))
             assert out.strip() == "denied" and sock_a.exists()
         finally:
-            flood.stdin.close()
-            flood.wait(10)
+            flooder.stdin.close()
+            flooder.wait(10)
         assert "over a uid's 32" in d.log(0)
     finally:
         d.stop()
@@ -217,7 +204,7 @@ def test_daemons_of_two_users(clean_env):
             assert daemon.poll() is None and time.monotonic() < t_end, open(log.name).read()
             time.sleep(0.05)
         assert sock_b.parent.stat().st_uid == 65534
-        socks = _flood(sock_b, 1100)   # root's flood
+        socks = flood(sock_b, 1100)   # root's flood
         try:
             assert nobody_open(backend="sw", cluster=cb) == (0, 1)
         finally:

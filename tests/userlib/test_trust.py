@@ -10,14 +10,13 @@ from __future__ import annotations
 import ctypes
 import errno
 import os
-import resource
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
+from flood import flood
 
 from paranic import daemon as PD
 from paranic import lib
@@ -228,18 +227,6 @@ def test_run_directory_writable_by_others_is_refused(userlib_build, no_daemon_en
 
 # ---- row 4: idle connections cannot lock out pn_open ------------------------------------------
 
-def _flood(path: Path, n: int) -> list[socket.socket]:
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft < n + 256:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, n + 256), hard))
-    out = []
-    for _ in range(n):
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        s.connect(str(path))
-        out.append(s)
-    return out
-
-
 def test_idle_connections_do_not_lock_out_pn_open(userlib_build, no_daemon_env):
     """1100 idle connections to paranicd (more than its 1024 table): pn_open still
     attaches (main: -ENOTCONN); the connections beyond the uid's limit were shed and the
@@ -247,7 +234,7 @@ def test_idle_connections_do_not_lock_out_pn_open(userlib_build, no_daemon_env):
     c = _name("flood")
     d = PD.Daemons.start(c, 1, args=["--hello-ms", "100", "--down-ms", "600", "--idle-ms", "1500"])
     try:
-        socks = _flood(_sock(c), 1100)
+        socks = flood(_sock(c), 1100)
         try:
             time.sleep(0.3)
             with lib.Hal.open(backend="sw", cluster=c) as h:
