@@ -27,7 +27,7 @@ _Static_assert(PN_ABI_VERSION == ((PN_ABI_VERSION_MAJOR << 16) | PN_ABI_VERSION_
 
 #define PND_IO_TIMEOUT_MS 5000
 
-static _Thread_local char last_reason[128];
+static _Thread_local char last_reason[256];
 
 const char *pn_daemon_last_reason(void)
 {
@@ -245,8 +245,9 @@ static int locate(const char *path, int node, int require)
 	}
 	r = pn_trust_socket(path);
 	if (r == -ENOENT) {
-		snprintf(last_reason, sizeof(last_reason), "paranicd's run directory %.60s has no socket for node %d",
-			 dir, node);
+		snprintf(last_reason, sizeof(last_reason),
+			 "paranicd's run directory %.60s has no socket for node %d (a daemon died? start it again, "
+			 "or remove the directory to run without one)", dir, node);
 		return -ENOTCONN;
 	}
 	if (r < 0) {
@@ -275,7 +276,8 @@ int pn_daemon_attach(pn_hal_t *h, const pn_open_opts_t *o)
 		return r;
 	fd = connect_to(path);
 	if (fd < 0) {
-		set_reason(fd == -ENOTCONN ? "paranicd does not answer on its socket (it died?)" : "cannot reach paranicd");
+		set_reason(fd == -ENOTCONN ? "paranicd does not answer on its socket (it died? start it again, or "
+					     "remove its run directory to run without one)" : "cannot reach paranicd");
 		return fd;
 	}
 	if (pn_trust_peer(fd, NULL) < 0) {
