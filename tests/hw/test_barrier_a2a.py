@@ -296,7 +296,8 @@ def check_counters(res: Result, n: int) -> None:
 EPISODES = {1: 20, 2: 25, 3: 20, 4: 16, 5: 12, 8: 8, 13: 6, 16: 5}
 
 
-@pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 8, pytest.param(13, marks=pytest.mark.slow), 16])
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 8, pytest.param(13, marks=pytest.mark.slow),
+                               pytest.param(16, marks=pytest.mark.slow)])
 def test_cluster_random(n):
     """Random enter times and skews, random delays and back-pressure, several contexts
     per node, duplicate enters: exactly one done per context and episode, never before
