@@ -312,7 +312,7 @@ int pn_hal_ctx_release(pn_hal_t *h, uint32_t ctx, uint32_t pid)
 
 int pn_hal_pio_free(pn_hal_t *h)
 {
-	return h && h->magic == PN_HAL_MAGIC && (int32_t)(sts_load(h, PN_STS_PIO_DONE_WORD) - h->pio_posted) >= 0;
+	return h && h->magic == PN_HAL_MAGIC && pn_hal_ready(h, PN_WAIT_PIO_WINDOW, 0);
 }
 
 int pn_node_id(const pn_hal_t *h) { PN_HAL_CHECK(h); return (int)h->map.node_id; }

@@ -89,10 +89,42 @@ static inline __attribute__((always_inline)) int pn_rx_parse_slot(const volatile
 	return 1;
 }
 
-/* One round of a wait loop (hal_wait.c): let the NIC work, let the upper layer drain,
- * back off; every PN_ALIVE_EVERY rounds ask whether the NIC is still there. 0, or the
- * error of a NIC that went away (-EIO, -ENODEV): the loop returns it. */
-int pn_hal_wait_step(pn_hal_t *h, struct pn_backoff *b);
+/* What the send side waits for (pn_hal_wait). */
+enum pn_wait_for {
+	PN_WAIT_PIO_WINDOW,   /* the PIO window is free: every PIO packet posted has left */
+	PN_WAIT_TX_DONE,      /* the first `count` DMA descriptors completed */
+	PN_WAIT_TX_ROOM,      /* the TX ring has a free entry */
+};
+
+static inline int pn_hal_ready(const pn_hal_t *h, enum pn_wait_for what, uint32_t count)
+{
+	switch (what) {
+	case PN_WAIT_PIO_WINDOW:
+		return (int32_t)(sts_load(h, PN_STS_PIO_DONE_WORD) - h->pio_posted) >= 0;
+	case PN_WAIT_TX_DONE:
+		return (int32_t)(sts_load(h, PN_STS_TX_DONE_WORD) - count) >= 0;
+	default:
+		return h->tx_tail - sts_load(h, PN_STS_TX_DONE_WORD) < h->map.tx_entries;
+	}
+}
+
+/* A wait that made no progress (neither tx_done nor pio_done moved) for its stall_ns:
+ * 0 to keep waiting (the clock starts again), else the error the wait returns. */
+typedef int (*pn_stall_fn)(void *arg);
+
+/* The send side's one wait loop (hal_wait.c; the HAL's sends and pn_tx_wait*, rawdata's
+ * sends): until `what` holds, in rounds that let the NIC work, let the upper layer drain
+ * through the wait hook, back off, and every PN_ALIVE_EVERY rounds ask whether the NIC
+ * is still there. stall_ns > 0: stalled(arg) is asked whenever nothing moved for that
+ * long (rawdata's deadline); 0: no deadline. 0, or the error of a NIC that went away
+ * (-EIO, -ENODEV) or of stalled. */
+int pn_hal_wait_slow(pn_hal_t *h, enum pn_wait_for what, uint32_t count, int64_t stall_ns, pn_stall_fn stalled,
+		     void *arg);
+static inline int pn_hal_wait(pn_hal_t *h, enum pn_wait_for what, uint32_t count, int64_t stall_ns,
+			      pn_stall_fn stalled, void *arg)
+{
+	return pn_hal_ready(h, what, count) ? 0 : pn_hal_wait_slow(h, what, count, stall_ns, stalled, arg);
+}
 
 #pragma GCC visibility pop
 

@@ -372,7 +372,7 @@ static int pci_node_status(pn_hal_t *h, unsigned index, pn_node_status_t *out)
 	for (i = 0; i < PN_FW_REGS; i++) {
 		snprintf(attr, sizeof(attr), "firmware/%s", fw_names[i]);
 		if (i == PN_FW_REG_TOPO || i == PN_FW_REG_COORDS) {   /* "x y" */
-			unsigned x, y;
+			unsigned x = 0, y = 0;   /* unread when the attribute is missing (r set) */
 			r = pci_sysfs_read(dir, attr, buf, sizeof(buf));
 			if (!r && sscanf(buf, "%u %u", &x, &y) != 2)
 				r = -EIO;

@@ -29,12 +29,8 @@ static uint32_t packets_of(const pn_hal_t *h, size_t len)
 
 static int pio_wait_window(pn_hal_t *h)
 {
-	struct pn_backoff b = {0};
-	int r;
-	while ((int32_t)(sts_load(h, PN_STS_PIO_DONE_WORD) - h->pio_posted) < 0)
-		if ((r = pn_hal_wait_step(h, &b)) < 0)
-			return r;
-	return h->dead;
+	int r = pn_hal_wait(h, PN_WAIT_PIO_WINDOW, 0, 0, NULL, NULL);
+	return r < 0 ? r : h->dead;
 }
 
 static void pio_stage_ring(pn_hal_t *h, const uint64_t hdr[2], const void *buf, size_t len)
@@ -121,15 +117,13 @@ int pn_pio_raw(pn_hal_t *h, const uint64_t hdr[2], const void *payload, size_t l
 
 static int tx_post(pn_hal_t *h, const uint64_t d[4])
 {
-	struct pn_backoff b = {0};
 	volatile uint64_t *slot;
 	int r;
 
 	if (h->dead)
 		return h->dead;
-	while (h->tx_tail - sts_load(h, PN_STS_TX_DONE_WORD) >= h->map.tx_entries)
-		if ((r = pn_hal_wait_step(h, &b)) < 0)
-			return r;
+	if ((r = pn_hal_wait(h, PN_WAIT_TX_ROOM, 0, 0, NULL, NULL)) < 0)
+		return r;
 	slot = (volatile uint64_t *)(h->map.tx_ring + (size_t)(h->tx_tail & h->tx_mask) * PN_TX_DESC_BYTES);
 	slot[0] = d[0];
 	slot[1] = d[1];
@@ -226,16 +220,10 @@ uint32_t pn_tx_posted(const pn_hal_t *h)
 
 int pn_tx_wait_until(pn_hal_t *h, uint32_t count)
 {
-	struct pn_backoff b = {0};
-	int r;
-
 	PN_HAL_CHECK(h);
 	if ((int32_t)(count - h->tx_tail) > 0)
 		return refuse(h, -EINVAL);
-	while ((int32_t)(sts_load(h, PN_STS_TX_DONE_WORD) - count) < 0)
-		if ((r = pn_hal_wait_step(h, &b)) < 0)
-			return r;
-	return 0;
+	return pn_hal_wait(h, PN_WAIT_TX_DONE, count, 0, NULL, NULL);
 }
 
 int pn_tx_wait(pn_hal_t *h)

@@ -510,24 +510,17 @@ static int sim_attach(pn_hal_t *h, const pn_open_opts_t *o, struct pn_hw_map *ma
 	if (!r && gfd < 0)
 		r = -EPROTO;
 	if (!r) {
+		/* global_bytes is bounded by the welcome's check; the file must hold it (mapping
+		 * past its end would fault). */
 		struct stat gst;
-		if (fstat(gfd, &gst) < 0 || (uint64_t)gst.st_size < w.global_bytes)
-			r = -EPROTO;   /* mapping past its end would fault */
+		if (fstat(gfd, &gst) < 0 || !S_ISREG(gst.st_mode) || (uint64_t)gst.st_size < w.global_bytes)
+			r = -EPROTO;
 	}
 	if (r) {
 		if (gfd >= 0)
 			close(gfd);
 		sim_release(b);
 		return r;
-	}
-	{
-		struct stat gst;
-		if (fstat(gfd, &gst) < 0 || !S_ISREG(gst.st_mode) || w.global_bytes < sizeof(struct pn_sim_global) ||
-		    w.global_bytes > (1ull << 30) || (uint64_t)gst.st_size < w.global_bytes) {
-			close(gfd);
-			sim_release(b);
-			return -EPROTO;
-		}
 	}
 	b->g = mmap(NULL, w.global_bytes, PROT_READ, MAP_SHARED, gfd, 0);
 	close(gfd);

@@ -67,9 +67,9 @@ static void ctx_reset(struct sw_be *be, uint32_t c)
 	__atomic_store_n(&m->state, SW_CLOSED, __ATOMIC_RELEASE);
 	pn_sw_barrier_leave(be, c);
 	pn_sw_ring_lock(be, be->node, c);
-	memset(area + be->hdr->page_off, 0, PN_CTX_PAGE_BYTES);
-	memset(area + be->hdr->txr_off, 0, (size_t)be->tx_entries * PN_TX_DESC_BYTES);
-	memset(area + be->hdr->rxr_off, 0, (size_t)be->rx_slots * be->slot_bytes);
+	memset(area + be->page_off, 0, PN_CTX_PAGE_BYTES);
+	memset(area + be->txr_off, 0, (size_t)be->tx_entries * PN_TX_DESC_BYTES);
+	memset(area + be->rxr_off, 0, (size_t)be->rx_slots * be->slot_bytes);
 	m->rx_alloc = 0;
 	__atomic_store_n(&m->rx_head, 0, __ATOMIC_RELAXED);
 	m->irq_armed = 0;

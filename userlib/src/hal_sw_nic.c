@@ -367,40 +367,38 @@ void pn_sw_barrier_leave(struct sw_be *be, uint32_t c)
 
 /* ---- MMIO ------------------------------------------------------------------------------------ */
 
-/* A store into the PIO window (every one comes through here: the backend maps no page
- * for direct stores). Refused while a packet is pending (it spoils the next doorbell,
- * as in the gateware); otherwise it marks its 64-bit word staged. */
+/* A store of n bytes at off into the PIO window (every one comes through here: the
+ * backend maps no page for direct stores). Refused while a packet is pending (it spoils
+ * the next doorbell, as in the gateware); otherwise it marks the 64-bit words it
+ * reaches staged. */
 static void window_store(struct sw_be *be, uint32_t off, const void *v, size_t n)
 {
-	uint32_t word = (off - PN_PIO_WINDOW_OFFSET) / PN_WORD_BYTES + 1;
+	uint32_t words = (uint32_t)((off - PN_PIO_WINDOW_OFFSET + n + PN_WORD_BYTES - 1) / PN_WORD_BYTES);
 
 	if (__atomic_load_n(&be->pio_pending, __ATOMIC_ACQUIRE)) {
 		be->pio_spoiled = 1;
 		return;
 	}
 	memcpy(be->page + off, v, n);
-	if (word > __atomic_load_n(&be->pio_staged, __ATOMIC_RELAXED))
-		__atomic_store_n(&be->pio_staged, word, __ATOMIC_RELAXED);
+	if (words > __atomic_load_n(&be->pio_staged, __ATOMIC_RELAXED))
+		__atomic_store_n(&be->pio_staged, words, __ATOMIC_RELAXED);
 }
 
-/* A whole PIO packet staged at once: the same as its 64-bit window stores, from the
- * window's first word on (hal_send.c pio_stage_ring), in one check and one copy. */
+/* A whole PIO packet staged at once: the same as its 64-bit window stores (hal_send.c
+ * pio_stage_ring): the header, the full words, a zero-padded last word. */
 void pn_sw_pio_stage(pn_hal_t *h, const uint64_t hdr[2], const void *buf, size_t len)
 {
 	struct sw_be *be = h->be;
-	uint8_t *win = be->page + PN_PIO_WINDOW_OFFSET;
-	uint32_t words = (uint32_t)((PN_HEADER_BYTES + len + PN_WORD_BYTES - 1) / PN_WORD_BYTES);
+	size_t full = len - len % PN_WORD_BYTES;
 
-	if (__atomic_load_n(&be->pio_pending, __ATOMIC_ACQUIRE)) {
-		be->pio_spoiled = 1;
-		return;
+	window_store(be, PN_PIO_WINDOW_OFFSET, hdr, PN_HEADER_BYTES);
+	if (full)
+		window_store(be, PN_PIO_WINDOW_OFFSET + PN_HEADER_BYTES, buf, full);
+	if (len % PN_WORD_BYTES) {
+		uint64_t v = 0;
+		memcpy(&v, (const uint8_t *)buf + full, len % PN_WORD_BYTES);
+		window_store(be, (uint32_t)(PN_PIO_WINDOW_OFFSET + PN_HEADER_BYTES + full), &v, PN_WORD_BYTES);
 	}
-	memcpy(win, hdr, PN_HEADER_BYTES);
-	memcpy(win + PN_HEADER_BYTES, buf, len);
-	if (len % PN_WORD_BYTES)
-		memset(win + PN_HEADER_BYTES + len, 0, PN_WORD_BYTES - len % PN_WORD_BYTES);
-	if (words > __atomic_load_n(&be->pio_staged, __ATOMIC_RELAXED))
-		__atomic_store_n(&be->pio_staged, words, __ATOMIC_RELAXED);
 }
 
 void pn_sw_mmio_write32(pn_hal_t *h, uint32_t off, uint32_t v)

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The HAL's waiting: the round every wait loop makes (the NIC's progress, the upper
- * layer's wait hook, polite back-off), pn_progress, the backend's time base, and the
+ * layer's wait hook, polite back-off), the send side's wait loop with its optional
+ * deadline (pn_hal_wait), pn_progress, the backend's time base, and the
  * barrier (one doorbell, then wait for the status block's barrier_done to move).
  */
 #define _GNU_SOURCE
@@ -12,8 +13,9 @@
 /* ---- waiting, progress, time --------------------------------------------------------- */
 
 /* One round of a wait loop: let the NIC work, let the upper layer drain, back off,
- * and now and then make sure there still is a NIC to wait for. */
-int pn_hal_wait_step(pn_hal_t *h, struct pn_backoff *b)
+ * and now and then make sure there still is a NIC to wait for. 0, or the error of a NIC
+ * that went away (-EIO, -ENODEV): the loop returns it. */
+static int wait_step(pn_hal_t *h, struct pn_backoff *b)
 {
 	if (h->dead || (b->n % PN_ALIVE_EVERY == PN_ALIVE_EVERY - 1 && pn_alive(h) < 0))
 		return h->dead;
@@ -26,6 +28,34 @@ int pn_hal_wait_step(pn_hal_t *h, struct pn_backoff *b)
 		h->in_hook = 0;
 	}
 	pn_backoff_step(b);
+	return 0;
+}
+
+int pn_hal_wait_slow(pn_hal_t *h, enum pn_wait_for what, uint32_t count, int64_t stall_ns, pn_stall_fn stalled,
+		     void *arg)
+{
+	struct pn_backoff b = {0};
+	uint32_t last_tx = sts_load(h, PN_STS_TX_DONE_WORD) + 1, last_pio = 0;   /* "moved" at first */
+	uint64_t t0 = 0;
+	int r;
+
+	while (!pn_hal_ready(h, what, count)) {
+		if (stall_ns > 0 && stalled) {
+			uint32_t tx = sts_load(h, PN_STS_TX_DONE_WORD), pio = sts_load(h, PN_STS_PIO_DONE_WORD);
+			uint64_t now = pn_monotonic_ns();
+			if (tx != last_tx || pio != last_pio) {   /* progress: the clock starts again */
+				last_tx = tx;
+				last_pio = pio;
+				t0 = now;
+			} else if (now - t0 >= (uint64_t)stall_ns) {
+				if ((r = stalled(arg)) < 0)
+					return r;
+				t0 = now;
+			}
+		}
+		if ((r = wait_step(h, &b)) < 0)
+			return r;   /* the simulator or device went away */
+	}
 	return 0;
 }
 
@@ -87,7 +117,7 @@ int pn_barrier(pn_hal_t *h)
 	pn_wmb();
 	h->ops->mmio_write32(h, PN_REG_BARRIER, 1);
 	while (sts_load(h, PN_STS_BARRIER_DONE_WORD) == b0)
-		if ((r = pn_hal_wait_step(h, &b)) < 0)
+		if ((r = wait_step(h, &b)) < 0)
 			return r;
 	return 0;
 }

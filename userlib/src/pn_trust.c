@@ -32,32 +32,31 @@ int pn_trust_fd(int fd, struct stat *out)
 	return 0;
 }
 
-int pn_trust_dir(const char *path)
+/* A name (never followed if a symbolic link) of file type `type` (S_IFDIR, S_IFSOCK),
+ * owned by us or root, with none of the mode bits `deny`: 0, -errno of lstat, -ELOOP,
+ * `wrong_type`, -EACCES. */
+static int trust_name(const char *path, mode_t type, int wrong_type, mode_t deny)
 {
 	struct stat st;
 	if (lstat(path, &st) < 0)
 		return -errno;
 	if (S_ISLNK(st.st_mode))
 		return -ELOOP;
-	if (!S_ISDIR(st.st_mode))
-		return -ENOTDIR;
-	if (!owner_ok(st.st_uid) || (st.st_mode & 022))
+	if ((st.st_mode & S_IFMT) != type)
+		return wrong_type;
+	if (!owner_ok(st.st_uid) || (st.st_mode & deny))
 		return -EACCES;
 	return 0;
 }
 
+int pn_trust_dir(const char *path)
+{
+	return trust_name(path, S_IFDIR, -ENOTDIR, 022);
+}
+
 int pn_trust_socket(const char *path)
 {
-	struct stat st;
-	if (lstat(path, &st) < 0)
-		return -errno;
-	if (S_ISLNK(st.st_mode))
-		return -ELOOP;
-	if (!S_ISSOCK(st.st_mode))
-		return -ENOTSOCK;
-	if (!owner_ok(st.st_uid))
-		return -EACCES;
-	return 0;
+	return trust_name(path, S_IFSOCK, -ENOTSOCK, 0);
 }
 
 int pn_trust_peer(int fd, uid_t *uid)

@@ -448,73 +448,42 @@ static int rd_link_down(pn_rd_t *rd, int *fw)
 	return down;
 }
 
-/* A send made no progress for the deadline: 0 to keep waiting (a firmware is repairing:
- * it routes around a DOWN link, evacuates and restarts it; up to RD_FW_GRACE deadlines),
- * else the error to return. */
+/* A send made no progress for the deadline (pn_hal_wait's stall): 0 to keep waiting (a
+ * firmware is repairing: it routes around a DOWN link, evacuates and restarts it; up to
+ * RD_FW_GRACE deadlines), else the error to return. */
 #define RD_FW_GRACE 5
-static int rd_stalled(pn_rd_t *rd, unsigned *grace)
+struct rd_stall {
+	pn_rd_t *rd;
+	unsigned grace;
+};
+
+static int rd_stalled(void *arg)
 {
-	int fw, down = rd_link_down(rd, &fw);
-	if (fw > 0 && *grace < RD_FW_GRACE) {
-		(*grace)++;
+	struct rd_stall *s = arg;
+	int fw, down = rd_link_down(s->rd, &fw);
+	if (fw > 0 && s->grace < RD_FW_GRACE) {
+		s->grace++;
 		return 0;
 	}
-	rd->st.timeouts++;
+	s->rd->st.timeouts++;
 	return down ? -ENETDOWN : -ETIMEDOUT;
 }
 
-enum rd_wait_for { RD_PIO_WINDOW, RD_TX_DONE, RD_TX_ROOM };
-
-/* Wait for the NIC like the HAL's own loops (receiving meanwhile through the wait hook),
+/* Wait for the NIC with the HAL's own loop (receiving meanwhile through the wait hook),
  * but give up once neither the TX ring nor the PIO window moved for rd->timeout_ns:
  * -ENETDOWN when the NIC reports a link DOWN, else -ETIMEDOUT (docs/userlib.md,
- * "Deadlines"). RD_TX_DONE: the first `count` descriptors completed. */
-static int rd_wait(pn_rd_t *rd, enum rd_wait_for what, uint32_t count)
+ * "Deadlines"); -EIO/-ENODEV when the simulator or device went away. */
+static int rd_wait(pn_rd_t *rd, enum pn_wait_for what, uint32_t count)
 {
-	pn_hal_t *h = rd->h;
-	struct pn_backoff b = {0};
-	uint32_t last_tx = sts_load(h, PN_STS_TX_DONE_WORD) + 1, last_pio = 0;
-	uint64_t t0 = 0;
-	unsigned grace = 0;
-	int r;
-
-	for (;;) {
-		uint32_t tx = sts_load(h, PN_STS_TX_DONE_WORD), pio = sts_load(h, PN_STS_PIO_DONE_WORD);
-		int done;
-
-		switch (what) {
-		case RD_PIO_WINDOW: done = (int32_t)(pio - h->pio_posted) >= 0; break;
-		case RD_TX_DONE: done = (int32_t)(tx - count) >= 0; break;
-		default: done = h->tx_tail - tx < h->map.tx_entries; break;
-		}
-		if (done)
-			return 0;
-		if (tx != last_tx || pio != last_pio) {   /* progress: the deadline starts again */
-			last_tx = tx;
-			last_pio = pio;
-			t0 = 0;
-		}
-		if (rd->timeout_ns > 0) {
-			uint64_t now = pn_monotonic_ns();
-			if (!t0)
-				t0 = now;
-			else if (now - t0 >= (uint64_t)rd->timeout_ns) {
-				r = rd_stalled(rd, &grace);
-				if (r < 0)
-					return r;
-				t0 = now;
-			}
-		}
-		if ((r = pn_hal_wait_step(h, &b)) < 0)
-			return r;   /* the simulator or device went away */
-	}
+	struct rd_stall s = {rd, 0};
+	return pn_hal_wait(rd->h, what, count, rd->timeout_ns, rd_stalled, &s);
 }
 
 /* Everything posted has left: the DMA descriptors and the PIO window. */
 static int rd_wait_all(pn_rd_t *rd)
 {
-	int r = rd_wait(rd, RD_TX_DONE, rd->h->tx_tail);
-	return r < 0 ? r : rd_wait(rd, RD_PIO_WINDOW, 0);
+	int r = rd_wait(rd, PN_WAIT_TX_DONE, rd->h->tx_tail);
+	return r < 0 ? r : rd_wait(rd, PN_WAIT_PIO_WINDOW, 0);
 }
 
 int pn_rd_set_timeout(pn_rd_t *rd, int64_t timeout_ms)
@@ -538,7 +507,7 @@ static int send_dma(pn_rd_t *rd, unsigned dst_node, uint64_t tag, const void *bu
 		/* In place, chunks of the largest descriptor. */
 		for (size_t off = 0; off < len && r == 0; off += PN_MAX_DMA_LENGTH) {
 			size_t c = len - off < PN_MAX_DMA_LENGTH ? len - off : PN_MAX_DMA_LENGTH;
-			if ((r = rd_wait(rd, RD_TX_ROOM, 0)) < 0)
+			if ((r = rd_wait(rd, PN_WAIT_TX_ROOM, 0)) < 0)
 				break;
 			r = pn_send_dma(h, dst_node, rd->ctx, off ? tag & ~RD_TAG_FIRST : tag,
 					(const uint8_t *)buf + off, c);
@@ -558,7 +527,7 @@ static int send_dma(pn_rd_t *rd, unsigned dst_node, uint64_t tag, const void *bu
 			rd->bounce[k] = NULL;
 			break;
 		}
-		if ((r = rd_wait(rd, RD_TX_DONE, rd->ticket[k])) < 0 || (r = rd_wait(rd, RD_TX_ROOM, 0)) < 0)
+		if ((r = rd_wait(rd, PN_WAIT_TX_DONE, rd->ticket[k])) < 0 || (r = rd_wait(rd, PN_WAIT_TX_ROOM, 0)) < 0)
 			break;
 		memcpy(rd->bounce[k], (const uint8_t *)buf + off, c);
 		r = pn_send_dma(h, dst_node, rd->ctx, off ? tag & ~RD_TAG_FIRST : tag, rd->bounce[k], c);
@@ -591,7 +560,7 @@ int pn_rd_send(pn_rd_t *rd, unsigned dst_node, const void *buf, size_t len)
 		if (rd->dma_pending && (r = rd_wait_all(rd)) < 0)
 			return r;
 		rd->dma_pending = 0;
-		if ((r = rd_wait(rd, RD_PIO_WINDOW, 0)) < 0)
+		if ((r = rd_wait(rd, PN_WAIT_PIO_WINDOW, 0)) < 0)
 			return r;
 		r = pn_send_pio(h, dst_node, rd->ctx, tag, buf, len);
 		rd->pio_pending = r == 0;
