@@ -29,16 +29,16 @@ def hdr(word0: Signal, name: str):
     return word0[f.offset:f.offset + f.width]
 
 
-def packet_words(length):
-    """Words of a whole packet whose header says ``length`` payload bytes: the gateware
-    form of :func:`paranic.spec.protocol.packet_words` (a Migen expression)."""
-    shift = P.WORD_BYTES.bit_length() - 1
-    return P.HEADER_WORDS + ((length + (P.WORD_BYTES - 1)) >> shift)
-
-
 def payload_words(length):
-    """Words carrying ``length`` payload bytes (:func:`paranic.spec.protocol.payload_words`)."""
+    """Words carrying ``length`` payload bytes: the gateware form of
+    :func:`paranic.spec.protocol.payload_words` (a Migen expression)."""
     return (length + (P.WORD_BYTES - 1)) >> (P.WORD_BYTES.bit_length() - 1)
+
+
+def packet_words(length):
+    """Words of a whole packet whose header says ``length`` payload bytes
+    (:func:`paranic.spec.protocol.packet_words`)."""
+    return P.HEADER_WORDS + payload_words(length)
 
 
 def hdr_const(**values: int) -> int:

@@ -142,8 +142,8 @@ class ContextState(Module):
     rewrite), ``pio_staged`` (64-bit words of the PIO window staged since the last PIO
     packet finished: one past the highest word written; the PIO engine refuses a header
     that needs more, see :mod:`~paranic.hw.host_pio`), ``pio_clear`` (the context's PIO
-    buffer is being zeroed: set by ``cfg_rst``, so a new owner never reads or sends the
-    previous owner's bytes).
+    buffer is being zeroed: set by ``cfg_rst``, so a new owner never sends the previous
+    owner's bytes).
 
     Events (:class:`Ev`, one per source, all may fire in the same cycle):
     ``cfg_wr`` (+ ``cfg_enable``, ``cfg_rx_log2``, ``cfg_tx_log2``), ``cfg_rst``,
@@ -152,9 +152,12 @@ class ContextState(Module):
     ``pio_stage`` (data = a window word written + 1), ``pio_fin`` (data = error),
     ``pio_cleared`` (the buffer of ``ctx`` is zero), ``rx_inc``, ``arm_set``, ``arm_clr``, ``tx_fetch_inc``,
     ``tx_fin`` (data = error), ``barrier_inc``, ``ptr_err``, ``dirty_clr``.
+
+    ``pio_words``: 64-bit words of PIO buffer per context (``pio_buffer_words(mtu)``),
+    the range of ``pio_staged``.
     """
 
-    def __init__(self, n_ctx: int, pio_words: int = 1) -> None:
+    def __init__(self, n_ctx: int, pio_words: int) -> None:
         n = self.n_ctx = n_ctx
         self.enable = Signal(n)
         self.irq_armed = Signal(n)

@@ -14,10 +14,12 @@ the context's previous PIO packet ended (:class:`~paranic.hw.host_ctx.ContextSta
 ``pio_staged``: one past the highest 64-bit word written). A header whose packet needs
 more words (``packet_words(length)``) than that is refused like a bad length (nothing
 sent, ``pio_done`` and ``errors`` increment, ``err_length``). So a doorbell never sends
-bytes the sender did not write for this packet, whatever its header says. Together with
+a word past the highest one written for this packet, whatever its header says; a word
+below it that was not rewritten holds the same owner's earlier bytes. Together with
 :class:`PioClear` (a context's buffer is zeroed at ``ctx_reset``, before it is handed to a
-new owner), no owner of a context ever sends or sees bytes of a previous owner. The
-``sw`` backend's NIC model (userlib/src/hal_sw_nic.c) applies the same rule.
+new owner, whose unwritten words are then zero), no owner of a context ever sends bytes
+of a previous owner. The ``sw`` backend's NIC model (userlib/src/hal_sw_nic.c) applies
+the same rule.
 """
 
 from __future__ import annotations

@@ -452,17 +452,26 @@ static void kd_receiver(int out)
 	_exit(0);
 }
 
-/* The sender that is killed: 1 MiB DMA messages to the receiver, for ever. */
-static void kd_sender(int out, unsigned rctx)
+/* A sender of the kill-during-DMA case: an open, a KD_MSG DMA buffer filled with the
+ * words of tag, its bus address; on failure "E open" on out and exit 1. */
+static pn_hal_t *kd_open(int out, uint64_t tag, void **buf, uint64_t *dma)
 {
 	pn_hal_t *h = pci_open();
-	void *buf;
-	uint64_t dma = 0;
-	if (!h || pn_dma_alloc(h, KD_MSG, &buf) < 0 || pn_mem_dma_addr(h, buf, KD_MSG, &dma) < 0) {
+	*dma = 0;
+	if (!h || pn_dma_alloc(h, KD_MSG, buf) < 0 || pn_mem_dma_addr(h, *buf, KD_MSG, dma) < 0) {
 		dprintf(out, "E open\n");
 		_exit(1);
 	}
-	kd_fill(KD_TAG_S, buf, KD_MSG);
+	kd_fill(tag, *buf, KD_MSG);
+	return h;
+}
+
+/* The sender that is killed: 1 MiB DMA messages to the receiver, for ever. */
+static void kd_sender(int out, unsigned rctx)
+{
+	void *buf;
+	uint64_t dma;
+	pn_hal_t *h = kd_open(out, KD_TAG_S, &buf, &dma);
 	for (int started = 0;;) {
 		int r = pn_send_dma(h, (unsigned)pn_node_id(h), rctx, KD_TAG_S, buf, KD_MSG);
 		if (r < 0 && r != -EAGAIN && r != -ENOBUFS)
@@ -478,14 +487,9 @@ static void kd_sender(int out, unsigned rctx)
  * sender's pages, if the driver handed them out again), then KD_NEXT_K messages. */
 static void kd_next(int out, unsigned rctx)
 {
-	pn_hal_t *h = pci_open();
 	void *buf;
-	uint64_t dma = 0;
-	if (!h || pn_dma_alloc(h, KD_MSG, &buf) < 0 || pn_mem_dma_addr(h, buf, KD_MSG, &dma) < 0) {
-		dprintf(out, "E open\n");
-		_exit(1);
-	}
-	kd_fill(KD_TAG_N, buf, KD_MSG);
+	uint64_t dma;
+	pn_hal_t *h = kd_open(out, KD_TAG_N, &buf, &dma);
 	dprintf(out, "N %d %llx\n", pn_ctx_id(h), (unsigned long long)dma);
 	for (int k = 0; k < KD_NEXT_K; k++)
 		if (pn_send_dma(h, (unsigned)pn_node_id(h), rctx, KD_TAG_N, buf, KD_NEXT_MSG) < 0)
@@ -585,8 +589,10 @@ static unsigned ho_leaks(const uint32_t *w, size_t nwords)
 }
 
 /* A first owner stages HO_LEN bytes of PIO to itself and exits; a second process that
- * opens the same context can neither read those bytes from its page's PIO window nor
- * send them with a header of length HO_LEN and no payload staged. */
+ * opens the same context can neither read those bytes from its page's PIO window (the
+ * window is write-only: this holds with or without the buffer clear, and guards against
+ * a read path) nor send them with a header of length HO_LEN and no payload staged (the
+ * check that needs the staged-word rule and the clear at ctx_reset). */
 static void handover(void)
 {
 	int before = ctx_used();
@@ -619,7 +625,7 @@ static void handover(void)
 	int aok = sscanf(line, "A %u %d", &actx, &sent) == 2 && sent == 1;
 	int free_again = wait_ctx_used(before, 90000) == before;
 
-	/* Read: the new owner's PIO window through its mapped page. */
+	/* Read: the new owner's PIO window through its mapped page (write-only: zeros). */
 	int fd = open(dev, O_RDWR);
 	struct paranic_info in;
 	memset(&in, 0, sizeof(in));
@@ -820,12 +826,11 @@ static int cmd_dead(unsigned long remove_at)
 	CHECK(wr == 4 && rdc == 4 && id == 0xffffffffu, "dead-remove", "%s: write %d read %d, ids read %#x", path, wr,
 	      rdc, id);
 	/* sysfs: an all-ones counter is the device gone, not a count. */
-	double t0 = now_ms();
 	int c1 = sysfs_read("counters/host_rx_packets", buf, sizeof(buf));
 	CHECK(c0 == 0 && (c1 == -ENODEV || c1 == -EIO), "dead-sysfs", "counters/host_rx_packets: %s",
 	      c1 ? strerror(-c1) : buf);
 	/* open: the hand-over reads all-ones: -ENODEV at once (no wait, no -EBUSY). */
-	t0 = now_ms();
+	double t0 = now_ms();
 	int fd = open(dev, O_RDWR);
 	int e = errno;
 	double open_ms = now_ms() - t0;

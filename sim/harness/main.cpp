@@ -7,6 +7,9 @@
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <algorithm>
+#include <limits>
+#include <type_traits>
 #include <getopt.h>
 #include <unistd.h>
 
@@ -33,8 +36,11 @@ static bool num_opt(const char *opt, const char *arg, double lo, double hi, doub
 	return true;
 }
 
-static bool uint_opt(const char *opt, const char *arg, uint64_t lo, uint64_t hi, uint64_t *out)
+/* An integer in lo..hi (decimal, 0x hex or 0 octal) into a field of type T. */
+template <typename T> static bool uint_opt(const char *opt, const char *arg, uint64_t lo, uint64_t hi, T *out)
 {
+	static_assert(std::is_unsigned<T>::value, "an unsigned field");
+	hi = std::min<uint64_t>(hi, std::numeric_limits<T>::max());
 	char *end;
 	errno = 0;
 	unsigned long long v = strtoull(arg, &end, 0);
@@ -43,15 +49,6 @@ static bool uint_opt(const char *opt, const char *arg, uint64_t lo, uint64_t hi,
 			(unsigned long long)lo, (unsigned long long)hi);
 		return false;
 	}
-	*out = v;
-	return true;
-}
-
-template <typename T> static bool uint_opt_to(const char *opt, const char *arg, uint64_t lo, uint64_t hi, T *out)
-{
-	uint64_t v;
-	if (!uint_opt(opt, arg, lo, hi, &v))
-		return false;
 	*out = (T)v;
 	return true;
 }
@@ -239,80 +236,42 @@ int main(int argc, char **argv)
 	};
 	int o, oi = -1;
 	while ((o = getopt_long(argc, argv, "vh", opts, &oi)) != -1) {
+		const char *name = oi >= 0 ? opts[oi].name : "";   /* a long option's name */
+		bool ok = true;
 		switch (o) {
 		case O_FAULT: {
 			std::string err;
-			if (!fault_option(c, opts[oi].name, optarg, err)) {
+			ok = fault_option(c, name, optarg, err);
+			if (!ok)
 				fprintf(stderr, "paranic-sim: %s\n", err.c_str());
-				return 2;
-			}
 			break;
 		}
 		case O_SOCK: c.socket = optarg; break;
 		case O_READY: c.ready_file = optarg; break;
 		case O_SHM: c.shm_path = optarg; break;
 		case O_LOG: c.log_file = optarg; break;
-		case O_MW:
-		case O_MR:
-		case O_DR:
-		case O_DW: {
-			double *f = o == O_MW ? &c.mmio_write_ns : o == O_MR ? &c.mmio_read_ns :
-				    o == O_DR ? &c.dma_read_ns : &c.dma_write_ns;
-			if (!num_opt(opts[oi].name, optarg, 0, MAX_LATENCY_NS, f))
-				return 2;
-			break;
-		}
-		case O_BER: {
-			char *end;
-			errno = 0;
-			unsigned long long t = strtoull(optarg, &end, 0);
-			if (errno || *end || !*optarg || t > 0xffffffffull) {
-				fprintf(stderr, "paranic-sim: --ber-threshold takes an integer in 0..2^32-1\n");
-				return 2;
-			}
-			c.ber_threshold = (uint32_t)t;
-			break;
-		}
+		case O_MW: ok = num_opt(name, optarg, 0, MAX_LATENCY_NS, &c.mmio_write_ns); break;
+		case O_MR: ok = num_opt(name, optarg, 0, MAX_LATENCY_NS, &c.mmio_read_ns); break;
+		case O_DR: ok = num_opt(name, optarg, 0, MAX_LATENCY_NS, &c.dma_read_ns); break;
+		case O_DW: ok = num_opt(name, optarg, 0, MAX_LATENCY_NS, &c.dma_write_ns); break;
+		case O_BER: ok = uint_opt(name, optarg, 0, UINT32_MAX, &c.ber_threshold); break;
 		case O_RCB:
-			if (!uint_opt_to("rcb", optarg, 8, 4096, &c.rcb))
-				return 2;
+			ok = uint_opt(name, optarg, 8, 4096, &c.rcb);
+			if (ok && (c.rcb & (c.rcb - 1))) {
+				fprintf(stderr, "paranic-sim: --rcb %s: give a power of two\n", optarg);
+				ok = false;
+			}
 			break;
-		case O_MAXR:
-			if (!uint_opt_to("max-read", optarg, 8, 4096, &c.max_read))
-				return 2;
-			break;
-		case O_MAXP:
-			if (!uint_opt_to("max-payload", optarg, 8, 4096, &c.max_payload))
-				return 2;
-			break;
-		case O_RADIX:
-			if (!uint_opt_to("radix-log2", optarg, 0, 3, &c.radix_log2))
-				return 2;
-			break;
-		case O_A2A:
-			if (!uint_opt_to("barrier-a2a-max", optarg, 0, 0xffffffffull, &c.barrier_a2a_max))
-				return 2;
-			break;
-		case O_IDLE:
-			if (!uint_opt_to("idle-cycles", optarg, 0, ~0ull, &c.idle_cycles))
-				return 2;
-			break;
-		case O_BURST:
-			if (!uint_opt_to("idle-burst", optarg, 1, 1000000000ull, &c.idle_burst))
-				return 2;
-			break;
-		case O_TICK:
-			if (!uint_opt_to("idle-tick-us", optarg, 0, 10000000ull, &c.idle_tick_us))
-				return 2;
-			break;
-		case O_MAXC:
-			if (!uint_opt_to("max-cycles", optarg, 0, ~0ull, &c.max_cycles))
-				return 2;
-			break;
-		case O_STATS:
-			if (!num_opt("stats", optarg, 0, 86400, &c.stats_s))
-				return 2;
-			break;
+		case O_MAXR: ok = uint_opt(name, optarg, 8, 4096, &c.max_read); break;
+		case O_MAXP: ok = uint_opt(name, optarg, 8, 4096, &c.max_payload); break;
+		case O_RADIX: ok = uint_opt(name, optarg, 0, 3, &c.radix_log2); break;
+		case O_A2A: ok = uint_opt(name, optarg, 0, UINT32_MAX, &c.barrier_a2a_max); break;
+		case O_IDLE: ok = uint_opt(name, optarg, 0, UINT64_MAX, &c.idle_cycles); break;
+		case O_BURST: ok = uint_opt(name, optarg, 1, 1000000000, &c.idle_burst); break;
+		case O_TICK: ok = uint_opt(name, optarg, 0, 10000000, &c.idle_tick_us); break;
+		case O_MAXC: ok = uint_opt(name, optarg, 0, UINT64_MAX, &c.max_cycles); break;
+		case O_STATS: ok = num_opt(name, optarg, 0, 86400, &c.stats_s); break;
+		case O_STATUS: ok = uint_opt(name, optarg, 0, UINT32_MAX, &c.status_period); break;
 		case O_FREE: c.free_run = true; break;
 		case O_NOLINK: c.link_activity = false; break;
 		case O_FW_:
@@ -321,29 +280,18 @@ int main(int argc, char **argv)
 		case O_BUTO_:
 #ifndef SIM_SOC
 			fprintf(stderr, "paranic-sim: --%s: this simulator is a NicCore cluster, not a SoC cluster "
-				"(build it with `python -m paranic.sim --soc`)\n", o == O_FW_ ? "firmware" : o == O_DNA_ ? "dna" :
-				o == O_NODEID_ ? "node-id" : "bringup-timeout");
+				"(build it with `python -m paranic.sim --soc`)\n", name);
 			return 2;
 #else
-			if (!soc_option(c, o, optarg))
-				return 2;
+			ok = soc_option(c, o, optarg);
 			break;
 #endif
-		case O_STATUS: {
-			char *end;
-			errno = 0;
-			unsigned long v = strtoul(optarg, &end, 0);
-			if (errno || *end || !*optarg || v > 0xffffffffull) {
-				fprintf(stderr, "paranic-sim: --status-period takes a cycle count (0: off)\n");
-				return 2;
-			}
-			c.status_period = (uint32_t)v;
-			break;
-		}
 		case 'v': sim_verbose++; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
+		if (!ok)
+			return 2;
 	}
 	if (c.socket.empty() && getenv("PARANIC_SIM_SOCKET"))
 		c.socket = getenv("PARANIC_SIM_SOCKET");
@@ -353,11 +301,6 @@ int main(int argc, char **argv)
 	}
 	if (c.shm_path.empty())
 		c.shm_path = "/dev/shm/paranic-sim-" + std::to_string(getpid());
-	if (c.rcb < 8 || (c.rcb & (c.rcb - 1)) || c.max_read < 8 || c.max_payload < 8 ||
-	    c.radix_log2 > 3 || c.mmio_write_ns < 0 || c.mmio_read_ns < 0 || c.dma_read_ns < 0 || c.dma_write_ns < 0) {
-		fprintf(stderr, "paranic-sim: bad option value\n");
-		return 2;
-	}
 	auto cyc = [](double ns) { return (uint32_t)((ns * PN_TARGET_CLK_HZ) / 1e9 + 0.5); };
 	c.c_mmio_w = cyc(c.mmio_write_ns);
 	c.c_mmio_r = cyc(c.mmio_read_ns);

@@ -165,8 +165,8 @@ static void cfg_init(void)
 
 static uint32_t cfg_read(uint32_t addr, int len)
 {
-	if (model_removed)
-		return len == 4 ? 0xffffffffu : (1u << (8 * len)) - 1;
+	if (model_removed)   /* all ones of the access's size (len comes from QEMU: no shift >= 32) */
+		return len >= 1 && len < 4 ? (1u << (8 * len)) - 1 : 0xffffffffu;
 	uint32_t v = 0;
 	if (addr >= sizeof(cfg) || len < 1 || len > 4 || addr + (uint32_t)len > sizeof(cfg))
 		return 0;   /* extended space and out of range read as zero */

@@ -271,12 +271,14 @@ def test_guest_deregister_with_dma_pending(every_run):
 def test_guest_handover_hides_the_previous_owners_pio_bytes(every_run):
     """Issue 14 row 1 through the driver: a first process stages 1000 PIO bytes and
     exits; a second process opening the same context reads none of them from its
-    page's PIO window, and a header of length 1000 with no payload staged does not send
-    them (refused, or sent without them)."""
+    page's PIO window (write-only: zeros, as before the fix), and a header of length
+    1000 with no payload staged does not send them: the NIC refuses it (the staged-word
+    rule; the packet neither arrives nor carries the first owner's bytes)."""
     c = every_run
     g = c.guest.console
     assert "ok handover-pio-read" in g, g[-4000:]
     assert "ok handover-pio-send" in g, g[-4000:]
+    assert "the unstaged 1000-byte PIO packet: refused by the NIC" in g, g[-4000:]
     _part(c, "handover")
 
 

@@ -643,7 +643,8 @@ def test_pio_sends_only_staged_words_and_reset_clears_the_buffer():
     is sent, with A's own earlier words between. Then the context is handed over (the
     OPEN sequence: ctx_reset starts the clear, the sequence waits for it): the buffer
     region is zero, and the new owner's header-plus-last-word packet carries zeros, never
-    A's bytes. Another context's window writes during the clear are not delayed."""
+    A's bytes. Another context's window writes during the clear land (the clear yields
+    the buffer's write port to them)."""
     dut = HostInterface(n_ctx=2, mtu=64)
     h = make_host(dut)
     net = NetSink(dut, h)
