@@ -29,7 +29,6 @@ MPI's mpirun instead of pn_launch.
 from __future__ import annotations
 
 import argparse
-import ctypes
 import errno
 import os
 import shutil
@@ -97,17 +96,6 @@ class Terminated(KeyboardInterrupt):
 
 #: The signals that end a job's owner.
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
-_PR_SET_PDEATHSIG = 1
-
-
-def set_parent_death_signal(sig: int) -> bool:
-    """prctl(PR_SET_PDEATHSIG, sig) for the calling process (False where unsupported).
-    Also usable as (part of) a ``preexec_fn``: the child gets ``sig`` when the thread
-    that started it ends."""
-    try:
-        return ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, int(sig), 0, 0, 0) == 0
-    except (OSError, AttributeError):
-        return False
 
 
 @contextmanager
@@ -125,20 +113,15 @@ def owned_lifetime() -> Iterator[None]:
 
     old = {s: signal.signal(s, on_signal) for s in STOP_SIGNALS}
     parent = os.getppid()
-    set_parent_death_signal(signal.SIGHUP)
+    L.set_parent_death_signal(signal.SIGHUP)
     try:
         if os.getppid() != parent:   # it died before prctl took effect
             on_signal(signal.SIGHUP, None)
         yield
     finally:
-        set_parent_death_signal(0)
+        L.set_parent_death_signal(0)
         for s, h in old.items():
             signal.signal(s, h)
-
-
-def _sim_alive(path: str) -> bool:
-    """A simulator listens at ``path`` (its socket is SOCK_SEQPACKET: sim/harness/server.cpp)."""
-    return _sim_probe(path) is None
 
 
 def _sim_probe(path: str) -> str | None:
