@@ -71,10 +71,14 @@ def add_cluster_arguments(p: argparse.ArgumentParser, what: str = "run") -> None
                    help="do not start paranicd on the job's nodes (development mode)")
 
 
+#: Processes per node: each needs a context of its node.
+MAX_PPN = P.MAX_CONTEXTS
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--nodes", "-n", type=O.int_in(1, P.MAX_NODES), default=2,
                    help="nodes, one process each (default 2)")
-    p.add_argument("--ppn", type=O.int_in(1, 64), default=1,
+    p.add_argument("--ppn", type=O.int_in(1, MAX_PPN), default=1,
                    help="processes per node (default 1); each needs a free context of its node")
     add_cluster_arguments(p)
     p.add_argument("program", nargs=argparse.REMAINDER, help="-- PROGRAM ARGS...")
@@ -169,8 +173,8 @@ def check_cluster_args(a: argparse.Namespace, nodes: int, ppn: int, default_name
         raise UsageError("--firmware needs --soc")
     if a.timeout < 0:
         raise UsageError("--timeout must be >= 0")
-    if not 1 <= ppn <= 64:
-        raise UsageError("--ppn must be 1..64")
+    if not 1 <= ppn <= MAX_PPN:
+        raise UsageError(f"--ppn must be 1..{MAX_PPN}")
     cluster = a.cluster or f"{default_name}-{os.getpid()}"
     try:
         if L.cluster_name(cluster) != cluster:
