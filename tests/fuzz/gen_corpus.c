@@ -15,6 +15,7 @@
 
 #include "am_wire.h"
 #include "daemon_proto.h"
+#include "fake_sim.h"
 #include "hal_int.h"
 #include "paranic/pn_protocol.h"
 #include "pn_sim_proto.h"
@@ -329,29 +330,12 @@ static void gen_sim_hello(void)
 static void gen_sim_welcome(void)
 {
 	struct in x = {.n = 0};
-	enum { NODES = 4, NCTX = 16 };
-	struct pn_sim_welcome w = {.magic = PN_SIM_MAGIC_WELCOME, .version = PN_SIM_VERSION, .node = 1, .nodes = 2,
-				   .sim_nodes = NODES, .ctx = 3, .n_ctx = NCTX, .mtu = 1024, .dma_base = PN_SIM_DMA_BASE(3)};
-	/* As the harness lays out its global shm (server.cpp setup_shm). */
-	size_t status_off = PN_SIM_TRACE_OFF + (size_t)NODES * NCTX * sizeof(struct pn_sim_trace);
-	size_t bytes = status_off + NODES * sizeof(struct pn_sim_node_status);
+	struct pn_sim_welcome w = fake_sim_welcome(1, 3);
+	size_t bytes = fake_sim_global_bytes();
 	uint8_t *g = calloc(1, bytes);
 	struct pn_sim_global *gh = (struct pn_sim_global *)g;
-	gh->magic = PN_SIM_MAGIC_GLOBAL;
-	gh->version = PN_SIM_VERSION;
-	gh->hdr_bytes = sizeof(*gh);
-	gh->nodes = NODES;
-	gh->n_ctx = NCTX;
-	gh->mtu = 1024;
-	gh->clk_hz = PN_TARGET_CLK_HZ;
-	gh->topo_x = NODES;
-	gh->topo_y = 1;
-	gh->trace_off = PN_SIM_TRACE_OFF;
-	gh->trace_stride = sizeof(struct pn_sim_trace);
-	gh->status_off = (uint32_t)status_off;
-	gh->status_stride = sizeof(struct pn_sim_node_status);
-	gh->status_period = 20000;
-	w.global_bytes = bytes;
+
+	fake_sim_global(gh);
 	put8(&x, sizeof(w)), put(&x, &w, sizeof(w)), put(&x, g, bytes);
 	save("sim_welcome", "welcome", &x);
 	x.n = 0;

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "daemon_proto.h"
+#include "fake_sim.h"
 #include "paranic/pn_hal.h"
 #include "paranic/pn_protocol.h"
 #include "paranic/pn_sim.h"
@@ -45,48 +46,23 @@ static int listen_on(int type)
 
 /* ---- a simulator ---------------------------------------------------------------------------- */
 
-enum { NODES = 4, NCTX = 16 };
-
 static void fake_sim(int lfd, const char *c)
 {
 	struct pn_sim_hello h;
-	struct pn_sim_welcome w;
 	char cb[CMSG_SPACE(2 * sizeof(int))];
 	struct iovec iov = {&h, sizeof(h)};
 	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cb, .msg_controllen = sizeof(cb)};
-	size_t status_off = PN_SIM_TRACE_OFF + (size_t)NODES * NCTX * sizeof(struct pn_sim_trace);
-	size_t bytes = status_off + NODES * sizeof(struct pn_sim_node_status);
+	struct pn_sim_welcome w = fake_sim_welcome(0, 1);
+	size_t bytes = fake_sim_global_bytes();
 	int fd = accept(lfd, NULL, NULL), gfd = memfd_create("fake-sim-global", 0);
 	struct pn_sim_global *g;
 
 	if (fd < 0 || gfd < 0 || recvmsg(fd, &mh, 0) != (ssize_t)sizeof(h))
 		exit(3);
-	/* The global shm as the harness lays it out (server.cpp setup_shm) ... */
+	/* The global shm and welcome as the harness makes them (fake_sim.h) ... */
 	if (ftruncate(gfd, (off_t)bytes) < 0 || (g = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, gfd, 0)) == MAP_FAILED)
 		exit(3);
-	g->magic = PN_SIM_MAGIC_GLOBAL;
-	g->version = PN_SIM_VERSION;
-	g->hdr_bytes = sizeof(*g);
-	g->nodes = NODES;
-	g->n_ctx = NCTX;
-	g->mtu = 1024;
-	g->clk_hz = PN_TARGET_CLK_HZ;
-	g->trace_off = PN_SIM_TRACE_OFF;
-	g->trace_stride = sizeof(struct pn_sim_trace);
-	g->status_off = (uint32_t)status_off;
-	g->status_stride = sizeof(struct pn_sim_node_status);
-	g->status_period = 20000;
-	memset(&w, 0, sizeof(w));
-	w.magic = PN_SIM_MAGIC_WELCOME;
-	w.version = PN_SIM_VERSION;
-	w.node = 0;
-	w.nodes = 2;
-	w.sim_nodes = NODES;
-	w.ctx = 1;
-	w.n_ctx = NCTX;
-	w.mtu = 1024;
-	w.dma_base = PN_SIM_DMA_BASE(1);
-	w.global_bytes = bytes;
+	fake_sim_global(g);
 	/* ... and the lie. */
 	if (!strcmp(c, "sim-mtu"))
 		w.mtu = 4 * PN_MAX_MTU;   /* RX slots beyond the ring the client laid out */
@@ -134,7 +110,7 @@ static int sim_case(const char *c)
 	}
 	/* Accepted: use it as a program would. */
 	printf("accepted: mtu %d, now %llu ns\n", pn_mtu(h), (unsigned long long)pn_now_ns(h));
-	r = pn_sim_trace(h, NODES - 1, NCTX - 1, &t);
+	r = pn_sim_trace(h, FAKE_SIM_NODES - 1, FAKE_SIM_NCTX - 1, &t);
 	printf("accepted: pn_sim_trace %d generation %llu\n", r, (unsigned long long)t.generation);
 	pn_close(h);
 	return 1;

@@ -246,7 +246,7 @@ int main(int argc, char **argv)
 		} else if (!strcmp(argv[a], "-n") && a + 1 < argc) {
 			nodes = int_arg(argv[++a], 1, PN_MAX_NODES);
 		} else if (!strcmp(argv[a], "-p") && a + 1 < argc) {
-			ppn = int_arg(argv[++a], 1, 64);
+			ppn = int_arg(argv[++a], 1, PN_MAX_CONTEXTS);
 		} else if (!strcmp(argv[a], "-c") && a + 1 < argc) {
 			cluster = argv[++a];
 		} else if (!strcmp(argv[a], "-b") && a + 1 < argc) {
@@ -278,7 +278,7 @@ int main(int argc, char **argv)
 			usage();
 		}
 	}
-	if (a >= argc || nodes < 1 || nodes > PN_MAX_NODES || ppn < 1 || ppn > 64)
+	if (a >= argc || nodes < 1 || nodes > PN_MAX_NODES || ppn < 1 || ppn > PN_MAX_CONTEXTS)
 		usage();
 	nkids = nodes * ppn;
 	prog = &argv[a];

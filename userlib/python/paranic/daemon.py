@@ -10,7 +10,7 @@ socket path rule once, in ``pn_daemon_socket_path`` (``PARANIC_DAEMON_SOCKET``, 
 from __future__ import annotations
 
 import argparse
-import ctypes
+import functools
 import json
 import os
 import signal
@@ -23,13 +23,6 @@ from typing import Any, Mapping, Sequence
 from paranic import launch as L
 
 DAEMON = L.BIN / "paranicd"
-
-
-_LIBC = ctypes.CDLL(None, use_errno=True)
-
-
-def _die_with_parent() -> None:  # pragma: no cover - runs in the child (no imports here)
-    _LIBC.prctl(1, int(signal.SIGTERM), 0, 0, 0)   # PR_SET_PDEATHSIG
 
 
 class DaemonError(RuntimeError):
@@ -114,7 +107,8 @@ class Daemons:
                         [str(DAEMON), "--cluster", cluster, "--node", str(n), "--nodes", str(nodes),
                          "--backend", backend, *args],
                         stdout=f, stderr=subprocess.STDOUT, env=e, start_new_session=True,
-                        preexec_fn=_die_with_parent if die_with_parent else None)
+                        preexec_fn=functools.partial(L.set_parent_death_signal, signal.SIGTERM)
+                        if die_with_parent else None)
                 if n == 0:
                     d.wait_ready(0, wait)   # node 0's daemon creates the sw cluster
             for n in range(nodes):

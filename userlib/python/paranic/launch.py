@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import os
 import re
 import signal
@@ -22,7 +23,25 @@ from typing import Mapping, Sequence
 from paranic.paths import BIN, LIBRARY, TESTS, USERLIB, USERLIB_BUILD
 
 __all__ = ["BIN", "LIBRARY", "TESTS", "USERLIB_BUILD", "BuildError", "build_userlib", "tool", "Run",
-           "clean_env", "cluster_name", "launch_cmd", "launch"]
+           "clean_env", "cluster_name", "launch_cmd", "launch", "set_parent_death_signal"]
+
+
+_PR_SET_PDEATHSIG = 1
+try:   # loaded here, not in a forked child (a preexec_fn must not dlopen)
+    _LIBC: ctypes.CDLL | None = ctypes.CDLL(None, use_errno=True)
+except OSError:
+    _LIBC = None
+
+
+def set_parent_death_signal(sig: int) -> bool:
+    """prctl(PR_SET_PDEATHSIG, sig) for the calling process (False where unsupported;
+    0 clears it). Also usable in a ``preexec_fn`` (``functools.partial``): the child
+    gets ``sig`` when the thread that started it ends (``paranic run``'s daemons, and
+    ``paranic run`` itself: docs/reliability.md, "`paranic run` owns its children")."""
+    try:
+        return _LIBC is not None and _LIBC.prctl(_PR_SET_PDEATHSIG, int(sig), 0, 0, 0) == 0
+    except AttributeError:
+        return False
 
 
 class BuildError(RuntimeError):

@@ -32,6 +32,7 @@ Exit status: mpirun's (0 when every rank exited 0), 124 on timeout, 2 on bad usa
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import shutil
 import signal
@@ -204,8 +205,8 @@ def _run(a: argparse.Namespace, prog: list[str], np_: int, ppn: int, transport: 
          extra_env: Mapping[str, str], stream: TextIO | None, tag_output: bool) -> MpiRun:
     if not 1 <= np_ <= 1024:
         raise runjob.UsageError(f"-np must be 1..1024, not {np_}")
-    if not 1 <= ppn <= 64:
-        raise runjob.UsageError("--ppn must be 1..64")
+    if not 1 <= ppn <= runjob.MAX_PPN:
+        raise runjob.UsageError(f"--ppn must be 1..{runjob.MAX_PPN}")
     if ppn > np_:
         raise runjob.UsageError(f"--ppn {ppn} is more than the job's {np_} ranks")
     if stats and transport != "paranic":
@@ -229,14 +230,13 @@ def _run(a: argparse.Namespace, prog: list[str], np_: int, ppn: int, transport: 
     env.update(extra_env)
     if os.geteuid() == 0:   # the same as --allow-run-as-root, for mpirun's own helpers
         env.update({"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"})
-    timeout = a.timeout or 10 * 365 * 86400
     with runjob.job_cluster(a, cluster, nodes, ppn, prog, env, what="paranic mpirun",
                             nodes_what="the job's nodes (-np / --ppn)") as job:
         keys = sorted(k for k in job.env if k.startswith(("PARANIC_", "FI_")))
         cmd = mpirun_cmd(prog, np_, transport, keys, tag_output, a.backend)
         st: list[dict] = []
         try:
-            rc, out = _wait(cmd, job.env, timeout, stream)
+            rc, out = _wait(cmd, job.env, a.timeout or None, stream)
         finally:
             if not job.daemons and a.backend == "sw":   # the ranks created the sw cluster: remove it
                 from paranic import lib
@@ -248,11 +248,15 @@ def _run(a: argparse.Namespace, prog: list[str], np_: int, ppn: int, transport: 
         return MpiRun(rc, out, cmd, sorted(st, key=lambda x: (x.get("node", 0), x.get("pid", 0))))
 
 
-def _wait(cmd: list[str], env: Mapping[str, str], timeout: int, stream: TextIO | None) -> tuple[int, str]:
-    """Run mpirun; stream its output; on timeout SIGTERM (mpirun ends its ranks), then
-    SIGKILL its process group; returns (status, output) with 124 for a timeout."""
+def _wait(cmd: list[str], env: Mapping[str, str], timeout: int | None,
+          stream: TextIO | None) -> tuple[int, str]:
+    """Run mpirun (``timeout`` None: no limit); stream its output; on timeout or
+    interruption SIGTERM (mpirun ends its ranks), then SIGKILL its process group; returns
+    (status, output) with 124 for a timeout. mpirun gets SIGTERM when this thread ends
+    (PR_SET_PDEATHSIG), so it does not outlive a ``paranic mpirun`` killed outright."""
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=dict(env),
-                         start_new_session=True)
+                         start_new_session=True, preexec_fn=functools.partial(L.set_parent_death_signal,
+                                                                              signal.SIGTERM))
     assert p.stdout is not None
     chunks: list[str] = []
 

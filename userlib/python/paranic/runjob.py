@@ -29,7 +29,6 @@ MPI's mpirun instead of pn_launch.
 from __future__ import annotations
 
 import argparse
-import ctypes
 import errno
 import os
 import shutil
@@ -72,10 +71,14 @@ def add_cluster_arguments(p: argparse.ArgumentParser, what: str = "run") -> None
                    help="do not start paranicd on the job's nodes (development mode)")
 
 
+#: Processes per node: each needs a context of its node.
+MAX_PPN = P.MAX_CONTEXTS
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--nodes", "-n", type=O.int_in(1, P.MAX_NODES), default=2,
                    help="nodes, one process each (default 2)")
-    p.add_argument("--ppn", type=O.int_in(1, 64), default=1,
+    p.add_argument("--ppn", type=O.int_in(1, MAX_PPN), default=1,
                    help="processes per node (default 1); each needs a free context of its node")
     add_cluster_arguments(p)
     p.add_argument("program", nargs=argparse.REMAINDER, help="-- PROGRAM ARGS...")
@@ -97,17 +100,6 @@ class Terminated(KeyboardInterrupt):
 
 #: The signals that end a job's owner.
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
-_PR_SET_PDEATHSIG = 1
-
-
-def set_parent_death_signal(sig: int) -> bool:
-    """prctl(PR_SET_PDEATHSIG, sig) for the calling process (False where unsupported).
-    Also usable as (part of) a ``preexec_fn``: the child gets ``sig`` when the thread
-    that started it ends."""
-    try:
-        return ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, int(sig), 0, 0, 0) == 0
-    except (OSError, AttributeError):
-        return False
 
 
 @contextmanager
@@ -125,20 +117,15 @@ def owned_lifetime() -> Iterator[None]:
 
     old = {s: signal.signal(s, on_signal) for s in STOP_SIGNALS}
     parent = os.getppid()
-    set_parent_death_signal(signal.SIGHUP)
+    L.set_parent_death_signal(signal.SIGHUP)
     try:
         if os.getppid() != parent:   # it died before prctl took effect
             on_signal(signal.SIGHUP, None)
         yield
     finally:
-        set_parent_death_signal(0)
+        L.set_parent_death_signal(0)
         for s, h in old.items():
             signal.signal(s, h)
-
-
-def _sim_alive(path: str) -> bool:
-    """A simulator listens at ``path`` (its socket is SOCK_SEQPACKET: sim/harness/server.cpp)."""
-    return _sim_probe(path) is None
 
 
 def _sim_probe(path: str) -> str | None:
@@ -186,8 +173,8 @@ def check_cluster_args(a: argparse.Namespace, nodes: int, ppn: int, default_name
         raise UsageError("--firmware needs --soc")
     if a.timeout < 0:
         raise UsageError("--timeout must be >= 0")
-    if not 1 <= ppn <= 64:
-        raise UsageError("--ppn must be 1..64")
+    if not 1 <= ppn <= MAX_PPN:
+        raise UsageError(f"--ppn must be 1..{MAX_PPN}")
     cluster = a.cluster or f"{default_name}-{os.getpid()}"
     try:
         if L.cluster_name(cluster) != cluster:
