@@ -248,7 +248,7 @@ def csr_header(regs: dict[str, dict]) -> str:
     ids = [n for n in sorted(regs) if n.startswith("id_")]
     L += ["", "/* identity inputs: X(name, offset, bits) */", "#define PN_CSR_ID(X) \\"]
     L += [f"\tX({n[3:]}, PN_CSR_{ident(n)}, {regs[n]['size']}) \\" for n in ids]
-    # Link faults (spec/link.py, issue 12): per port the reason it went down and how often.
+    # Link faults (spec/link.py): per port the reason it went down and how often.
     faults = [n[4:n.index("_")] for n in links
               if f"link{n[4:n.index('_')]}_down_reason" in regs and f"link{n[4:n.index('_')]}_downs" in regs]
     L += ["", "/* link faults: X(port, down_reason offset, downs offset) */",

@@ -268,6 +268,9 @@ void Host::apply_writes(uint64_t cycle)
 		if (!dst) {
 			H->dma_refused(node, "write", w.adr, n);
 		} else {
+			/* The trace records first: a client that sees the packet sees its record. */
+			H->dma_written(node, cl, w.adr, n, w.data.data());
+			__atomic_thread_fence(__ATOMIC_RELEASE);
 			/* 64-bit stores: a client polling a valid word never sees half of it. */
 			for (uint32_t o = 0; o < n; o += 8) {
 				uint64_t v;
@@ -275,7 +278,6 @@ void Host::apply_writes(uint64_t cycle)
 				__atomic_store_n((uint64_t *)(dst + o), v, __ATOMIC_RELAXED);
 			}
 			__atomic_thread_fence(__ATOMIC_RELEASE);
-			H->dma_written(node, cl, w.adr, n, w.data.data());
 		}
 		pw.pop_front();
 	}

@@ -269,9 +269,9 @@ def test_guest_deregister_with_dma_pending(every_run):
 
 
 def test_guest_handover_hides_the_previous_owners_pio_bytes(every_run):
-    """Issue 14 row 1 through the driver: a first process stages 1000 PIO bytes and
+    """PIO isolation across owners through the driver (docs/reliability.md): a first process stages 1000 PIO bytes and
     exits; a second process opening the same context reads none of them from its
-    page's PIO window (write-only: zeros, as before the fix), and a header of length
+    page's PIO window (write-only: it reads as zeros), and a header of length
     1000 with no payload staged does not send them: the NIC refuses it (the staged-word
     rule; the packet neither arrives nor carries the first owner's bytes)."""
     c = every_run

@@ -633,7 +633,7 @@ def test_disable_flushes_pending_pio():
 
 
 # ---------------------------------------------------------------------------------------
-# PIO isolation: only staged words leave; ctx_reset zeroes the buffer (issue 14, row 1)
+# PIO isolation: only staged words leave; ctx_reset zeroes the buffer (docs/reliability.md)
 # ---------------------------------------------------------------------------------------
 
 

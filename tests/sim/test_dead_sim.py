@@ -1,4 +1,4 @@
-"""A simulator that dies under its clients (issue 14, row 7): six clients attached to a
+"""A simulator that dies under its clients (docs/reliability.md, bounded waits): six clients attached to a
 ring:4 simulator, the simulator killed with SIGKILL, then every kind of waiting call
 (pn_tx_wait after a DMA send, pn_barrier, pn_send_pio until the window is needed again,
 pn_recv_wait, rawdata's receive) and pn_status return -EIO instead of waiting for ever

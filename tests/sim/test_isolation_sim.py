@@ -1,7 +1,7 @@
-"""Isolation between owners of a context on the simulated gateware (issue 14, rows 1
-and 10): userlib/tests/iso_test.c (see tests/userlib/test_isolation.py for the cases)
+"""Isolation between owners of a context on the simulated gateware (docs/reliability.md):
+userlib/tests/iso_test.c (see tests/userlib/test_isolation.py for the cases)
 against the 4-node ring. The hand-over is the harness's OPEN sequence (ctxseq.c), which
-now waits for the PIO buffer clear that ctx_reset starts; the unstaged header is refused
+waits for the PIO buffer clear that ctx_reset starts; the unstaged header is refused
 by the PIO engine (hw/host_pio.py), counted in err_length."""
 
 from __future__ import annotations

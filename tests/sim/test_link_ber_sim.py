@@ -1,7 +1,7 @@
 """Links under bit errors on the default sim cluster (ring:4, no firmware): a rawdata
 stream either gets every message through exactly once, intact and in order, or both
-ends get an error from rawdata's deadline; nothing stalls in silence (issue 14, row 8;
-docs/reliability.md, "Links under bit errors").
+ends get an error from rawdata's deadline; nothing stalls in silence
+(docs/reliability.md, "Links under bit errors").
 
 At BER 1e-3 no MTU frame passes (0.02 %), the link layer takes the link DOWN after
 max_replays rounds (docs/link-layer.md), the router holds the packets for the DOWN port,

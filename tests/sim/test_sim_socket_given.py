@@ -1,8 +1,8 @@
-"""A simulator named by PARANIC_SIM_SOCKET (issue 14, row 13) is used when one listens
+"""A simulator named by PARANIC_SIM_SOCKET is used when one listens
 there and refused with a clear error otherwise (nothing there, a stale socket, a socket
 of another type), never replaced by a second simulator started in silence; options of
 a simulator to start are refused when the named one runs already. And the simulator's
-own numeric options (issue 14, row 9): not finite or out of range, it does not start.
+own numeric options: not finite or out of range, it does not start.
 docs/reliability.md, "Bad input".
 """
 

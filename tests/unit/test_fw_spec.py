@@ -1,4 +1,4 @@
-"""Issue 12's spec facts: the header's `direct` field, FwState/FwError, the firmware
+"""The firmware's spec facts: the header's `direct` field, FwState/FwError, the firmware
 status registers as NicCore CSRs, and the CSR-header lists generated from them."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Bad input to the C API and the CLI (issue 14, rows 9 and 12): refused with -EINVAL,
+"""Bad input to the C API and the CLI (docs/reliability.md, "Bad input"): refused with -EINVAL,
 -EBADF or a one-line usage error, never accepted, never a crash.
 docs/reliability.md, "Bad input".
 

@@ -1,4 +1,4 @@
-"""Isolation between owners of a context on the `sw` backend (issue 14, rows 1 and 10):
+"""Isolation between owners of a context on the `sw` backend (docs/reliability.md):
 userlib/tests/iso_test.c against a fresh sw cluster. The same program runs against the
 simulated gateware in tests/sim/test_isolation_sim.py.
 

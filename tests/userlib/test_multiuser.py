@@ -1,4 +1,4 @@
-"""Two users on one host (issue 14, "Multi-user"; docs/reliability.md "Shared segments,
+"""Two users on one host (docs/reliability.md "Shared segments,
 sockets and run directories"): root and `nobody` (setpriv --reuid nobody --regid nogroup
 --clear-groups). Neither can read, forge or deny service to the other's contexts,
 segments, daemon or sockets, on `sw` and on `sim`:

@@ -1,4 +1,4 @@
-"""`paranic run` owns its children (issue 14, row 6): SIGTERM (what `timeout` sends),
+"""`paranic run` owns its children: SIGTERM (what `timeout` sends),
 SIGHUP, SIGINT or the death of its parent stop the job, the paranicds, pn_launch and
 the simulator it started, and remove the cluster's segments and run directories.
 docs/reliability.md, "`paranic run` owns its children".

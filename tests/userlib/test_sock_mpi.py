@@ -1,5 +1,5 @@
-"""The socket emulation where MPI's TCP path and forking servers need it (issue 13 §3,
-docs/sockets.md): the `pn0` interface, addresses beyond the job, connections shared over
+"""The socket emulation where MPI's TCP path and forking servers need it
+(docs/sockets.md): the `pn0` interface, addresses beyond the job, connections shared over
 fork, sendfile/splice/MSG_ZEROCOPY (accepted, by copying), on the `sw` backend.
 
 * userlib/sock/tests/sock_test_if.c (iface, iface_off, beyond), sock_test_fork.c

@@ -1,6 +1,6 @@
 """Shared segments, sockets and run directories are ours or refused; paranicd's limits
 (docs/reliability.md, "Shared segments, sockets and run directories" and "paranicd:
-limits and timeouts"; issue 14 rows 2, 3, 4, 5, 11 and 14).
+limits and timeouts").
 
 These run as any user: what another user could plant is played by a file of ours
 with the wrong mode. tests/userlib/test_multiuser.py does it with two real users."""

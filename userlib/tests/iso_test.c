@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * iso_test: isolation between the owners of a context, and memory the NIC still reads
- * (issue 14, rows 1 and 10), on any backend (sw, sim; one process, nodes 0 and 1).
+ * (docs/reliability.md), on any backend (sw, sim; one process, nodes 0 and 1).
  *
  *   iso_test BACKEND CLUSTER [CASE]     CASE: handover, dereg (default: both)
  *

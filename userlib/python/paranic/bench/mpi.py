@@ -29,7 +29,7 @@ the samples (each sample ITERS operations), with the fastest and slowest sample
 
 Beside them ParaStation's published figures (docs/reference/seed_figures.json through
 :func:`paranic.bench.seed.seed_figures`): Table 3's P4 (the MPICH device MPI ran on) and
-PVM rows, Table 2's barrier; and BCL's MPI. The goals of issue 13 are reported, not
+PVM rows, Table 2's barrier; and BCL's MPI. Its goals are reported, not
 asserted: MPI's software latency over the ports layer <= 300 ns natively (the median of
 MPI's samples minus the median of 3 or more runs of the ports layer's 8-byte ping-pong,
 pn_bench, in the same invocation; the best case, fastest sample minus fastest run,
@@ -68,7 +68,7 @@ PARAMS: dict[tuple[str, bool], dict[str, int]] = {
     ("sim", True): {"iters": 10, "coll_iters": 10, "bw_iters": 1, "window": 2, "samples": 3},
 }
 
-#: Goals of issue 13 (reported against, never asserted).
+#: Goals (reported against, never asserted).
 GOAL_ADDED_SW_NS = 300.0
 GOAL_HW_LAT_NS = 1200.0
 GOAL_BW_FRACTION = 0.95
@@ -314,7 +314,7 @@ def table(rows: list[dict], notes: dict, gls: list[dict]) -> str:
                ", ".join(f"{n} nodes {us} us" for n, us in ref["parastation_barrier_us"].items()))
     out.append(f"  BCL MPI (DAWNING-3000): {bcl['latency_us']} us, {bcl['MBps']} MB/s {bcl['note']}")
     out.append("")
-    out.append("goals (issue 13; reported, not asserted):")
+    out.append("goals (reported, not asserted):")
     for g in gls:
         v = "not measured" if g["value"] is None else f"{g['value']}{(' ' + g['unit']) if g['unit'] else ''}"
         met = "" if g["met"] is None else ("  met" if g["met"] else "  NOT met")
