@@ -37,6 +37,8 @@ COUNTERS: tuple[tuple[str, int, str], ...] = (
     ("naks_sent", 32, "NAKs sent to the far end"),
     ("timeouts", 32, "ACK timeouts (replay without a NAK)"),
     ("rx_overflows", 32, "words refused: by the router's input (a credit violation) or by a full control lane (replayed)"),
+    ("tx_stomped", 32, "packets framed stomped: bad before this link (error on their last word; cut-through)"),
+    ("rx_stomped", 32, "stomped frames received in sequence: delivered marked bad, acknowledged, not replayed"),
 )
 
 
@@ -63,8 +65,9 @@ class RestartInserter(ModuleTransformer):
             f.sync[cd] = stmts + [If(i.restart, *[t.eq(t.reset) for t in targets])]
 
 
-_TX_COUNTERS = ("tx_packets", "tx_bytes", "replays", "naks", "naks_sent", "timeouts")
-_RX_COUNTERS = ("rx_packets", "rx_bytes", "crc_errors", "ctrl_errors", "seq_errors", "rx_overflows")
+_TX_COUNTERS = ("tx_packets", "tx_bytes", "replays", "naks", "naks_sent", "timeouts", "tx_stomped")
+_RX_COUNTERS = ("rx_packets", "rx_bytes", "crc_errors", "ctrl_errors", "seq_errors", "rx_overflows",
+                "rx_stomped")
 
 
 def default_replay_words(mtu: int) -> int:
@@ -96,7 +99,8 @@ class LinkLayer(LiteXModule):
         timeout) without ACK progress after which an UP link goes DOWN (0: never).
 
     Router side (names as in ``LinkPortIf``): ``tx_sink`` (from ``port.source``),
-    ``rx_source`` (to ``port.sink``), ``credit_valid``/``credit_words`` (to the
+    ``rx_source`` (to ``port.sink``), ``rx_words`` (to ``port.sink_words``: the SOF's
+    length with a packet's first word), ``credit_valid``/``credit_words`` (to the
     port), ``drained`` (from the port), ``up``. PHY side: ``phy_tx``/``phy_rx``
     (:func:`phy_layout`). Counters: see :data:`COUNTERS` and :meth:`add_csrs`.
 
@@ -129,6 +133,7 @@ class LinkLayer(LiteXModule):
         self.rx = rx = RestartInserter(_RX_COUNTERS)(LinkRX(mtu))
         self.tx_sink = tx.sink
         self.rx_source = rx.source
+        self.rx_words = rx.words    # SOF length with a packet's first word (port.sink_words)
         self.phy_tx = tx.source
         self.phy_rx = rx.sink
         self.phy_hold = tx.hold    # from the PHY adapter: start no frame (LinkTX.hold)
@@ -280,6 +285,9 @@ class LinkLayer(LiteXModule):
             ]
         return tx + [
             self.rx_source.connect(port.sink if rx_sink is None else rx_sink),
+            # The packet's length from its SOF, beside its first word (a control-lane
+            # packet never reaches the router's buffer, so it does not matter there).
+            port.sink_words.eq(self.rx_words),
             port.credit_valid.eq(self.credit_valid),
             port.credit_words.eq(self.credit_words),
             self.drained.eq(port.drained),

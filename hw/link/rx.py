@@ -1,21 +1,23 @@
 """Link layer, receive side: checks every word, delivers frames, reads the far end's words.
 
-Delivers in-sequence frames to the router as they arrive (``error=1`` on the last
-beat of a bad frame: the router's FIFO drops it and the far end replays it),
+Delivers in-sequence frames to the router as they arrive, cut-through (``error=1`` on
+the last beat of a bad frame: the packet is dropped at the next store-and-forward
+buffer or stomped on the next link, and the far end replays it; a *stomped* frame,
+already bad when it was sent, is delivered the same way but not replayed),
 discards everything else, and extracts ACK/NAK/credits and training from the far
 end's control words. ``docs/link-layer.md`` has the protocol.
 """
 
 from __future__ import annotations
 
-from migen import Cat, Constant, If, Signal
+from migen import Cat, Constant, If, Mux, Signal
 
 from litex.gen import LiteXModule
 from litex.soc.interconnect import stream
 
 from paranic.spec import protocol as P
 from paranic.spec.link import (CRC16_INIT, CRC16_POLY, CRC16_XOROUT, CRC32_INIT, CRC32_POLY,
-                               CRC32_XOROUT, CREDIT_BITS, CTL_BODY_BITS, LEN_BITS, SEQ_BITS, CtlKind)
+                               CRC32_STOMP, CRC32_XOROUT, CREDIT_BITS, CTL_BODY_BITS, LEN_BITS, SEQ_BITS, CtlKind)
 
 from ..common import hdr, packet_layout
 from ..phy import phy_layout
@@ -42,6 +44,15 @@ class LinkRX(LiteXModule):
     Training inputs/outputs: ``enable`` (accept frames and far_* only once the
     partner's training was heard), ``train_valid``/``train_rdy`` (a good TRAIN word),
     ``peer_up`` (a good SOF/STATUS word: the partner is up).
+
+    ``words``: with a packet's first word (``source.valid & source.first``), its length
+    in words from the SOF control word (checked by its CRC-16, unlike the packet's
+    header, which only the CRC-32 at the tail checks); 0 otherwise. The router
+    reserves buffer room and credits by it.
+
+    A frame whose trailer is the good CRC-32 XOR :data:`CRC32_STOMP` was stomped by
+    the sender (its packet went bad before it reached this link): it is delivered with
+    ``error=1``, counted in ``rx_stomped``, acknowledged, and not NAKed.
 
     ``flush`` (the link is DOWN): the input is ignored; a frame being delivered is cut
     (its last word goes out with ``error=1`` if any went out). ``expected`` is the
@@ -71,6 +82,8 @@ class LinkRX(LiteXModule):
         self.ctrl_errors = Signal(32)
         self.seq_errors = Signal(32)
         self.rx_overflows = Signal(32)
+        self.rx_stomped = Signal(32)
+        self.words = Signal(LEN_BITS)
 
         self.comb += sink.ready.eq(1)
 
@@ -132,7 +145,12 @@ class LinkRX(LiteXModule):
         remaining = Signal(LEN_BITS)
         crc = Signal(32)
         crc_good = Signal()
-        self.comb += crc_good.eq(d_data == Cat(crc ^ CRC32_XOROUT, Constant(0, 32)))
+        crc_stomp = Signal()    # the trailer of a stomped frame
+        self.comb += [
+            crc_good.eq(d_data == Cat(crc ^ CRC32_XOROUT, Constant(0, 32))),
+            crc_stomp.eq(d_data == Cat(crc ^ (CRC32_XOROUT ^ CRC32_STOMP), Constant(0, 32))),
+        ]
+        frame_len = Signal(LEN_BITS)   # the SOF's length of the frame being delivered
         hold = Signal(P.WORD_BITS)
         hold_valid = Signal()
         hold_first = Signal()
@@ -145,7 +163,9 @@ class LinkRX(LiteXModule):
         o_error = Signal()
         out_data = Signal(P.WORD_BITS)
         out_first = Signal()
+        o_words = Signal(LEN_BITS)
         self.comb += [
+            self.words.eq(Mux(o_valid & out_first, o_words, 0)),
             source.valid.eq(o_valid),
             source.data.eq(out_data),
             source.first.eq(out_first),
@@ -163,6 +183,7 @@ class LinkRX(LiteXModule):
                 out_first.eq(hold_first),
                 o_last.eq(emit_last),
                 o_error.eq(emit_error),
+                o_words.eq(frame_len),
             ),
             If(o_valid & ~source.ready, self.rx_overflows.eq(self.rx_overflows + 1)),
         ]
@@ -205,6 +226,11 @@ class LinkRX(LiteXModule):
                                 expected.eq(expected + 1),
                                 self.rx_packets.eq(self.rx_packets + 1),
                                 self.rx_bytes.eq(self.rx_bytes + frame_bytes),
+                            ).Elif(crc_stomp & ~poisoned,
+                                # Intact on this link, bad before it: in sequence,
+                                # acknowledged, delivered with error, not replayed.
+                                expected.eq(expected + 1),
+                                self.rx_stomped.eq(self.rx_stomped + 1),
                             ).Else(
                                 self.crc_errors.eq(self.crc_errors + 1),
                             ),
@@ -218,6 +244,7 @@ class LinkRX(LiteXModule):
             If(start,
                 in_frame.eq(1), accept.eq(1),
                 remaining.eq(f_len),
+                frame_len.eq(f_len),
                 crc.eq(CRC32_INIT),
                 hold_valid.eq(0),
                 poisoned.eq(0),
@@ -246,7 +273,7 @@ class LinkRX(LiteXModule):
             ),
             want_nak.eq(
                 # a frame we wanted turned out bad
-                (accept & trailer & (~crc_good | poisoned)) | (accept & abort) |
+                (accept & trailer & (~(crc_good | crc_stomp) | poisoned)) | (accept & abort) |
                 # a later frame than expected: some were lost
                 (skip & seq_ahead) |
                 # data words outside any frame: its SOF was lost
