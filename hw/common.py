@@ -72,6 +72,9 @@ class LinkPortIf:
       layer's replay buffer has room); the router starts a packet only then.
     * ``buf_empty`` (router -> channel): this port's input buffer is empty; a link
       layer completes training only then.
+    * ``buf_free`` (router -> channel): free words in this port's input buffer; a
+      link layer accepts a frame only when it fits (cut-through: a bad copy that will
+      be replayed takes room the far end's credits do not know of).
     """
 
     def __init__(self) -> None:
@@ -84,3 +87,4 @@ class LinkPortIf:
         self.up = Signal(reset=1)
         self.tx_room = Signal(reset=1)
         self.buf_empty = Signal(reset=1)
+        self.buf_free = Signal(16, reset=2**16 - 1)

@@ -210,7 +210,7 @@ class Router(LiteXModule):
             # channels, which cannot corrupt a header) from the header's length field.
             hl = packet_words(hdr(link.sink.data, "length"))
             self.comb += [link.sink.connect(f.sink), link.drained.eq(f.drained),
-                          link.buf_empty.eq(f.empty),
+                          link.buf_empty.eq(f.empty), link.buf_free.eq(f.free),
                           f.sink_words.eq(Mux(link.sink_words != 0, link.sink_words,
                                               Mux(hl > max_pkt, max_pkt, hl)))]
 
@@ -438,8 +438,11 @@ class Router(LiteXModule):
                     data = Signal(P.WORD_BITS, name=f"eject_data_{PORT_NAMES[k]}")
                     self.comb += [data.eq(out_data[k]),
                                   If(f.source.first & (cur_direct[k] != 0), data[dlo:dhi].eq(k))]
+                # ``error`` on a last word passes on: the packet is stomped on the next
+                # link, or dropped by the ejection FIFO (store-and-forward).
                 src[k] = [p.sink.valid.eq(f.source.valid), p.sink.data.eq(data),
-                          p.sink.first.eq(f.source.first), p.sink.last.eq(f.source.last)]
+                          p.sink.first.eq(f.source.first), p.sink.last.eq(f.source.last),
+                          p.sink.error.eq(f.source.error & f.source.last)]
             self.comb += If(busy[o], Case(owner[o], src))
             any_g = Signal(name=f"anygrant_{PORT_NAMES[o]}")
             gw = Signal(len(words[0]), name=f"grantwords_{PORT_NAMES[o]}")

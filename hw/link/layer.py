@@ -36,7 +36,7 @@ COUNTERS: tuple[tuple[str, int, str], ...] = (
     ("naks", 32, "NAKs received from the far end"),
     ("naks_sent", 32, "NAKs sent to the far end"),
     ("timeouts", 32, "ACK timeouts (replay without a NAK)"),
-    ("rx_overflows", 32, "words refused: by the router's input (a credit violation) or by a full control lane (replayed)"),
+    ("rx_overflows", 32, "words refused by the router's input (a credit violation) or by a full control lane, and frames refused for want of buffer room (replayed)"),
     ("tx_stomped", 32, "packets framed stomped: bad before this link (error on their last word; cut-through)"),
     ("rx_stomped", 32, "stomped frames received in sequence: delivered marked bad, acknowledged, not replayed"),
 )
@@ -143,6 +143,8 @@ class LinkLayer(LiteXModule):
         self.credit_valid = Signal()
         self.credit_words = Signal(CREDIT_BITS)
         self.drained = Signal()
+        self.rx_room = rx.room       # from the router: free words in this port's input buffer
+        self.rx_routed = Signal()    # from the router: port.sink.valid (the word went there)
         self.up = Signal()
         self.link_state = Signal(2)
         # Faults.
@@ -171,13 +173,30 @@ class LinkLayer(LiteXModule):
         # -- credits: cumulative count out, difference in ------------------------------
         # Both counts start from 0 when the partner is seen (after reset or a restart):
         # this end's input buffer is empty then, so the far end starts with full credits.
+        # A bad frame (CRC, cut short) was delivered cut-through and is drained out of
+        # the router's buffer like any packet, but the far end reserved room for it
+        # once, for the copy it replays: its words (the buffer drains exactly the SOF's
+        # length) are withheld from the next drained words (``debt``). Stomped frames
+        # are not replayed and get their credits back as usual.
         seen = Signal()
         drain_count = Signal(CREDIT_BITS)
         last_credit = Signal(CREDIT_BITS)
+        debt = Signal(CREDIT_BITS)
+        owe = Signal(LEN_BITS)
+        pay = Signal()
+        self.comb += [
+            owe.eq(Mux(self.rx_routed, rx.replay_words, 0)),
+            pay.eq(self.drained & (debt != 0)),
+        ]
         self.sync += [
             If(~seen,
+                debt.eq(0),
+            ).Else(
+                debt.eq(debt + owe - pay),
+            ),
+            If(~seen,
                 drain_count.eq(0),
-            ).Elif(self.drained,
+            ).Elif(self.drained & ~pay,
                 drain_count.eq(drain_count + 1),
             ),
             self.credit_valid.eq(0),
@@ -288,6 +307,8 @@ class LinkLayer(LiteXModule):
             # The packet's length from its SOF, beside its first word (a control-lane
             # packet never reaches the router's buffer, so it does not matter there).
             port.sink_words.eq(self.rx_words),
+            self.rx_room.eq(port.buf_free),
+            self.rx_routed.eq(port.sink.valid),
             port.credit_valid.eq(self.credit_valid),
             port.credit_words.eq(self.credit_words),
             self.drained.eq(port.drained),

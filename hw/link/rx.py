@@ -54,6 +54,14 @@ class LinkRX(LiteXModule):
     the sender (its packet went bad before it reached this link): it is delivered with
     ``error=1``, counted in ``rx_stomped``, acknowledged, and not NAKed.
 
+    ``room`` (from the router): free words in the input buffer. A frame is accepted
+    only when its SOF's length fits; otherwise it is refused (counted in
+    ``rx_overflows``) and NAKed, and the far end replays it later. The far end's
+    credits normally guarantee the room; they do not when a bad frame's copy (to be
+    replayed) still takes buffer room: the link layer withholds the credits of such a
+    copy (``replay_words``: with the last word of a delivered frame that the far end
+    will replay, its length; 0 otherwise).
+
     ``flush`` (the link is DOWN): the input is ignored; a frame being delivered is cut
     (its last word goes out with ``error=1`` if any went out). ``expected`` is the
     next sequence number to deliver (the ``rx_expect`` CSR).
@@ -84,6 +92,8 @@ class LinkRX(LiteXModule):
         self.rx_overflows = Signal(32)
         self.rx_stomped = Signal(32)
         self.words = Signal(LEN_BITS)
+        self.replay_words = Signal(LEN_BITS)
+        self.room = Signal(16, reset=2**16 - 1)
 
         self.comb += sink.ready.eq(1)
 
@@ -164,7 +174,9 @@ class LinkRX(LiteXModule):
         out_data = Signal(P.WORD_BITS)
         out_first = Signal()
         o_words = Signal(LEN_BITS)
+        o_replay = Signal()
         self.comb += [
+            self.replay_words.eq(Mux(o_valid & o_last & o_replay, o_words, 0)),
             self.words.eq(Mux(o_valid & out_first, o_words, 0)),
             source.valid.eq(o_valid),
             source.data.eq(out_data),
@@ -176,6 +188,7 @@ class LinkRX(LiteXModule):
         emit = Signal()
         emit_last = Signal()
         emit_error = Signal()
+        emit_replay = Signal()  # the packet ends bad and will come again (not stomped)
         self.sync += [
             o_valid.eq(emit),
             If(emit,
@@ -184,19 +197,22 @@ class LinkRX(LiteXModule):
                 o_last.eq(emit_last),
                 o_error.eq(emit_error),
                 o_words.eq(frame_len),
+                o_replay.eq(emit_replay),
             ),
             If(o_valid & ~source.ready, self.rx_overflows.eq(self.rx_overflows + 1)),
         ]
 
         # Frame events.
+        refuse = Signal()       # the frame announced by this SOF does not fit: NAK it
         start = Signal()        # accept the frame announced by this SOF
         skip = Signal()         # count the words of this SOF's frame without delivering
         abort = Signal()        # the current frame is cut short
         after_abort = Signal()  # the rest of a cut frame may follow as stray data words
         want_nak = Signal()
         self.comb += [
-            start.eq(self.enable & c_sof & (seq_diff == 0)),
-            skip.eq(self.enable & c_sof & (seq_diff != 0)),
+            start.eq(self.enable & c_sof & (seq_diff == 0) & (f_len <= self.room)),
+            refuse.eq(self.enable & c_sof & (seq_diff == 0) & (f_len > self.room)),
+            skip.eq(self.enable & c_sof & ((seq_diff != 0) | refuse)),
         ]
         self.comb += self.nak_req.eq(want_nak & ~nak_sent)
         self.sync += [
@@ -251,7 +267,11 @@ class LinkRX(LiteXModule):
             ).Elif(skip,
                 in_frame.eq(1), accept.eq(0),
                 remaining.eq(f_len),
-                self.seq_errors.eq(self.seq_errors + 1),
+                If(refuse,
+                    self.rx_overflows.eq(self.rx_overflows + 1),
+                ).Else(
+                    self.seq_errors.eq(self.seq_errors + 1),
+                ),
             ),
             If(c_bad | (abort & ~self.flush), self.ctrl_errors.eq(self.ctrl_errors + 1)),
             If(o_valid & ~source.ready, poisoned.eq(1)),
@@ -267,15 +287,16 @@ class LinkRX(LiteXModule):
             ).Elif(accept & trailer,
                 emit.eq(hold_valid), emit_last.eq(1),
                 emit_error.eq(~crc_good | poisoned | (o_valid & ~source.ready)),
+                emit_replay.eq(~(crc_good | crc_stomp) | poisoned | (o_valid & ~source.ready)),
             ).Elif(accept & abort & hold_valid & ~hold_first,
                 # Cut short after at least one word went out: end it with an error.
-                emit.eq(1), emit_last.eq(1), emit_error.eq(1),
+                emit.eq(1), emit_last.eq(1), emit_error.eq(1), emit_replay.eq(1),
             ),
             want_nak.eq(
                 # a frame we wanted turned out bad
                 (accept & trailer & (~(crc_good | crc_stomp) | poisoned)) | (accept & abort) |
                 # a later frame than expected: some were lost
-                (skip & seq_ahead) |
+                (skip & seq_ahead) | refuse |
                 # data words outside any frame: its SOF was lost
                 (self.enable & ~in_frame & is_data & ~after_abort) |
                 # the sender has sent frames we do not have

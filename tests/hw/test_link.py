@@ -99,17 +99,21 @@ class PortModel:
             first = yield p.sink.first
             if first:
                 assert not self.partial, "new packet before the last one ended"
-                self.words_seen.append((yield p.sink_words))
+                # As the router's cut-through buffer: the SOF's length is reserved at
+                # the first word, and every packet, good or bad, is drained whole.
+                words = yield p.sink_words
+                self.words_seen.append(words)
+                self.occupancy += words
+                assert self.occupancy <= self.buffer_words, "buffer overrun"
             self.partial.append((yield p.sink.data))
-            assert self.occupancy + len(self.partial) <= self.buffer_words, "buffer overrun"
             self.max_words_in = max(self.max_words_in, len(self.partial))
             if (yield p.sink.last):
                 if (yield p.sink.error):
                     self.errored += 1
                 else:
                     self.received.append(self.partial)
-                    self.occupancy += len(self.partial)
                 self.partial = []
+        yield p.buf_free.eq(self.buffer_words - self.occupancy)
         # -- drain ----------------------------------------------------------------
         if self.occupancy and self.rng.random() < self.drain:
             self.occupancy -= 1
