@@ -36,9 +36,10 @@ COUNTERS: tuple[tuple[str, int, str], ...] = (
     ("naks", 32, "NAKs received from the far end"),
     ("naks_sent", 32, "NAKs sent to the far end"),
     ("timeouts", 32, "ACK timeouts (replay without a NAK)"),
-    ("rx_overflows", 32, "words refused by the router's input (a credit violation) or by a full control lane, and frames refused for want of buffer room (replayed)"),
+    ("rx_overflows", 32, "words refused: by the router's input (a credit violation) or by a full control lane (replayed)"),
     ("tx_stomped", 32, "packets framed stomped: bad before this link (error on their last word; cut-through)"),
     ("rx_stomped", 32, "stomped frames received in sequence: delivered marked bad, acknowledged, not replayed"),
+    ("rx_refused", 32, "frames refused because the input buffer lacked room (a bad copy still in it; replayed)"),
 )
 
 
@@ -67,7 +68,7 @@ class RestartInserter(ModuleTransformer):
 
 _TX_COUNTERS = ("tx_packets", "tx_bytes", "replays", "naks", "naks_sent", "timeouts", "tx_stomped")
 _RX_COUNTERS = ("rx_packets", "rx_bytes", "crc_errors", "ctrl_errors", "seq_errors", "rx_overflows",
-                "rx_stomped")
+                "rx_stomped", "rx_refused")
 
 
 def default_replay_words(mtu: int) -> int:
@@ -173,31 +174,54 @@ class LinkLayer(LiteXModule):
         # -- credits: cumulative count out, difference in ------------------------------
         # Both counts start from 0 when the partner is seen (after reset or a restart):
         # this end's input buffer is empty then, so the far end starts with full credits.
-        # A bad frame (CRC, cut short) was delivered cut-through and is drained out of
-        # the router's buffer like any packet, but the far end reserved room for it
-        # once, for the copy it replays: its words (the buffer drains exactly the SOF's
-        # length) are withheld from the next drained words (``debt``). Stomped frames
-        # are not replayed and get their credits back as usual.
+        # Cut-through: the router drains a frame's words while the frame still arrives,
+        # before its CRC verdict. A drained word is credited only once the verdict of
+        # its frame is known and good (or stomped): ``ahead`` = words of frames with a
+        # verdict not yet drained (negative: the drains have run into the frame still
+        # arriving, whose drained words are ``held``). A frame that will be replayed
+        # (bad, not stomped) was reserved by the far end once, for the copy it
+        # replays: its held words are dropped and its words still to come are owed
+        # (``debt``), paid by the next drained words. Frames that went to the control
+        # lane (not ``rx_routed``) never enter this buffer and are not counted.
         seen = Signal()
         drain_count = Signal(CREDIT_BITS)
         last_credit = Signal(CREDIT_BITS)
+        ahead = Signal((CREDIT_BITS + 2, True))
+        held = Signal(LEN_BITS + 1)
         debt = Signal(CREDIT_BITS)
-        owe = Signal(LEN_BITS)
+        done = Signal()
+        done_len = Signal(LEN_BITS)
+        in_done = Signal()     # the drained word belongs to a frame with a verdict
         pay = Signal()
+        credit_now = Signal()  # the drained word is credited at once
+        held_now = Signal(LEN_BITS + 1)
         self.comb += [
-            owe.eq(Mux(self.rx_routed, rx.replay_words, 0)),
-            pay.eq(self.drained & (debt != 0)),
+            done.eq(self.rx_routed & (rx.done_words != 0)),
+            done_len.eq(rx.done_words),
+            in_done.eq(ahead > 0),
+            pay.eq(self.drained & in_done & (debt != 0)),
+            credit_now.eq(self.drained & in_done & (debt == 0)),
+            held_now.eq(held + (self.drained & ~in_done)),
         ]
         self.sync += [
             If(~seen,
-                debt.eq(0),
+                ahead.eq(0), held.eq(0), debt.eq(0), drain_count.eq(0),
             ).Else(
-                debt.eq(debt + owe - pay),
-            ),
-            If(~seen,
-                drain_count.eq(0),
-            ).Elif(self.drained & ~pay,
-                drain_count.eq(drain_count + 1),
+                ahead.eq(ahead - self.drained + Mux(done, done_len, 0)),
+                If(done,
+                    held.eq(0),
+                    If(rx.done_bad,
+                        debt.eq(debt - pay + done_len - held_now),
+                        drain_count.eq(drain_count + credit_now),
+                    ).Else(
+                        debt.eq(debt - pay),
+                        drain_count.eq(drain_count + credit_now + held_now),
+                    ),
+                ).Else(
+                    held.eq(held_now),
+                    debt.eq(debt - pay),
+                    drain_count.eq(drain_count + credit_now),
+                ),
             ),
             self.credit_valid.eq(0),
             If(~seen,

@@ -56,11 +56,11 @@ class LinkRX(LiteXModule):
 
     ``room`` (from the router): free words in the input buffer. A frame is accepted
     only when its SOF's length fits; otherwise it is refused (counted in
-    ``rx_overflows``) and NAKed, and the far end replays it later. The far end's
-    credits normally guarantee the room; they do not when a bad frame's copy (to be
-    replayed) still takes buffer room: the link layer withholds the credits of such a
-    copy (``replay_words``: with the last word of a delivered frame that the far end
-    will replay, its length; 0 otherwise).
+    ``rx_refused``) and NAKed, and the far end replays it later. The far end's credits
+    guarantee the room, except while the copy of a bad frame (to be replayed) still
+    takes some. ``done_words``/``done_bad``: with the last word of a delivered frame,
+    its SOF length and whether it will be replayed (bad, not stomped): the link layer
+    credits a frame's drained words only once this verdict is known.
 
     ``flush`` (the link is DOWN): the input is ignored; a frame being delivered is cut
     (its last word goes out with ``error=1`` if any went out). ``expected`` is the
@@ -92,7 +92,9 @@ class LinkRX(LiteXModule):
         self.rx_overflows = Signal(32)
         self.rx_stomped = Signal(32)
         self.words = Signal(LEN_BITS)
-        self.replay_words = Signal(LEN_BITS)
+        self.done_words = Signal(LEN_BITS)
+        self.done_bad = Signal()
+        self.rx_refused = Signal(32)
         self.room = Signal(16, reset=2**16 - 1)
 
         self.comb += sink.ready.eq(1)
@@ -176,7 +178,8 @@ class LinkRX(LiteXModule):
         o_words = Signal(LEN_BITS)
         o_replay = Signal()
         self.comb += [
-            self.replay_words.eq(Mux(o_valid & o_last & o_replay, o_words, 0)),
+            self.done_words.eq(Mux(o_valid & o_last, o_words, 0)),
+            self.done_bad.eq(o_replay),
             self.words.eq(Mux(o_valid & out_first, o_words, 0)),
             source.valid.eq(o_valid),
             source.data.eq(out_data),
@@ -268,7 +271,7 @@ class LinkRX(LiteXModule):
                 in_frame.eq(1), accept.eq(0),
                 remaining.eq(f_len),
                 If(refuse,
-                    self.rx_overflows.eq(self.rx_overflows + 1),
+                    self.rx_refused.eq(self.rx_refused + 1),
                 ).Else(
                     self.seq_errors.eq(self.seq_errors + 1),
                 ),

@@ -69,7 +69,7 @@ class Side:
         self.h_rx_ready.value = 1
         self.h_tx_valid.value = 0
         self.h_drained.value = 0
-        self.h_buf_free.value = buffer_words
+        self.h_buf_free.value = min(buffer_words, 0xFFFF)
 
     def step(self, gap: float, drain: float, pause: float):
         # -- transmit ---------------------------------------------------------------
@@ -133,7 +133,7 @@ class Side:
         if d != self.drained_out:
             self.h_drained.value = int(d)
             self.drained_out = d
-        self.h_buf_free.value = self.buffer_words - self.occupancy
+        self.h_buf_free.value = min(self.buffer_words - self.occupancy, 0xFFFF)
 
 
 def make_packets(rng: random.Random, n: int, mtu: int, src: int, dst: int,
