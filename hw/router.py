@@ -1,27 +1,34 @@
 """The ParaNIC router: one local port plus 2 (ring) or 4 (torus) link ports.
 
-Table-based self-routing with a routing table in block RAM, store-and-forward per
-hop (a packet is routed once all of it is in its input FIFO) with whole-packet
-credits, round-robin arbitration with in-transit traffic first, and bubble flow
-control for deadlock freedom (see docs/architecture.md, "Router" and "Deadlock
-freedom"). The table holds two sets; a packet is routed by the set in its header's
-``rt``, and while divert is on, packets of one set whose route is a link that is not
-up take the other set's route with ``rt`` flipped (ordered route changes:
-docs/architecture.md, "Two table sets and divert").
+Table-based self-routing with a routing table in block RAM, virtual cut-through on
+link inputs (a packet is routed and forwarded from its header while its tail still
+arrives; the room it reserves is the length its link layer declared from the SOF)
+with whole-packet credits, store-and-forward injection and ejection, round-robin
+arbitration with in-transit traffic first, and bubble flow control for deadlock
+freedom (see docs/architecture.md, "Router" and "Deadlock freedom"). A packet whose
+last word carries ``error`` (its CRC failed at the tail, or it was stomped upstream)
+is passed on with it: the next link stomps it, the ejection FIFO drops it. The table
+holds two sets; a packet is routed by the set in its header's ``rt``, and while
+divert is on, packets of one set whose route is a link that is not up take the other
+set's route with ``rt`` flipped (ordered route changes: docs/architecture.md, "Two
+table sets and divert").
 
-Pipeline of one packet (cycles relative to the cycle ``T`` in which it is complete
-at the head of its input FIFO, ``packets > 0``)::
+Pipeline of one packet (cycles relative to the cycle ``T`` in which its
+packet-ready entry is at the head of its input FIFO: one cycle after its first word
+was written on a link input, one cycle after its last on the injection input)::
 
-    T    header word 0 at the FIFO head; table read address = dst_node;
+    T    header word 0 of the entry; table read address = dst_node;
          length check and word count registered
     T+1  route from the table (set ``rt``, or the other one when diverted); request,
          credit check, arbitration (combinational); grant (and divert flip) registered
-         at the end of the cycle
+         at the end of the cycle; the input takes the entry (the next one's lookup
+         starts while this packet streams)
     T+2  the input streams into the output's pipeline register
     T+3  header word valid on the output ``source`` (link port or ejection FIFO)
 
-so a complete packet's header leaves 3 cycles after it is complete (target: <= 4);
-a packet of n words therefore takes n + 3 cycles from its header in to its header out.
+so a link input's header leaves 4 cycles after it came in, whatever the packet's
+length. An output is granted its next packet in the cycle in which the last word of
+the current one passes, so back-to-back packets leave without idle cycles.
 """
 
 from __future__ import annotations
