@@ -161,6 +161,9 @@ class LinkLayer(LiteXModule):
         self.evac_first, self.evac_end = tx.evac_first, tx.evac_end
         self.evac_seq, self.evac_word = tx.evac_seq, tx.evac_word
         self.evac_len, self.evac_data = tx.evac_len, tx.evac_data
+        # A stomped frame holds a bad packet: evacuating it must not resend it as good.
+        # (Not yet a CSR, and the firmware does not check it: docs/link-layer.md.)
+        self.evac_stomped = tx.evac_stomped
 
         # -- ACK/NAK between the two halves -------------------------------------------
         self.comb += [

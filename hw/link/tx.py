@@ -104,6 +104,7 @@ class LinkTX(LiteXModule):
         self.evac_word = Signal(LEN_BITS)
         self.evac_len = Signal(LEN_BITS)
         self.evac_data = Signal(P.WORD_BITS)
+        self.evac_stomped = Signal()         # frame evac_seq was sent stomped (bad packet)
 
         # Replay buffer: packet words, and per frame (indexed by seq mod max_frames)
         # its start address, length and stomp bit.
@@ -406,6 +407,7 @@ class LinkTX(LiteXModule):
             self.evac_first.eq(acked + 1),
             self.evac_end.eq(next_seq),
             self.evac_len.eq(rep_len),
+            self.evac_stomped.eq(trep.dat_r[aw + 1 + LEN_BITS]),
             self.evac_data.eq(rd.dat_r),
         ]
 
