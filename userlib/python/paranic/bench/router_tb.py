@@ -278,6 +278,7 @@ async def test_sweep(dut):
     words = P.packet_words(length)
     warm, meas = env_int("WARMUP", 20_000), env_int("MEASURE", 50_000)
     loads = [float(x) for x in os.environ.get("LOADS", "0.1,0.5,1.0").split(",")]
+    seed0 = env_int("SEED", 1000)
     await start(dut)
     points = []
     for i, load in enumerate(loads):
@@ -288,7 +289,7 @@ async def test_sweep(dut):
         dut.min_len.value = length
         dut.max_len.value = length
         dut.rate.value = rate
-        dut.seed.value = 1000 + i
+        dut.seed.value = seed0 + i
         await clear(dut)
         dut.enable.value = 1
         await cycles(warm)
