@@ -289,7 +289,9 @@ async def test_sweep(dut):
         dut.min_len.value = length
         dut.max_len.value = length
         dut.rate.value = rate
-        dut.seed.value = seed0 + i
+        # + 2 per point: the generators force their seeds odd, so seeds 2k and 2k+1
+        # would repeat the same traffic
+        dut.seed.value = seed0 + 2 * i
         await clear(dut)
         dut.enable.value = 1
         await cycles(warm)
