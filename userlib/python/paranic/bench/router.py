@@ -176,12 +176,14 @@ def hop_latency(progress: Callable[..., Any] = print) -> dict:
 def sweep(topo: str, loads: list[float], length: int = P.DEFAULT_MTU, warmup: int = 20_000,
           measure_cycles: int = 50_000, pattern: str = "uniform",
           progress: Callable[..., Any] = print, ties: str = "split", seed: int = 1000,
-          **params: Any) -> dict:
+          bubble_en: bool = True, **params: Any) -> dict:
     """Offered-load sweep on ``topo`` (RouterNetwork ``params``, e.g. bubble, buf_words;
-    ``ties``: tie rule; ``seed``: the traffic seed of the first point, +1 per point)."""
+    ``ties``: tie rule; ``seed``: the traffic seed of the first point, +2 per point;
+    ``bubble_en=False`` switches the bubble rule off, only to measure its cost: a torus
+    can deadlock, and the run then fails)."""
     src, top = network_build(topo, traffic=True, ties=ties, **params)
     progress(f"router: {topo} {pattern} sweep, {length}-byte packets, {len(loads)} points")
-    env = {"TOPO": topo, "SEED": str(seed), "PATTERN": pattern, "LEN": str(length), "WARMUP": str(warmup),
+    env = {"TOPO": topo, "SEED": str(seed), "BUBBLE": str(int(bubble_en)), "PATTERN": pattern, "LEN": str(length), "WARMUP": str(warmup),
            "MEASURE": str(measure_cycles), "LOADS": ",".join(f"{x:g}" for x in loads)}
     return run_tb(src, top, TB_MODULE, "test_sweep", env, log=_log(top))
 
@@ -193,7 +195,7 @@ PATTERNS = ("uniform", "transpose", "tornado", "bitcomp", "all-to-one")
 def saturation(topo: str, pattern: str = "uniform", samples: int = 3,
                length: int = P.DEFAULT_MTU, warmup: int = 10_000, measure_cycles: int = 30_000,
                ties: str = "split", progress: Callable[..., Any] = print, seed: int = 2000,
-               **params: Any) -> dict:
+               bubble_en: bool = True, **params: Any) -> dict:
     """Saturation throughput of ``pattern`` on ``topo``: ``samples`` runs at offered load
     1.0 (every node always has a packet waiting), each with its own traffic seed, beside
     the channel-load bound of the routing function
@@ -202,9 +204,10 @@ def saturation(topo: str, pattern: str = "uniform", samples: int = 3,
     import statistics
 
     r = sweep(topo, [1.0] * samples, length, warmup, measure_cycles, pattern=pattern,
-              progress=progress, ties=ties, seed=seed, **params)
+              progress=progress, ties=ties, seed=seed, bubble_en=bubble_en, **params)
     acc = [p[1] for p in r["points"]]
     return {"topo": topo, "pattern": pattern, "ties": ties, "packet_bytes": length,
+            "bubble_en": bubble_en,
             "params": params, "samples": acc, "median": statistics.median(acc),
             "min": min(acc), "max": max(acc),
             "latency": statistics.median(p[2] for p in r["points"]),

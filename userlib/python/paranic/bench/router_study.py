@@ -8,10 +8,14 @@ channel-load bound. docs/architecture.md ("Buffer sizing and head-of-line blocki
 and docs/benchmarks.md ("Router") quote these numbers.
 
 * ``ties``: every tie +  vs. ties split by parity (the routing function's rule);
-* ``slots``: ``buf_words`` 260 / 512 / 1024 / 2048 = 2 / 3 / 7 / 15 packet slots of
+* ``slots``: ``buf_words`` 512 / 1024 / 2048 = 3 / 7 / 15 packet slots of
   1 KiB packets per link input (the default is 512);
-* ``short``: 64-byte packets (10 words) vs. 1 KiB (130 words), default buffers: the
-  cost of the fixed per-packet gap between packets;
+* ``short``: 64-byte packets (10 words) vs. 1 KiB (130 words), with the default
+  buffers and with 15 slots (``buf_words`` 2048, where slots hardly limit): the cost
+  of the fixed per-packet gap between packets;
+* ``bubble``: ring:8 only, the bubble rule switched off (``bubble_en`` = 0; not
+  deadlock-free, and a torus does deadlock): what the rule's two free slots for a
+  packet entering a ring cost, i.e. what dateline virtual channels could win back;
 * ``patterns``: all five patterns, default parameters.
 """
 
@@ -44,10 +48,17 @@ def study(samples: int = 3, only: set[str] | None = None, progress=print) -> dic
             out.setdefault("slots", []).extend(
                 router.saturation(topo, "uniform", samples, progress=progress,
                                   **({} if bw == 512 else {"buf_words": bw}))
-                for bw in (260, 512, 1024, 2048))
+                for bw in (512, 1024, 2048))
         if want("short"):
-            out.setdefault("short", []).append(
-                router.saturation(topo, "uniform", samples, length=64, progress=progress))
+            out.setdefault("short", []).extend(
+                router.saturation(topo, "uniform", samples, length=length, progress=progress,
+                                  **({} if bw == 512 else {"buf_words": bw}))
+                for bw in (512, 2048) for length in (64, P.DEFAULT_MTU))
+        if want("bubble") and topo == router.RING:   # a torus deadlocks without it
+            out.setdefault("bubble", []).extend(
+                router.saturation(topo, "uniform", samples, progress=progress, bubble_en=False,
+                                  **({} if bw == 512 else {"buf_words": bw}))
+                for bw in (512, 2048))
         if want("patterns"):
             out.setdefault("patterns", []).extend(router.patterns(topo, samples, progress))
     return out
@@ -91,8 +102,8 @@ def plot(res: dict, path: str) -> None:
             ax.plot([3], [r["median"]], "x", ms=9, color="k")
     ax.plot([], [], "x", color="k", label="every tie + (3 slots)")
     ax.set_xscale("log", base=2)
-    ax.set_xticks([2, 3, 7, 15])
-    ax.set_xticklabels(["2", "3\n(default)", "7", "15"])
+    ax.set_xticks([3, 7, 15])
+    ax.set_xticklabels(["3\n(default)", "7", "15"])
     ax.set_xlabel(f"packet slots per link input (buf_words // {words})")
     ax.set_ylabel("saturation, words/cycle/node")
     ax.set_ylim(0, 1.05)
@@ -109,14 +120,14 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m paranic.bench.router_study",
                                  description=__doc__.split("\n")[0])
     ap.add_argument("--samples", type=int, default=3, help="runs per configuration (seeds)")
-    ap.add_argument("--only", default="", help="comma list of: ties, slots, short, patterns")
+    ap.add_argument("--only", default="", help="comma list of: ties, slots, short, bubble, patterns")
     ap.add_argument("--plot", help="PNG file (and <stem>_patterns.png) to draw")
     ap.add_argument("--from-json", help="plot a saved result instead of measuring")
     a = ap.parse_args(argv)
     if a.samples < 1:
         ap.error("--samples must be >= 1")
     only = set(a.only.split(",")) if a.only else None
-    bad = (only or set()) - {"ties", "slots", "short", "patterns"}
+    bad = (only or set()) - {"ties", "slots", "short", "bubble", "patterns"}
     if bad:
         ap.error(f"unknown --only item(s): {', '.join(sorted(bad))}")
     if a.from_json:
