@@ -73,6 +73,7 @@
 #define PN_REG_RX_HEAD 0x10
 #define PN_REG_BARRIER 0x18
 #define PN_REG_IRQ_ARM 0x20
+#define PN_REG_PIO_SEND 0x28
 #define PN_REG_STATUS 0x40
 #define PN_REG_RX_TAIL 0x48
 #define PN_REG_TX_HEAD 0x50
