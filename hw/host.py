@@ -151,6 +151,7 @@ class HostInterface(LiteXModule):
         pio_wp = pio_mem.get_port(write_capable=True, we_granularity=8)
         pio_rp = pio_mem.get_port()
         self.specials += pio_wp, pio_rp
+        self.pio_wport = pio_wp   # (benches watch the window writes on it)
         # One write port, two writers: the MMIO window writes, and the clearing of a reset
         # context's region on the cycles the MMIO side leaves free.
         pages_wp = _WritePort(len(pio_wp.adr), len(pio_wp.dat_w), len(pio_wp.we))
