@@ -339,4 +339,4 @@ BAR0_MSIX_PBA_OFFSET = BAR0_SOC_CSR_OFFSET + 0xF008
 #: pn_csr.h): the driver refuses a BAR0 whose ``ident`` is not NIC_IDENT ("PNIC") and
 #: reports ``version``, bumped whenever the CSR map or a register's meaning changes.
 NIC_IDENT = 0x504E4943
-NIC_VERSION = 3  # 2: management port, identity and fw_* CSRs; 3: two table sets, divert, injection gate, mgmt_tx_target
+NIC_VERSION = 4  # 2: management port, identity and fw_* CSRs; 3: two table sets, divert, injection gate, mgmt_tx_target; 4: PIO_SEND (store+doorbell), 64-bit context pages
