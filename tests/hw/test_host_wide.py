@@ -308,3 +308,54 @@ def test_doorbell_to_first_beat():
     print("doorbell write presented -> first beat:", beats[0] - ev["db"], "cycles")
     assert beats == list(range(beats[0], beats[0] + 3))        # no bubble
     assert beats[0] - ev["db"] == DB_TO_FIRST_BEAT
+
+
+#: Cycles from a received packet's header on rx_sink to its slot's first DMA write beat.
+EJECT_TO_WRITE = 2
+
+
+def test_ejection_to_dma_write():
+    """The RX engine: an idle engine checks the header in the cycle it arrives, so the
+    slot's write request leaves EJECT_TO_WRITE cycle(s) later; the packet lands whole
+    (header, payload, valid word) in the ring."""
+    dut, h = setup()
+    ev = {}
+    payload = b"ejected!"
+
+    @passive
+    def monitor():
+        snk, wr = dut.rx_sink, dut.dma_wr.source
+        n = 0
+        while True:
+            yield
+            n += 1
+            if (yield snk.valid) and "in" not in ev:
+                ev["in"] = n
+            if (yield wr.valid) and (yield wr.first) and "out" not in ev and "in" in ev:
+                ev["out"] = n
+
+    def main():
+        yield from open_ctx(dut)
+        for _ in range(10):       # let the status writes of the open go
+            yield
+        snk = dut.rx_sink
+        w = words(P.pack_header(dst_node=0, src_node=1, dst_ctx=0, length=len(payload), tag=9), payload)
+        for i, x in enumerate(w):
+            yield snk.valid.eq(1)
+            yield snk.first.eq(i == 0)
+            yield snk.last.eq(i == len(w) - 1)
+            yield snk.data.eq(x)
+            yield
+            while not (yield snk.ready):
+                yield
+        yield snk.valid.eq(0)
+        for _ in range(30):
+            yield
+
+    run_simulation(dut, [main(), h.generator(), monitor()])
+    assert h.errors == []
+    slot = h.mem.read(0x10000, P.rx_slot_bytes(64))
+    assert P.unpack_header(slot)["tag"] == 9 and slot[16:24] == payload
+    assert int.from_bytes(slot[P.rx_valid_offset(64):][:8], "little") == 1
+    print("header on rx_sink -> first DMA write beat:", ev["out"] - ev["in"], "cycles")
+    assert ev["out"] - ev["in"] == EJECT_TO_WRITE
