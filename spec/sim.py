@@ -75,7 +75,7 @@ class OpKind(IntEnum):
 
 OP_KIND_DOC = {
     OpKind.W32: "32-bit store at context-page offset `off`",
-    OpKind.W64: "64-bit store (two bus writes, low word first)",
+    OpKind.W64: "64-bit store: one bus beat on the NicCore cluster's 64-bit bus (two 32-bit writes, low word first, on the SoC cluster's)",
     OpKind.R32: "32-bit load from the context page; value = sequence number",
     OpKind.RCSR: "32-bit load of a read-only CSR word at byte address `off`",
     OpKind.WINDOW: "driver call: DMA window = heap base .. + value bytes",

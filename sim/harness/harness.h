@@ -29,9 +29,18 @@
 #include "paranic/pn_ctxseq.h"
 #include "paranic/pn_protocol.h"
 
+/* The host bus's data word: SIM_BUS_BYTES (cluster_gen.h) 8 for a NicCore cluster (a
+ * 64-bit store is one beat), 4 for a SoC cluster (its BAR0 window is 32-bit). */
+#if SIM_BUS_BYTES == 8
+typedef QData BusData;
+#else
+typedef IData BusData;
+#endif
+
 /* Pointers to one node's top-level ports of the Verilated model (cluster_gen.cpp). */
 struct NodePorts {
-	IData *bus_adr, *bus_dat_w, *bus_dat_r;
+	IData *bus_adr;
+	BusData *bus_dat_w, *bus_dat_r;
 	CData *bus_sel, *bus_cyc, *bus_stb, *bus_we, *bus_ack;
 	CData *rd_valid, *rd_ready, *rd_we;
 	QData *rd_adr;
@@ -102,9 +111,10 @@ class Harness;
 
 /* A Wishbone access of a script or of a client operation. */
 struct WbStep {
-	uint32_t adr;   /* byte address */
-	uint32_t dat;
+	uint32_t adr;   /* byte address (4-aligned; 8-aligned for an 8-byte store) */
+	uint64_t dat;
 	uint8_t we;
+	uint8_t bytes = 4;   /* 4, or 8: a 64-bit store in one beat (SIM_BUS_BYTES 8 only) */
 };
 
 /* A privileged access sequence run atomically on one node's bus (the harness's

@@ -96,6 +96,11 @@ def _package_sources(*packages) -> list[Path]:
     return sorted(f for pkg in packages for f in Path(pkg.__file__).parent.rglob("*.py"))
 
 
+#: Width of the NicCore cluster's host bus in bytes (the SoC cluster's Bar0Window is 32-bit):
+#: the harness applies a 64-bit store as one beat (harness.h ``SIM_BUS_BYTES``).
+SIM_BUS_BYTES = 8
+
+
 def _gateware_key(topo: Topology, mtu: int, n_ctx: int, phy_delay: int) -> str:
     """Hash of everything the cluster's Verilog is generated from."""
     import litex
@@ -142,7 +147,8 @@ def _verilog(topo: Topology, mtu: int, n_ctx: int, phy_delay: int, quiet: bool) 
         return v, csr, name
     _log(f"generating Verilog for {topo} (MTU {mtu}, {n_ctx} contexts)", quiet)
     t0 = time.time()
-    v, top, csr = cluster_verilog(topo, out, name=name, n_ctx=n_ctx, mtu=mtu, phy_delay=phy_delay)
+    v, top, csr = cluster_verilog(topo, out, name=name, n_ctx=n_ctx, mtu=mtu, phy_delay=phy_delay,
+                                  bus_width=8 * SIM_BUS_BYTES)
     stamp.write_text(key)
     _log(f"Verilog written in {time.time() - t0:.1f} s: {v} ({v.stat().st_size >> 10} KiB)", quiet)
     return v, csr, top
@@ -245,7 +251,9 @@ def gen_glue(topo: Topology, csr_json: Path, mtu: int, n_ctx: int, out: Path, no
                     f"#define SIM_NODES {topo.nodes}", f"#define SIM_TOPO_X {topo.x}",
                     f"#define SIM_TOPO_Y {topo.y}", f'#define SIM_TOPO "{topo}"',
                     f"#define SIM_N_CTX {n_ctx}", f"#define SIM_MTU {mtu}",
-                    f"#define SIM_TABLE_NODES {table_nodes}", ""]
+                    f"#define SIM_TABLE_NODES {table_nodes}",
+                    "/* host bus width in bytes: 8, a 64-bit store is one beat; 4 (SoC node's BAR0 window) */",
+                    f"#define SIM_BUS_BYTES {4 if node is not None else SIM_BUS_BYTES}", ""]
     H += ["/* routing tables: SIM_ROUTES[node][dst] = port (paranic.spec.topo) */",
           "static const uint8_t SIM_ROUTES[SIM_NODES][SIM_TABLE_NODES] = {"]
     for n in range(topo.nodes):

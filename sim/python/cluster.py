@@ -79,12 +79,17 @@ class NicCluster(LiteXModule):
     (1: both directions carry nothing) and ``cable<k>_ber`` (32-bit threshold, both
     directions). A cable's threshold is the larger of ``ber_threshold`` and its own, so
     ``ber_threshold`` alone still sets every cable (the harness drives it 0 and each
-    cable's own)."""
+    cable's own).
+
+    ``bus_width``: each node's Wishbone slave (``n<i>_bus_*``), 32 (the cocotb benches'
+    host model) or 64 (the C++ harness: a 64-bit store is one beat,
+    :class:`~paranic.hw.standalone.NicCoreStandalone`)."""
 
     def __init__(self, topo: Topology, n_ctx: int = P.DEFAULT_CONTEXTS, mtu: int = P.DEFAULT_MTU,
                  phy_delay: int = 8, ber: float = 0.0, table_nodes: int | None = None,
-                 **nic_kwargs) -> None:
+                 bus_width: int = 32, **nic_kwargs) -> None:
         self.topo = topo
+        self.bus_width = bus_width
         ports = _Ports()
         table_nodes = table_nodes or max(16, 1 << (topo.nodes - 1).bit_length())
         self.nodes: list = []
@@ -141,7 +146,7 @@ class NicCluster(LiteXModule):
         ``nic.phys[p]`` is link port ``p``'s (tx, rx) ``phy_layout`` endpoint pair (what the
         cable loop wires). :class:`SocCluster` overrides it."""
         node = NicCoreStandalone(n_links=self.topo.link_ports, n_ctx=n_ctx, mtu=mtu,
-                                 table_nodes=table_nodes, **nic_kwargs)
+                                 table_nodes=table_nodes, bus_width=self.bus_width, **nic_kwargs)
         p = f"n{i}_"
         ports.wishbone_slave(node.bus, p + "bus")
         ports.endpoint(node.nic.dma_rd.source, p + "dma_rd_source", master=True)

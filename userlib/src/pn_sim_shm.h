@@ -74,7 +74,7 @@
 /* Queue entry kinds. */
 enum pn_sim_op_kind {
 	PN_SIM_OP_W32 = 1,          /* 32-bit store at context-page offset `off` */
-	PN_SIM_OP_W64 = 2,          /* 64-bit store (two bus writes, low word first) */
+	PN_SIM_OP_W64 = 2,          /* 64-bit store: one bus beat on the NicCore cluster's 64-bit bus (two 32-bit writes, low word first, on the SoC cluster's) */
 	PN_SIM_OP_R32 = 3,          /* 32-bit load from the context page; value = sequence number */
 	PN_SIM_OP_RCSR = 4,         /* 32-bit load of a read-only CSR word at byte address `off` */
 	PN_SIM_OP_WINDOW = 5,       /* driver call: DMA window = heap base .. + value bytes */
