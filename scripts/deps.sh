@@ -46,7 +46,7 @@ fi
 
 PY=/usr/bin/python3
 stamp=.venv/.paranic-deps
-want="$(cat requirements.txt pyproject.toml | sha256sum | cut -c1-16)"
+want="$(cat requirements.txt requirements-nodeps.txt pyproject.toml | sha256sum | cut -c1-16)"
 if [ -x .venv/bin/python ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
   exit 0
 fi
@@ -54,6 +54,8 @@ echo "deps: creating .venv with the pinned Python packages (requirements.txt)"
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 .venv/bin/python -m pip install -q --upgrade "pip==25.3"
 .venv/bin/python -m pip install -q -r requirements.txt
+# Packages wanted only for files they carry (hls4ml: ap_types headers for the HLS C simulation).
+.venv/bin/python -m pip install -q --no-deps -r requirements-nodeps.txt
 .venv/bin/python -m pip install -q --no-deps -e .
 echo "$want" > "$stamp"
 echo "deps: ready"
