@@ -68,7 +68,7 @@ COLL_MAX_BYTES = 256
 COLL_MAX_WORDS = COLL_MAX_BYTES // P.WORD_BYTES
 #: Default combining-tree fan-out exponent (4 children), as the barrier's tree.
 COLL_DEFAULT_RADIX_LOG2 = 2
-#: Largest fan-out exponent the kernel is built for (children buffers: 2**this per episode parity).
+#: Largest fan-out exponent the kernel is built for (one child buffer per child: 2**this).
 COLL_MAX_RADIX_LOG2 = 2
 
 
@@ -127,7 +127,8 @@ COLL_FIELDS: tuple[Field, ...] = (
     Field("root", 17, P.NODE_BITS, "root node of the tree (REDUCE, BCAST; ALLREDUCE: any, the same on every node)"),
     Field("nodes", 29, P.NODE_BITS + 1, "participating nodes: ids 0 .. nodes-1"),
     Field("err", 42, 2, "CollErr bits"),
-    Field("rsvd", 44, 4, "reserved, zero"),
+    Field("nodata", 44, 1, "no vector follows: a REDUCE's completion to a non-root node"),
+    Field("rsvd", 45, 3, "reserved, zero"),
     Field("episode", 48, 16, "operation number (wraps); contributions of one operation carry the same"),
 )
 COLL_FIELD = {f.name: f for f in COLL_FIELDS}

@@ -85,6 +85,11 @@
 #define PN_COLLHDR_ERR_SHIFT 42
 #define PN_COLLHDR_ERR_WIDTH 2
 #define PN_COLLHDR_ERR_MASK 0x3ULL
+/* no vector follows: a REDUCE's completion to a non-root node */
+#define PN_COLLHDR_NODATA_WORD 0
+#define PN_COLLHDR_NODATA_SHIFT 44
+#define PN_COLLHDR_NODATA_WIDTH 1
+#define PN_COLLHDR_NODATA_MASK 0x1ULL
 /* operation number (wraps); contributions of one operation carry the same */
 #define PN_COLLHDR_EPISODE_WORD 0
 #define PN_COLLHDR_EPISODE_SHIFT 48

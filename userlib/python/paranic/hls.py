@@ -38,7 +38,9 @@ TESTBENCH = {"route": "route_tb.cpp", "collective": "collective_tb.cpp"}
 BUILD = BUILD_ROOT / "hls"
 CXXFLAGS = ["-std=c++17", "-O2", "-Wall", "-Wextra", "-Werror", "-Wno-unknown-pragmas",
             # the ap_types headers' own constructors trip these at -O2
-            "-Wno-maybe-uninitialized", "-Wno-uninitialized"]
+            "-Wno-maybe-uninitialized", "-Wno-uninitialized",
+            "-Wno-unused-label",   # HLS loop labels name loops in the synthesis reports
+            "-ffp-contract=off"]   # no fused multiply-add: IEEE operations one by one, as in hardware
 
 
 class HlsError(RuntimeError):
@@ -193,3 +195,173 @@ def check_route(cases: list[RouteCase], got: list[int]) -> list[str]:
         return [f"{len(got)} answers for {len(exp)} queries"]
     return [f"{t} node {n} dst {d}: expected {e}, got {g}"
             for (t, n, d), e, g in zip(where, exp, got) if e != g]
+
+
+# ---------------------------------------------------------------------------
+# collective: a numpy reference of the defined reduction order, and cases
+# ---------------------------------------------------------------------------
+
+#: numpy dtype of each CollType.
+NP_TYPES = {K.CollType.I32: "<i4", K.CollType.I64: "<i8", K.CollType.F32: "<f4", K.CollType.F64: "<f8"}
+
+
+def _np():
+    import numpy as np
+    return np
+
+
+def combine_ref(a, b, red: K.CollRed):
+    """``a op b`` element-wise, as the kernel does it (numpy arrays of one dtype)."""
+    np = _np()
+    if red == K.CollRed.SUM:
+        with np.errstate(over="ignore", invalid="ignore"):
+            return a + b                    # integers wrap; floats: IEEE, one rounding
+    if red == K.CollRed.MIN:
+        return np.where(b < a, b, a)        # b only when strictly smaller: a's bits otherwise
+    if red == K.CollRed.MAX:
+        return np.where(b > a, b, a)
+    if red == K.CollRed.AND:
+        return a & b
+    if red == K.CollRed.OR:
+        return a | b
+    raise ValueError(f"bad reduction {red}")
+
+
+def reduce_ref(vectors: list[bytes], root: int, dtype: K.CollType, red: K.CollRed,
+               radix_log2: int) -> bytes:
+    """The combined vector in the kernel's defined order: the k-ary heap over relative ids
+    ``(node - root) mod nodes``, each node folding its own vector then its children's
+    partials in increasing relative id."""
+    np = _np()
+    n = len(vectors)
+
+    def partial(rel: int):
+        acc = np.frombuffer(vectors[(rel + root) % n], dtype=NP_TYPES[dtype]).copy()
+        for c in K.coll_children(rel, n, radix_log2):
+            acc = combine_ref(acc, partial(c), red)
+        return acc
+    return partial(0).tobytes()
+
+
+@dataclass
+class CollOpCase:
+    """One operation of a case: every node's vector (and, to provoke errors, per-node
+    overrides of header fields)."""
+
+    op: K.CollOp
+    dtype: K.CollType
+    red: K.CollRed
+    root: int
+    vectors: list[bytes]
+    episode: int = 0
+    override: dict[int, dict[str, int]] = field(default_factory=dict)
+
+    def header(self, node: int) -> dict[str, int]:
+        h = dict(op=int(self.op), dtype=int(self.dtype), red=int(self.red), root=self.root,
+                 nodes=len(self.vectors), nbytes=len(self.vectors[node]), episode=self.episode & 0xFFFF)
+        h.update(self.override.get(node, {}))
+        return h
+
+
+@dataclass
+class CollCase:
+    nodes: int
+    radix_log2: int
+    seed: int
+    ops: list[CollOpCase]
+
+
+def coll_command(h: dict[str, int], data: bytes) -> list[int]:
+    return [K.pack_coll(**h)] + P.bytes_to_words(data)
+
+
+def coll_stdin(cases: list[CollCase]) -> str:
+    out = []
+    for c in cases:
+        out.append(f"case {c.nodes} {c.radix_log2} {c.seed}")
+        for o in c.ops:
+            for n in range(c.nodes):
+                ws = coll_command(o.header(n), o.vectors[n])
+                out.append(f"cmd {n} {len(ws)} " + " ".join(f"{w:x}" for w in ws))
+        out.append("run")
+    return "\n".join(out) + "\n"
+
+
+@dataclass
+class CollResult:
+    """What the kernel gave each node's host, in order: (header fields, vector bytes)."""
+
+    results: dict[int, list[tuple[dict[str, int], bytes]]]
+    hangs: list[int]
+    events: int
+
+
+def run_collective(cases: list[CollCase]) -> list[CollResult]:
+    text = run_tb("collective", coll_stdin(cases))
+    out: list[CollResult] = []
+    cur: dict[int, list] = {}
+    hangs: list[int] = []
+    for ln in text.splitlines():
+        f = ln.split()
+        if f[0] == "res":
+            h = K.unpack_coll(int(f[2], 16))
+            data = b"".join(int(w, 16).to_bytes(8, "little") for w in f[3:])[:h["nbytes"]]
+            cur.setdefault(int(f[1]), []).append((h, data))
+        elif f[0] == "hang":
+            hangs.append(int(f[1]))
+        elif f[0] == "done":
+            out.append(CollResult(cur, hangs, int(f[1])))
+            cur, hangs = {}, []
+    if len(out) != len(cases):
+        raise HlsError(f"{len(out)} results for {len(cases)} cases")
+    return out
+
+
+def coll_expected(c: CollCase) -> dict[int, list[tuple[dict[str, int], bytes]]]:
+    """Every node's results for a case whose headers agree and whose arguments are good."""
+    exp: dict[int, list] = {n: [] for n in range(c.nodes)}
+    for o in c.ops:
+        if o.op == K.CollOp.BCAST:
+            vec = o.vectors[o.root]
+        else:
+            vec = reduce_ref(o.vectors, o.root, o.dtype, o.red, c.radix_log2)
+        for n in range(c.nodes):
+            h = o.header(n)
+            h.update(phase=int(K.CollPhase.DOWN), err=0, rsvd=0,
+                     nodata=int(o.op == K.CollOp.REDUCE and n != o.root))
+            h["root"], h["nbytes"] = o.root, len(vec)
+            exp[n].append((h, b"" if h["nodata"] else vec))
+    return exp
+
+
+def random_vector(rng: random.Random, dtype: K.CollType, nbytes: int) -> bytes:
+    """Random elements; floats spread over many magnitudes and signs, so the order of a
+    sum changes its rounding (and a wrong order shows)."""
+    count = nbytes // K.COLL_TYPE_BYTES[dtype]
+    if dtype in (K.CollType.I32, K.CollType.I64):
+        bits = 8 * K.COLL_TYPE_BYTES[dtype]
+        return b"".join(rng.getrandbits(bits).to_bytes(bits // 8, "little") for _ in range(count))
+    fmt = "<f" if dtype == K.CollType.F32 else "<d"
+    vals = [rng.choice((-1, 1)) * rng.random() * 10.0 ** rng.randint(-6, 6) for _ in range(count)]
+    return b"".join(struct.pack(fmt, v) for v in vals)
+
+
+def sweep_cases(seed: int = 1) -> list[CollCase]:
+    """Every operation x type x reduction x size, each on a random cluster (1..16 nodes,
+    fan-out 1, 2 or 4, a random root)."""
+    rng = random.Random(seed)
+    out = []
+    for op in K.CollOp:
+        for dtype in K.CollType:
+            esz = K.COLL_TYPE_BYTES[dtype]
+            reds = [K.CollRed.SUM] if op == K.CollOp.BCAST else \
+                [r for r in K.CollRed if esz and (dtype in (K.CollType.I32, K.CollType.I64) or r < K.CollRed.AND)]
+            for red in reds:
+                for nbytes in (0, esz, 8, 64, 248, 252, K.COLL_MAX_BYTES):
+                    if nbytes % esz:
+                        continue
+                    n = rng.choice((1, 2, 3, 5, 8, 13, 16))
+                    vecs = [random_vector(rng, dtype, nbytes) for _ in range(n)]
+                    o = CollOpCase(op, dtype, red, rng.randrange(n), vecs, rng.getrandbits(16))
+                    out.append(CollCase(n, rng.randint(0, K.COLL_MAX_RADIX_LOG2), rng.getrandbits(31), [o]))
+    return out

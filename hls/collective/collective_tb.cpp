@@ -1,0 +1,149 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * C-simulation testbench of the `collective` kernel: a cluster of nodes, each with its
+ * own coll_state (the kernel's state), joined by a network that keeps each
+ * (source, destination) pair in order and otherwise delivers in a random order, with
+ * hosts that enter their operations at random times (docs/hls.md). In the manner of
+ * ACCL's emulator: the kernel's C++ runs natively, one call per message.
+ *
+ * stdin, per case:
+ *   case NODES RADIX_LOG2 SEED
+ *   cmd NODE NW W0 .. W(NW-1)      a host command (hex words: collective header, vector);
+ *                                  a node's commands are entered in order, each after
+ *                                  the result of the one before
+ *   run                            simulate; prints per result `res NODE W0 ..` (hex), then
+ *                                  `hang NODE` for a node still waiting, then `done EVENTS`
+ */
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <memory>
+#include <random>
+#include <utility>
+#include <vector>
+
+#include "collective.h"
+
+#define HFV(w, F) (((w) >> PN_HDR_##F##_SHIFT) & PN_HDR_##F##_MASK)
+#define CFV(w, F) (((w) >> PN_COLLHDR_##F##_SHIFT) & PN_COLLHDR_##F##_MASK)
+
+struct Node {
+	coll_state st;
+	hls::stream<word_t> hi{"host_in"}, ho{"host_out"}, ni{"net_in"}, no{"net_out"};
+	std::deque<std::vector<uint64_t>> cmds;
+	unsigned entered = 0, results = 0;
+};
+
+static int run_case(unsigned n, unsigned radix, unsigned seed, std::vector<std::unique_ptr<Node>> &nodes)
+{
+	std::mt19937 rng(seed);
+	std::map<std::pair<unsigned, unsigned>, std::deque<std::vector<uint64_t>>> chan;
+	unsigned events = 0;
+
+	auto drain = [&](unsigned i) -> int {
+		Node &nd = *nodes[i];
+		while (!nd.no.empty()) {
+			uint64_t w0 = nd.no.read().to_uint64();
+			unsigned len = HFV(w0, LENGTH), dst = HFV(w0, DST_NODE);
+			if (HFV(w0, TYPE) != PN_TYPE_COLLECTIVE || HFV(w0, SRC_NODE) != i || dst >= n || len < 8) {
+				std::fprintf(stderr, "node %u sent a bad packet header %016" PRIx64 "\n", i, w0);
+				return 1;
+			}
+			std::vector<uint64_t> p{w0};
+			for (unsigned k = 0; k < 1 + (len + 7) / 8; k++)
+				p.push_back(nd.no.read().to_uint64());
+			chan[{i, dst}].push_back(p);
+		}
+		while (!nd.ho.empty()) {
+			uint64_t h = nd.ho.read().to_uint64();
+			unsigned nw = CFV(h, NODATA) ? 0 : (CFV(h, NBYTES) + 7) / 8;
+			if (nw > PN_COLL_MAX_WORDS)
+				nw = PN_COLL_MAX_WORDS;
+			std::printf("res %u %016" PRIx64, i, h);
+			for (unsigned k = 0; k < nw; k++)
+				std::printf(" %016" PRIx64, (uint64_t)nd.ho.read().to_uint64());
+			std::printf("\n");
+			nd.results++;
+		}
+		return 0;
+	};
+
+	for (;;) {
+		std::vector<int> choices;           /* >= 0: a node enters; < 0: -1 - channel index */
+		for (unsigned i = 0; i < n; i++)
+			if (!nodes[i]->cmds.empty() && nodes[i]->results >= nodes[i]->entered)
+				choices.push_back((int)i);
+		std::vector<std::pair<unsigned, unsigned>> live;
+		for (auto &kv : chan)
+			if (!kv.second.empty())
+				live.push_back(kv.first);
+		for (size_t k = 0; k < live.size(); k++)
+			choices.push_back(-1 - (int)k);
+		if (choices.empty())
+			break;
+		int c = choices[rng() % choices.size()];
+		unsigned at;
+		if (c >= 0) {
+			at = (unsigned)c;
+			Node &nd = *nodes[at];
+			for (uint64_t w : nd.cmds.front())
+				nd.hi.write(w);
+			nd.cmds.pop_front();
+			nd.entered++;
+		} else {
+			auto key = live[(size_t)(-1 - c)];
+			at = key.second;
+			for (uint64_t w : chan[key].front())
+				nodes[at]->ni.write(w);
+			chan[key].pop_front();
+		}
+		Node &nd = *nodes[at];
+		while (coll_step(nd.st, nd.hi, nd.ho, nd.ni, nd.no, at, radix))
+			events++;
+		if (drain(at))
+			return 1;
+	}
+	for (unsigned i = 0; i < n; i++)
+		if (nodes[i]->results < nodes[i]->entered)
+			std::printf("hang %u\n", i);
+	std::printf("done %u\n", events);
+	return 0;
+}
+
+int main()
+{
+	char cmd[16];
+	unsigned n = 0, radix = PN_COLL_DEFAULT_RADIX_LOG2, seed = 1;
+	std::vector<std::unique_ptr<Node>> nodes;
+
+	while (std::scanf("%15s", cmd) == 1) {
+		if (!std::strcmp(cmd, "case")) {
+			if (std::scanf("%u %u %u", &n, &radix, &seed) != 3 || n == 0 || n > PN_MAX_NODES)
+				return 2;
+			nodes.clear();
+			for (unsigned i = 0; i < n; i++) {
+				nodes.emplace_back(new Node);
+				coll_reset(nodes.back()->st);
+			}
+		} else if (!std::strcmp(cmd, "cmd")) {
+			unsigned node, nw;
+			if (std::scanf("%u %u", &node, &nw) != 2 || node >= n)
+				return 2;
+			std::vector<uint64_t> c(nw);
+			for (auto &w : c)
+				if (std::scanf("%" SCNx64, &w) != 1)
+					return 2;
+			nodes[node]->cmds.push_back(c);
+		} else if (!std::strcmp(cmd, "run")) {
+			if (run_case(n, radix, seed, nodes))
+				return 1;
+			std::fflush(stdout);
+		} else {
+			std::fprintf(stderr, "collective_tb: unknown command %s\n", cmd);
+			return 2;
+		}
+	}
+	return 0;
+}
