@@ -4,15 +4,21 @@
  * own coll_state (the kernel's state), joined by a network that keeps each
  * (source, destination) pair in order and otherwise delivers in a random order, with
  * hosts that enter their operations at random times (docs/hls.md). In the manner of
- * ACCL's emulator: the kernel's C++ runs natively, one call per message.
+ * ACCL's emulator: the kernel's C++ runs natively, one call per message. Node 0 runs
+ * through the top function `collective` (its static state: the unit Vitis synthesizes,
+ * so cosim puts the RTL in node 0's place); the others through coll_step on their own
+ * coll_state. Every case must leave node 0's unit idle (every operation completed).
  *
- * stdin, per case:
+ * Input from the file named by the first argument (Vitis: -argv), else stdin, per case:
  *   case NODES RADIX_LOG2 SEED
  *   cmd NODE NW W0 .. W(NW-1)      a host command (hex words: collective header, vector);
  *                                  a node's commands are entered in order, each after
  *                                  the result of the one before
+ *   exp NODE NW W0 ..              an expected result of NODE (in order; optional)
  *   run                            simulate; prints per result `res NODE W0 ..` (hex), then
- *                                  `hang NODE` for a node still waiting, then `done EVENTS`
+ *                                  `hang NODE` for a node still waiting, then `done EVENTS`.
+ *                                  A hang, or a result other than expected, makes the exit
+ *                                  status 1 (after all cases)
  */
 #include <cinttypes>
 #include <cstdio>
@@ -33,8 +39,11 @@ struct Node {
 	coll_state st;
 	hls::stream<word_t> hi{"host_in"}, ho{"host_out"}, ni{"net_in"}, no{"net_out"};
 	std::deque<std::vector<uint64_t>> cmds;
+	std::deque<std::vector<uint64_t>> exp;
 	unsigned entered = 0, results = 0;
 };
+
+static unsigned bad;
 
 static int run_case(unsigned n, unsigned radix, unsigned seed, std::vector<std::unique_ptr<Node>> &nodes)
 {
@@ -61,11 +70,22 @@ static int run_case(unsigned n, unsigned radix, unsigned seed, std::vector<std::
 			unsigned nw = CFV(h, NODATA) ? 0 : (CFV(h, NBYTES) + 7) / 8;
 			if (nw > PN_COLL_MAX_WORDS)
 				nw = PN_COLL_MAX_WORDS;
-			std::printf("res %u %016" PRIx64, i, h);
+			std::vector<uint64_t> r{h};
 			for (unsigned k = 0; k < nw; k++)
-				std::printf(" %016" PRIx64, (uint64_t)nd.ho.read().to_uint64());
+				r.push_back(nd.ho.read().to_uint64());
+			std::printf("res %u", i);
+			for (uint64_t w : r)
+				std::printf(" %016" PRIx64, w);
 			std::printf("\n");
 			nd.results++;
+			if (!nd.exp.empty()) {
+				if (nd.exp.front() != r) {
+					std::fprintf(stderr, "collective_tb: node %u result %u differs from the expected one\n",
+						     i, nd.results);
+					bad++;
+				}
+				nd.exp.pop_front();
+			}
 		}
 		return 0;
 	};
@@ -100,23 +120,37 @@ static int run_case(unsigned n, unsigned radix, unsigned seed, std::vector<std::
 			chan[key].pop_front();
 		}
 		Node &nd = *nodes[at];
-		while (coll_step(nd.st, nd.hi, nd.ho, nd.ni, nd.no, at, radix))
-			events++;
+		if (at == 0) {                  /* the synthesized top: one message per call */
+			while (!nd.hi.empty() || !nd.ni.empty()) {
+				collective(nd.hi, nd.ho, nd.ni, nd.no, 0, radix);
+				events++;
+			}
+		} else {
+			while (coll_step(nd.st, nd.hi, nd.ho, nd.ni, nd.no, at, radix))
+				events++;
+		}
 		if (drain(at))
 			return 1;
 	}
 	for (unsigned i = 0; i < n; i++)
-		if (nodes[i]->results < nodes[i]->entered)
+		if (nodes[i]->results < nodes[i]->entered || !nodes[i]->exp.empty()) {
 			std::printf("hang %u\n", i);
+			bad++;
+		}
 	std::printf("done %u\n", events);
 	return 0;
 }
 
-int main()
+int main(int argc, char **argv)
 {
 	char cmd[16];
 	unsigned n = 0, radix = PN_COLL_DEFAULT_RADIX_LOG2, seed = 1;
 	std::vector<std::unique_ptr<Node>> nodes;
+
+	if (argc > 1 && !std::freopen(argv[1], "r", stdin)) {
+		std::perror(argv[1]);
+		return 2;
+	}
 
 	while (std::scanf("%15s", cmd) == 1) {
 		if (!std::strcmp(cmd, "case")) {
@@ -136,6 +170,15 @@ int main()
 				if (std::scanf("%" SCNx64, &w) != 1)
 					return 2;
 			nodes[node]->cmds.push_back(c);
+		} else if (!std::strcmp(cmd, "exp")) {
+			unsigned node, nw;
+			if (std::scanf("%u %u", &node, &nw) != 2 || node >= n)
+				return 2;
+			std::vector<uint64_t> e(nw);
+			for (auto &w : e)
+				if (std::scanf("%" SCNx64, &w) != 1)
+					return 2;
+			nodes[node]->exp.push_back(e);
 		} else if (!std::strcmp(cmd, "run")) {
 			if (run_case(n, radix, seed, nodes))
 				return 1;
@@ -145,5 +188,7 @@ int main()
 			return 2;
 		}
 	}
-	return 0;
+	if (bad)
+		std::fprintf(stderr, "collective_tb: %u failures\n", bad);
+	return bad ? 1 : 0;
 }
