@@ -299,7 +299,7 @@ def coll_stdin(cases: list[CollCase], expect: bool = False) -> str:
 
 @dataclass
 class CollResult:
-    """What the kernel gave each node's host, in order: (header fields, vector bytes)."""
+    """What the kernel gave each node's host, by episode: (header fields, vector bytes)."""
 
     results: dict[int, list[tuple[dict[str, int], bytes]]]
     hangs: list[int]
@@ -320,6 +320,8 @@ def run_collective(cases: list[CollCase]) -> list[CollResult]:
         elif f[0] == "hang":
             hangs.append(int(f[1]))
         elif f[0] == "done":
+            for rs in cur.values():      # results may overtake one another: by episode
+                rs.sort(key=lambda r: r[0]["episode"])
             out.append(CollResult(cur, hangs, int(f[1])))
             cur, hangs = {}, []
     if len(out) != len(cases):
@@ -341,6 +343,8 @@ def coll_expected(c: CollCase) -> dict[int, list[tuple[dict[str, int], bytes]]]:
                      nodata=int(o.op == K.CollOp.REDUCE and n != o.root))
             h["root"], h["nbytes"] = o.root, len(vec)
             exp[n].append((h, b"" if h["nodata"] else vec))
+    for rs in exp.values():
+        rs.sort(key=lambda r: r[0]["episode"])
     return exp
 
 
@@ -375,3 +379,124 @@ def sweep_cases(seed: int = 1) -> list[CollCase]:
                     o = CollOpCase(op, dtype, red, rng.randrange(n), vecs, rng.getrandbits(16))
                     out.append(CollCase(n, rng.randint(0, K.COLL_MAX_RADIX_LOG2), rng.getrandbits(31), [o]))
     return out
+
+
+def sequence_cases(count: int, seed: int = 2, ops_per_case: int = 6) -> list[CollCase]:
+    """Clusters running several operations back to back (mixed kinds, types, roots),
+    each host entering its next one as soon as it has its last result."""
+    rng = random.Random(seed)
+    out = []
+    for _ in range(count):
+        n = rng.randint(1, 16)
+        ops = []
+        for e in range(ops_per_case):
+            op = rng.choice(list(K.CollOp))
+            dtype = rng.choice(list(K.CollType))
+            ints = dtype in (K.CollType.I32, K.CollType.I64)
+            red = rng.choice([r for r in K.CollRed if ints or r < K.CollRed.AND])
+            esz = K.COLL_TYPE_BYTES[dtype]
+            nbytes = esz * rng.randint(0, K.COLL_MAX_BYTES // esz)
+            ops.append(CollOpCase(op, dtype, red, rng.randrange(n),
+                                  [random_vector(rng, dtype, nbytes) for _ in range(n)], e))
+        out.append(CollCase(n, rng.randint(0, K.COLL_MAX_RADIX_LOG2), rng.getrandbits(31), ops))
+    return out
+
+
+# ---------------------------------------------------------------------------
+# The flow: `make hls`
+# ---------------------------------------------------------------------------
+
+#: Nodes of the 64x64 torus whose every destination the csim checks (corners, middle).
+TORUS64_NODES = (0, 1, 63, 64, 2080, 4095)
+
+
+def flow_route_cases() -> list[RouteCase]:
+    """ring:8 and torus:4x4 whole, torus:64x64 from a few nodes to every destination
+    (beyond the table: the fallback), and two 64x64 nodes with a table of DROPs."""
+    t64 = Topology.torus(64, 64)
+    return (route_vectors(Topology.ring(8)) + route_vectors(Topology.torus(4, 4)) +
+            route_vectors(t64, list(TORUS64_NODES)) + route_vectors(t64, [0, 2080], poison=True))
+
+
+def flow_collective_cases() -> list[CollCase]:
+    return sweep_cases(1) + sequence_cases(20)
+
+
+def write_vectors(kernel: str) -> tuple[Path, str]:
+    """The kernel's self-checking vectors file, and a description of its contents."""
+    BUILD.mkdir(parents=True, exist_ok=True)
+    path = BUILD / f"{kernel}_vectors.txt"
+    if kernel == "route":
+        cases = flow_route_cases()
+        path.write_text(route_stdin(cases, expect=True))
+        what = f"{sum(len(c.dsts) for c in cases)} queries: ring:8, torus:4x4, torus:64x64 (fallback), DROP tables"
+    else:
+        cc = flow_collective_cases()
+        path.write_text(coll_stdin(cc, expect=True))
+        what = (f"{len(cc)} clusters, {sum(len(c.ops) for c in cc)} operations: every op x type x "
+                f"reduction x size, and sequences")
+    return path, what
+
+
+def vitis_command() -> list[str] | None:
+    """How to run a run_hls.tcl here: ``vitis_hls -f`` or (Vitis 2024.2+) ``vitis-run
+    --mode hls --tcl``; None when neither is on PATH."""
+    if shutil.which("vitis_hls"):
+        return ["vitis_hls", "-f"]
+    if shutil.which("vitis-run"):
+        return ["vitis-run", "--mode", "hls", "--tcl"]
+    return None
+
+
+def csim(kernel: str, vectors: Path) -> None:
+    exe = build_tb(kernel)
+    r = subprocess.run([str(exe), str(vectors)], capture_output=True, text=True, timeout=900)
+    if r.returncode:
+        raise HlsError(f"{kernel}: C simulation failed ({exe.name} exit {r.returncode}):\n{r.stderr[-3000:]}")
+
+
+def run_vitis(kernel: str, vectors: Path, cmd: list[str]) -> Path:
+    work = BUILD / kernel
+    work.mkdir(parents=True, exist_ok=True)
+    log = work / "vitis.log"
+    env = dict(os.environ, PN_TREE=str(TREE), PN_HLS_VECTORS=str(vectors))
+    with open(log, "w") as f:
+        r = subprocess.run(cmd + [str(HLS / kernel / "run_hls.tcl")], cwd=work, env=env,
+                           stdout=f, stderr=subprocess.STDOUT)
+    if r.returncode:
+        raise HlsError(f"{kernel}: {' '.join(cmd)} run_hls.tcl failed (exit {r.returncode}); see {log}")
+    return work
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m paranic.hls", description=__doc__.splitlines()[0])
+    ap.add_argument("kernels", nargs="*", default=list(KERNELS), help=f"kernels (default: {' '.join(KERNELS)})")
+    ap.add_argument("--csim-only", action="store_true", help="C simulation only, even where Vitis is installed")
+    a = ap.parse_args(argv)
+    try:
+        bad = [k for k in a.kernels if k not in KERNELS]
+        if bad:
+            raise HlsError(f"unknown kernel {', '.join(bad)}: one of {', '.join(KERNELS)}")
+        inc, where = ap_types_dir()
+        vitis = None if a.csim_only else vitis_command()
+        for k in a.kernels:
+            vectors, what = write_vectors(k)
+            csim(k, vectors)
+            print(f"hls: {k}: C simulation (g++, headers: {where}) passed: {what}", flush=True)
+            if vitis:
+                work = run_vitis(k, vectors, vitis)
+                print(f"hls: {k}: Vitis flow ({' '.join(vitis)} hls/{k}/run_hls.tcl): csim, csynth, "
+                      f"cosim and IP export passed; reports and IP in {work}/pn_{k}/solution1")
+        if not vitis:
+            why = "--csim-only given" if a.csim_only else "neither vitis_hls nor vitis-run is on PATH"
+            print(f"hls: Vitis HLS flow not run ({why}). With Vitis, `make hls` runs for each kernel "
+                  f"`vitis_hls -f hls/<kernel>/run_hls.tcl` in build/hls/<kernel>: csim, csynth, "
+                  f"cosim and IP export (the IP RouteUnit(vitis=True) instantiates).")
+    except HlsError as e:
+        print(f"hls: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
