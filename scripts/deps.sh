@@ -20,12 +20,13 @@ cd "$(dirname "$0")/.."
 #  libfabric-dev libfabric-bin  the libfabric provider and fi_info (docs/fabric.md)
 #  openmpi-bin libopenmpi-dev mpich libmpich-dev  MPI programs over ParaNIC (docs/mpi.md)
 #  socat                     a forking TCP server the socket emulation carries (docs/sockets.md)
+#  tcl                       tclsh: tests evaluate the HLS kernels' run_hls.tcl with stand-in Vitis commands (docs/hls.md)
 APT_PACKAGES=(python3-venv python3-dev build-essential perl iverilog
               libevent-dev libjson-c-dev zlib1g-dev netpipe-tcp iperf3
               pvm pvm-dev pvm-examples linux-headers-amd64 sparse linux-image-amd64
               qemu-system-x86 busybox-static cpio valgrind yosys openfpgaloader
               gcc-riscv64-unknown-elf libfabric-dev libfabric-bin openmpi-bin
-              libopenmpi-dev mpich libmpich-dev socat
+              libopenmpi-dev mpich libmpich-dev socat tcl
               # the fuzz harnesses (tests/fuzz): clang with its libFuzzer/ASan/UBSan runtimes
               clang libclang-rt-14-dev)
 
