@@ -10,8 +10,8 @@ table; a destination outside the topology is ``Port.DROP``. docs/hls.md describe
 Blocks:
 
 * :class:`RouteFn` -- the function, ``ap_ctrl_hs`` handshake, one request per cycle,
-  result two cycles after ``ap_start`` (``ap_done`` says when; a caller must not assume
-  the latency, since the Vitis build's differs).
+  a pipelined divider for the destination's coordinates (``ap_done`` says when the result
+  is there; a caller must not assume the latency, since the Vitis build's differs).
 * :class:`RouteFnVitis` -- the same ports as an ``Instance`` of the kernel's exported
   RTL (module ``route``), for a board built with Vitis; only elaborated here.
 * :class:`RouteTable` -- the table: block RAM of ``ROUTE_TABLE_NODES`` entries, written
@@ -27,9 +27,6 @@ from migen import ClockSignal, If, Instance, Memory, Module, Mux, ResetSignal, S
 from paranic.spec import kernels as K
 from paranic.spec import protocol as P
 
-#: Cycles from ``ap_start`` to ``ap_done`` in :class:`RouteFn`.
-LATENCY = 2
-
 
 def _ports(m: Module) -> None:
     """Give ``m`` one Signal per kernel port except the clock and reset, named as the port."""
@@ -38,23 +35,21 @@ def _ports(m: Module) -> None:
             setattr(m, name, Signal(width, name=name))
 
 
-def _divmod(m: Module, a: Signal, d: Signal, bits: int) -> tuple[Signal, Signal]:
-    """Combinational ``(a // d, a % d)`` of a ``bits``-bit ``a``: restoring division, one
-    compare-and-subtract stage per quotient bit (``d`` = 0 gives an all-ones quotient)."""
-    q = Signal(bits)
-    rem = Signal(len(d) + 1)
-    prev = Signal(len(d) + 1)
-    m.comb += prev.eq(0)
-    for i in reversed(range(bits)):
-        shifted = Signal(len(d) + 1)
-        nxt = Signal(len(d) + 1)
+def _div_steps(m: Module, rem, q, a, d, bits: list[int]):
+    """Restoring division steps for the quotient bits ``bits`` (highest first): from the
+    partial remainder ``rem`` and quotient ``q``, shift in bit ``i`` of ``a``, subtract
+    ``d`` when it fits. Returns the new (remainder, quotient) as combinational Signals."""
+    for i in bits:
+        shifted = Signal(len(rem))
+        nrem = Signal(len(rem))
+        nq = Signal(len(q))
         m.comb += [
-            shifted.eq((prev << 1) | a[i]),
-            If(shifted >= d, q[i].eq(1), nxt.eq(shifted - d)).Else(q[i].eq(0), nxt.eq(shifted)),
+            shifted.eq((rem << 1) | a[i]),
+            nq.eq(q),
+            If(shifted >= d, nrem.eq(shifted - d), nq[i].eq(1)).Else(nrem.eq(shifted)),
         ]
-        prev = nxt
-    m.comb += rem.eq(prev)
-    return q, rem
+        rem, q = nrem, nq
+    return rem, q
 
 
 def _dor_step(a, b, n, plus: int, minus: int):
@@ -73,45 +68,74 @@ def _dor_step(a, b, n, plus: int, minus: int):
 
 
 class RouteFn(Module):
-    """The routing function (ports :data:`~paranic.spec.kernels.ROUTE_PORTS`).
+    """The routing function (ports :data:`~paranic.spec.kernels.ROUTE_PORTS`), a pipeline
+    taking one request per cycle.
 
-    Cycle 0: ``ap_start`` with the inputs; the table is read at ``dst`` and the inputs
-    registered. Cycle 1: the table entry arrives (``table_q0``) and the dimension-order
-    port is computed from the registered inputs. Cycle 2: ``ap_done``, ``ap_return``.
+    Cycle 0: ``ap_start`` with the inputs; the table is read at ``dst``, the inputs are
+    registered. Cycle 1: the table entry arrives (``table_q0``) and is kept; the
+    destination's coordinates ``dst / dim_x``, ``dst % dim_x`` are computed by a
+    restoring divider, ``div_bits`` quotient bits per cycle (``NODE_BITS / div_bits``
+    stages, for timing: a 12-step compare-and-subtract chain is too long for one
+    125 MHz cycle). Then the dimension-order port, and the choice among DROP, the
+    table entry and that port. ``ap_done`` comes :attr:`latency` cycles after
+    ``ap_start``; callers wait for ``ap_done`` and never count cycles (the Vitis build's
+    latency is its own).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, div_bits: int = 4) -> None:
+        if not 1 <= div_bits <= P.NODE_BITS:
+            raise ValueError(f"div_bits must be 1..{P.NODE_BITS}")
         _ports(self)
         ab = K.ROUTE_TABLE_ADDR_BITS
-        # -- stage 0: table read, inputs registered
+        nb = P.NODE_BITS
         self.comb += [
             self.table_address0.eq(self.dst[:ab]),
             self.table_ce0.eq(self.ap_start),
             self.ap_ready.eq(1),
         ]
-        v1 = Signal()
-        dst, nx, ny = Signal(P.NODE_BITS), Signal(P.NODE_BITS), Signal(P.NODE_BITS)
-        dimx, dimy = Signal(K.DIM_BITS), Signal(K.DIM_BITS)
-        self.sync += [
-            v1.eq(self.ap_start),
-            If(self.ap_start, dst.eq(self.dst), nx.eq(self.node_x), ny.eq(self.node_y),
-               dimx.eq(self.dim_x), dimy.eq(self.dim_y)),
-        ]
-        # -- stage 1: table entry or dimension order
-        nodes = Signal(2 * K.DIM_BITS)
-        self.comb += nodes.eq(dimx * dimy)
-        dy, dx = _divmod(self, dst, dimx, P.NODE_BITS)
-        px, sx = _dor_step(nx, dx, dimx, P.Port.XP, P.Port.XM)
-        py, sy = _dor_step(ny, dy, dimy, P.Port.YP, P.Port.YM)
+
+        def stage(name: str) -> dict[str, Signal]:
+            return dict(valid=Signal(name=f"{name}_valid"), dst=Signal(nb), nx=Signal(nb), ny=Signal(nb),
+                        dimx=Signal(K.DIM_BITS), dimy=Signal(K.DIM_BITS), tq=Signal(P.ROUTE_BITS),
+                        drop=Signal(), table=Signal(), rem=Signal(K.DIM_BITS + 1), q=Signal(nb))
+
+        # -- stage 0: the request, registered
+        s0 = stage("s0")
+        self.sync += [s0["valid"].eq(self.ap_start),
+                      If(self.ap_start, s0["dst"].eq(self.dst), s0["nx"].eq(self.node_x),
+                         s0["ny"].eq(self.node_y), s0["dimx"].eq(self.dim_x), s0["dimy"].eq(self.dim_y))]
+        self.comb += [s0["drop"].eq(s0["dst"] >= s0["dimx"] * s0["dimy"]),
+                      s0["table"].eq(s0["dst"] < K.ROUTE_TABLE_NODES), s0["tq"].eq(self.table_q0)]
+        # -- division stages: each takes div_bits quotient bits, highest first
+        prev = s0
+        self.comb += [s0["rem"].eq(0), s0["q"].eq(0)]
+        high_first = list(range(nb - 1, -1, -1))
+        groups = [high_first[i:i + div_bits] for i in range(0, nb, div_bits)]
+        valids = [s0["valid"]]
+        for k, bits in enumerate(groups):
+            rem, q = _div_steps(self, prev["rem"], prev["q"], prev["dst"], prev["dimx"], bits)
+            nxt = stage(f"div{k}")
+            self.sync += [nxt[f].eq(prev[f]) for f in ("valid", "dst", "nx", "ny", "dimx", "dimy",
+                                                        "tq", "drop", "table")]
+            self.sync += [nxt["rem"].eq(rem), nxt["q"].eq(q)]
+            valids.append(nxt["valid"])
+            prev = nxt
+        # -- last stage: dimension order, the choice, the result registered
+        px, sx = _dor_step(prev["nx"], prev["rem"], prev["dimx"], P.Port.XP, P.Port.XM)
+        py, sy = _dor_step(prev["ny"], prev["q"], prev["dimy"], P.Port.YP, P.Port.YM)
         self.comb += sx + sy
         port = Signal(P.ROUTE_BITS)
-        self.comb += If(dst >= nodes, port.eq(P.Port.DROP)
-                        ).Elif(dst < K.ROUTE_TABLE_NODES, port.eq(self.table_q0)
+        self.comb += If(prev["drop"], port.eq(P.Port.DROP)
+                        ).Elif(prev["table"], port.eq(prev["tq"])
                                ).Elif(px != P.Port.LOCAL, port.eq(px)
                                       ).Else(port.eq(py))
-        # -- stage 2: result
-        self.sync += [self.ap_done.eq(v1), If(v1, self.ap_return.eq(port))]
-        self.comb += self.ap_idle.eq(~self.ap_start & ~v1 & ~self.ap_done)
+        self.sync += [self.ap_done.eq(prev["valid"]), If(prev["valid"], self.ap_return.eq(port))]
+        busy = self.ap_start | self.ap_done
+        for v in valids:
+            busy = busy | v
+        self.comb += self.ap_idle.eq(~busy)
+        #: Cycles from ap_start to ap_done.
+        self.latency = 2 + len(groups)
 
 
 class RouteFnVitis(Module):

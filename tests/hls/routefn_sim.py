@@ -12,17 +12,17 @@ from __future__ import annotations
 from migen.sim import run_simulation
 
 from paranic.hls import RouteCase
-from paranic.hw.route_fn import LATENCY, RouteFn
+from paranic.hw.route_fn import RouteFn
 
 
-def run_route_fn(cases: list[RouteCase]) -> list[int]:
-    dut = RouteFn()
+def run_route_fn(cases: list[RouteCase], div_bits: int = 4) -> list[int]:
+    dut = RouteFn(div_bits)
     reqs = [(c, c.topo.coords(c.node), d) for c in cases for d in c.dsts]
     got: list[int] = []
 
     def gen():
         prev_table = None                 # the table of the request the unit holds now
-        for i in range(len(reqs) + LATENCY + 2):
+        for i in range(len(reqs) + dut.latency + 2):
             if (yield dut.ap_done):
                 got.append((yield dut.ap_return))
             if prev_table is not None and (yield dut.table_ce0):

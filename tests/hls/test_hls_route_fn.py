@@ -12,22 +12,31 @@ from migen.fhdl.verilog import convert
 from migen.sim import run_simulation
 
 from paranic import hls
-from paranic.hw.route_fn import LATENCY, RouteFn, RouteFnVitis, RouteUnit
+from paranic.hw.route_fn import RouteFn, RouteFnVitis, RouteUnit
 from paranic.spec import kernels as K
 from paranic.spec import protocol as P
 from paranic.spec.topo import Topology
 from routefn_sim import run_route_fn
 
 
-@pytest.mark.parametrize("topo,nodes,dsts,poison", [
-    ("ring:8", None, None, False),
-    ("torus:4x4", None, None, False),
-    ("torus:64x64", [2080], range(0, 4096, 5), False),     # beyond the table: computed
-    ("torus:64x64", [0], range(0, 4096, 9), True),         # a table of DROPs
+@pytest.mark.parametrize("topo,nodes,dsts,poison,div_bits", [
+    ("ring:8", None, None, False, 4),
+    ("torus:4x4", None, None, False, 4),
+    ("torus:64x64", [2080], range(0, 4096, 5), False, 4),     # beyond the table: computed
+    ("torus:64x64", [0], range(0, 4096, 9), True, 4),         # a table of DROPs
+    ("torus:64x64", [4095], range(0, 4096, 11), False, 1),    # other divider pipelines
+    ("torus:64x64", [63], range(0, 4096, 11), False, 5),
+    ("torus:64x64", [64], range(0, 4096, 11), False, 12),
 ])
-def test_route_fn_vectors(topo, nodes, dsts, poison):
+def test_route_fn_vectors(topo, nodes, dsts, poison, div_bits):
     cases = hls.route_vectors(Topology.parse(topo), nodes, None if dsts is None else list(dsts), poison)
-    assert hls.check_route(cases, run_route_fn(cases)) == []
+    assert hls.check_route(cases, run_route_fn(cases, div_bits)) == []
+
+
+def test_route_fn_rejects_bad_divider():
+    for bad in (0, 13):
+        with pytest.raises(ValueError):
+            RouteFn(bad)
 
 
 def _agree(count: int, seed: int) -> None:
@@ -52,7 +61,7 @@ def test_cpp_and_migen_agree_100k():
 
 def test_route_unit_with_its_table():
     """RouteUnit: entries written through the table port, then one request per cycle
-    through the real block RAM; answers after LATENCY cycles, in order."""
+    through the real block RAM; answers after the twin's latency, in order."""
     t = Topology.torus(4, 4)
     node = 5
     table = t.table(node, depth=16)
@@ -75,7 +84,7 @@ def test_route_unit_with_its_table():
         yield dut.dim_y.eq(4)
         yield
         assert (yield dut.ap_idle)
-        for cyc in range(len(dsts) + 6):
+        for cyc in range(len(dsts) + 10):
             if cyc < len(dsts):
                 yield dut.ap_start.eq(1)
                 yield dut.dst.eq(dsts[cyc])
@@ -88,8 +97,9 @@ def test_route_unit_with_its_table():
     run_simulation(dut, gen())
     assert got == exp
     # A generator's writes take effect at the next cycle: request i reaches the unit at
-    # cycle i + 1, its answer comes LATENCY cycles later, one per cycle.
-    assert when == list(range(1 + LATENCY, 1 + LATENCY + len(dsts)))
+    # cycle i + 1, its answer comes the twin's latency later, one per cycle.
+    lat = dut.fn.latency
+    assert when == list(range(1 + lat, 1 + lat + len(dsts)))
 
 
 def test_route_unit_table_init_and_errors():
