@@ -14,7 +14,6 @@ from migen.sim import run_simulation
 from paranic import hls
 from paranic.hw.route_fn import RouteFn, RouteFnVitis, RouteUnit
 from paranic.spec import kernels as K
-from paranic.spec import protocol as P
 from paranic.spec.topo import Topology
 from routefn_sim import run_route_fn
 

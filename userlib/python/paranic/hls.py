@@ -477,7 +477,7 @@ def main(argv: list[str] | None = None) -> int:
         bad = [k for k in a.kernels if k not in KERNELS]
         if bad:
             raise HlsError(f"unknown kernel {', '.join(bad)}: one of {', '.join(KERNELS)}")
-        inc, where = ap_types_dir()
+        _, where = ap_types_dir()
         vitis = None if a.csim_only else vitis_command()
         for k in a.kernels:
             vectors, what = write_vectors(k)
