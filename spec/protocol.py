@@ -63,6 +63,7 @@ class PacketType(IntEnum):
     RMA_PUT = 3   #: remote write into a registered region
     RMA_GET = 4   #: remote read request
     RMA_RESP = 5  #: remote read response
+    COLLECTIVE = 6  #: in-network reduce/allreduce/broadcast, consumed by the collective unit (docs/hls.md)
 
 
 #: Packet types a user context may send (PIO header or DMA descriptor); the NIC

@@ -53,6 +53,7 @@
 #define PN_TYPE_RMA_PUT 0x3
 #define PN_TYPE_RMA_GET 0x4
 #define PN_TYPE_RMA_RESP 0x5
+#define PN_TYPE_COLLECTIVE 0x6
 
 /* Flags */
 #define PN_FLAG_SOM 0x1
