@@ -4,8 +4,8 @@
 function in Migen, with the same ports (:data:`paranic.spec.kernels.ROUTE_PORTS`, defined
 once): a destination inside the table (``dst < ROUTE_TABLE_NODES``) takes the table's
 entry; one beyond it is routed by dimension-order computation (X then Y, the shorter way
-round, ties +, as ``spec/c/pn_route.c``), so a 4096-node torus needs no 4096-entry
-table; a destination outside the topology is ``Port.DROP``. docs/hls.md describes both.
+round, ties split by the parity rule of ``spec/c/pn_route.c``), so a 4096-node torus
+needs no 4096-entry table; a destination outside the topology is ``Port.DROP``. docs/hls.md describes both.
 
 Blocks:
 
@@ -52,17 +52,22 @@ def _div_steps(m: Module, rem, q, a, d, bits: list[int]):
     return rem, q
 
 
-def _dor_step(a, b, n, plus: int, minus: int):
+def _dor_step(a, b, n, key, plus: int, minus: int):
     """One dimension of dimension-order routing, as ``pn_dor_step`` in hls/route/route.h:
-    ``Port.LOCAL`` when a == b, else the shorter way round, ties going +."""
+    ``Port.LOCAL`` when a == b, else the shorter way round; a tie (b half way round an
+    even ring) goes + when ``a + key`` is even (``key``: the destination's coordinate in
+    the other dimension), else - (spec/c/pn_route.c's tie rule)."""
     w = K.DIM_BITS + 1
     d = Signal(w)
     back = Signal(w)
     port = Signal(P.ROUTE_BITS)
+    tie_plus = Signal()
     stmts = [
         d.eq(Mux(b >= a, b - a, b + n - a)),
         back.eq(n - d),
-        port.eq(Mux(d == 0, P.Port.LOCAL, Mux(d <= back, plus, minus))),
+        tie_plus.eq(~(a[0] ^ key[0])),
+        port.eq(Mux(d == 0, P.Port.LOCAL,
+                    Mux(d == back, Mux(tie_plus, plus, minus), Mux(d < back, plus, minus)))),
     ]
     return port, stmts
 
@@ -121,8 +126,8 @@ class RouteFn(Module):
             valids.append(nxt["valid"])
             prev = nxt
         # -- last stage: dimension order, the choice, the result registered
-        px, sx = _dor_step(prev["nx"], prev["rem"], prev["dimx"], P.Port.XP, P.Port.XM)
-        py, sy = _dor_step(prev["ny"], prev["q"], prev["dimy"], P.Port.YP, P.Port.YM)
+        px, sx = _dor_step(prev["nx"], prev["rem"], prev["dimx"], prev["q"], P.Port.XP, P.Port.XM)
+        py, sy = _dor_step(prev["ny"], prev["q"], prev["dimy"], prev["rem"], P.Port.YP, P.Port.YM)
         self.comb += sx + sy
         port = Signal(P.ROUTE_BITS)
         self.comb += If(prev["drop"], port.eq(P.Port.DROP)

@@ -23,8 +23,8 @@ port_t route(node_t dst, node_t node_x, node_t node_y, dim_t dim_x, dim_t dim_y,
 	// Beyond the table: X first (in this row), then Y (in the destination's column).
 	node_t dy = dst / dim_x;
 	node_t dx = dst - dy * dim_x;
-	port_t p = pn_dor_step(node_x, dx, dim_x, PN_PORT_XP, PN_PORT_XM);
+	port_t p = pn_dor_step(node_x, dx, dim_x, dy, PN_PORT_XP, PN_PORT_XM);
 	if (p != PN_PORT_LOCAL)
 		return p;
-	return pn_dor_step(node_y, dy, dim_y, PN_PORT_YP, PN_PORT_YM);
+	return pn_dor_step(node_y, dy, dim_y, dx, PN_PORT_YP, PN_PORT_YM);
 }

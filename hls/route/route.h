@@ -6,8 +6,8 @@
  * output: the router port (Port in paranic/spec/protocol.py: LOCAL, XP, XM, YP, YM, DROP).
  * A destination inside the table (dst < PN_ROUTE_TABLE_NODES) takes the table's entry,
  * which the firmware loads (it may route around failed links); one beyond it is routed
- * by dimension-order computation (X then Y, the shorter way round, ties +), so a
- * 4096-node torus needs no 4096-entry table. A destination outside the topology: DROP.
+ * by dimension-order computation (X then Y, the shorter way round, ties split by
+ * spec/c/pn_route.c's parity rule), so a 4096-node torus needs no 4096-entry table. A destination outside the topology: DROP.
  *
  * The RTL port list this signature exports is paranic.spec.kernels.ROUTE_PORTS; the
  * Migen twin (hw/route_fn.py) has the same ports and passes the same vectors.
@@ -29,18 +29,22 @@ port_t route(node_t dst, node_t node_x, node_t node_y, dim_t dim_x, dim_t dim_y,
 
 /*
  * One dimension of dimension-order routing: from position a to b on a ring of n.
- * PN_PORT_LOCAL when a == b; else the shorter way round, ties (d == n - d) going +.
- * The tie rule is spec/c/pn_route.c's (the tests take their vectors from it through
- * paranic.spec.topo, so a change there shows up here as a failing test).
+ * PN_PORT_LOCAL when a == b; else the shorter way round. A tie (d == n - d, b half way
+ * round an even ring) goes + when a + key is even, else - (`key`: the destination's
+ * coordinate in the other dimension), which is spec/c/pn_route.c's tie_up; the tests
+ * take their vectors from it through paranic.spec.topo, so a change there shows up here
+ * as a failing test.
  */
-static inline port_t pn_dor_step(dim_t a, dim_t b, dim_t n, port_t plus, port_t minus)
+static inline port_t pn_dor_step(dim_t a, dim_t b, dim_t n, dim_t key, port_t plus, port_t minus)
 {
 #pragma HLS INLINE
 	dim_t d = b >= a ? dim_t(b - a) : dim_t(b + n - a);   // hops going +
 	if (d == 0)
 		return PN_PORT_LOCAL;
 	dim_t back = n - d;                                     // hops going -
-	return d <= back ? plus : minus;
+	if (d == back)
+		return ((a ^ key) & 1) == 0 ? plus : minus;
+	return d < back ? plus : minus;
 }
 
 #endif
