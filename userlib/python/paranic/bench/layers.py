@@ -55,6 +55,7 @@ from typing import Callable, Iterable, Optional
 
 from paranic import launch as L
 from paranic.paths import USERLIB
+from paranic.sim.paths import build_lock
 from paranic.spec import protocol as P
 from . import msg, plots
 
@@ -141,11 +142,12 @@ def pvm_missing() -> Optional[str]:
 def build_pvm_bench() -> Path:
     """Build pn_pvm_bench against Debian's libpvm3 (as tests/userlib/test_pvm.py builds
     pn_pvm_ring), unless it is newer than its source."""
-    if PVM_BENCH.exists() and PVM_BENCH.stat().st_mtime >= PVM_BENCH_SRC.stat().st_mtime:
-        return PVM_BENCH
     PVM_BENCH.parent.mkdir(parents=True, exist_ok=True)
-    r = subprocess.run(["gcc", "-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-o", str(PVM_BENCH),
-                        str(PVM_BENCH_SRC), "-lpvm3"], capture_output=True, text=True)
+    with build_lock("pvm-bench"):
+        if PVM_BENCH.exists() and PVM_BENCH.stat().st_mtime >= PVM_BENCH_SRC.stat().st_mtime:
+            return PVM_BENCH
+        r = subprocess.run(["gcc", "-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-o", str(PVM_BENCH),
+                            str(PVM_BENCH_SRC), "-lpvm3"], capture_output=True, text=True)
     if r.returncode != 0:
         raise msg.BenchError(f"building pn_pvm_bench failed:\n{r.stderr[-2000:]}")
     return PVM_BENCH
