@@ -5,8 +5,8 @@ simulated latencies depend on the machine's load (docs/simulator.md, "Speed").
   clock free-running and nobody attached (``paranic-sim --free-run --max-cycles N``, the
   harness's own figure), and under traffic (a ``pn_bench`` stream of 64 KiB HAL DMA
   messages between nodes 0 and 1 while the cluster's cycle counter is sampled).
-* **load** (``--load``): the 8-byte HAL ping-pong's one-way latency in simulated time on
-  ring:4, with the pause off (``--pause-cap-ms 0``) and on, on the machine as it is and
+* **load** (``--load``): the 8-byte ping-pong's one-way latency (``--lat-layer`` hal or am;
+  pn_bench's fastest iteration and the mean) in simulated time on ring:4, with the pause off (``--pause-cap-ms 0``) and on, on the machine as it is and
   with ``--busy`` extra busy-loop processes running: median and spread over
   ``--samples`` runs.
 
@@ -49,6 +49,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--sim-args", default="", metavar="'ARGS'", help="simspeed: extra paranic-sim options")
     g.add_argument("--load", action="store_true",
                    help="simspeed: latency (HAL 8 B, simulated) with the pause off/on, idle and under load")
+    g.add_argument("--lat-layer", choices=("hal", "am"), default="hal",
+                   help="simspeed --load: pn_bench layer of the ping-pong (default hal)")
     g.add_argument("--busy", type=int, default=2, help="simspeed --load: busy-loop processes (default 2)")
     g.add_argument("--no-traffic", action="store_true", help="simspeed: free-running figures only")
 
@@ -105,19 +107,21 @@ def traffic(topo: str, sim_args: Sequence[str], seconds_min: float = 2.0) -> flo
     return (busy[-1][1] - busy[0][1]) / (busy[-1][0] - busy[0][0])
 
 
-def latency(pause: bool, busy: int, samples: int, sim_args: Sequence[str]) -> list[float]:
-    """One-way simulated latency (ns) of the 8-byte HAL ping-pong on ring:4, ``samples``
-    runs, with ``busy`` busy-loop processes running meanwhile."""
+def latency(layer: str, pause: bool, busy: int, samples: int, sim_args: Sequence[str]) -> list[dict]:
+    """pn_bench's 8-byte ping-pong rows on ``layer`` (ring:4), ``samples`` runs, with
+    ``busy`` busy-loop processes running meanwhile. Each row's ``latency_ns`` is its
+    fastest iteration (pn_bench on sim), ``ns_per_iter / 2`` the mean one way."""
     args = [*sim_args, *([] if pause else ["--pause-cap-ms", "0"])]
+    simbuild.build("ring:4")   # built (or found) before the load starts
     hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(busy)]
     try:
         with simrun.start("ring:4", socket=simrun.RUN_DIR / f"simspeed-lat-{os.getpid()}.sock",
                           extra_args=args, timeout=600) as sim:
             out = []
             for _ in range(samples):
-                rows = _pn_bench(sim, ["--bench", "pingpong", "--layer", "hal", "--min", "8", "--max", "8",
+                rows = _pn_bench(sim, ["--bench", "pingpong", "--layer", layer, "--min", "8", "--max", "8",
                                        "--scale", "0.003"], "sim ring:4")
-                out += [r["latency_ns"] for r in rows if r.get("bench") == "pingpong"]
+                out += [r for r in rows if r.get("bench") == "pingpong"]
             return out
     finally:
         for h in hogs:
@@ -136,11 +140,13 @@ def run(a: argparse.Namespace) -> int:
         if a.load:
             for busy in (0, a.busy):
                 for pause in (False, True):
-                    xs = latency(pause, busy, a.samples, sim_args)
-                    rows.append({"what": "latency_hal_8B_ns", "pause": pause, "busy": busy,
-                                 "loadavg": round(os.getloadavg()[0], 1), **_stats(xs), "samples": xs})
-                    msg._log(f"paranic bench simspeed: pause {'on' if pause else 'off'}, {busy} busy loops: "
-                             f"{rows[-1]}")
+                    got = latency(a.lat_layer, pause, busy, a.samples, sim_args)
+                    for fig, xs in (("min", [r["latency_ns"] for r in got]),
+                                    ("mean", [r["ns_per_iter"] / 2 for r in got])):
+                        rows.append({"what": f"latency_{a.lat_layer}_8B_{fig}_ns", "layer": a.lat_layer,
+                                     "figure": fig, "pause": pause, "busy": busy,
+                                     "loadavg": round(os.getloadavg()[0], 1), **_stats(xs), "samples": xs})
+                        msg._log(f"paranic bench simspeed: {rows[-1]}")
         else:
             for topo in a.topos.split(","):
                 binary = simbuild.build(topo)
@@ -162,7 +168,8 @@ def run(a: argparse.Namespace) -> int:
         for r in rows:
             label = (f"{r['topo']:10s} {'traffic' if r['traffic'] else 'idle':8s} cycles/s"
                      if r["what"] == "cycles_per_s" else
-                     f"HAL 8 B one-way ns, pause {'on ' if r['pause'] else 'off'}, {r['busy']} busy loops")
+                     f"{r['layer']} 8 B one-way ns ({r['figure']} iteration), pause {'on ' if r['pause'] else 'off'}, "
+                     f"{r['busy']} busy loops")
             print(f"{label}: median {r['median']:.0f} (min {r['min']:.0f}, max {r['max']:.0f}, n={r['n']}), "
                   f"load average {r['loadavg']}")
     return 0
