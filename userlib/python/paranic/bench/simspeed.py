@@ -20,6 +20,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import shlex
 import statistics
 import subprocess
@@ -52,6 +53,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--lat-layer", choices=("hal", "am"), default="hal",
                    help="simspeed --load: pn_bench layer of the ping-pong (default hal)")
     g.add_argument("--busy", type=int, default=2, help="simspeed --load: busy-loop processes (default 2)")
+    g.add_argument("--split", action="store_true", help="simspeed: the split build (one model per node)")
     g.add_argument("--no-traffic", action="store_true", help="simspeed: free-running figures only")
 
 
@@ -59,16 +61,22 @@ def _stats(xs: Sequence[float]) -> dict:
     return {"median": statistics.median(xs), "min": min(xs), "max": max(xs), "n": len(xs)}
 
 
-def free_run(binary: Path, cycles: int, sim_args: Sequence[str]) -> float:
-    """One free-running sample: the harness's cycles per wall second, nobody attached."""
+def free_run(binary: Path, cycles: int, sim_args: Sequence[str]) -> tuple[float, float]:
+    """One free-running sample, nobody attached: the harness's cycles per wall second,
+    and cycles per CPU second of the simulator process (user + system; on a loaded
+    machine the wall figure mostly measures the load)."""
+    ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     with tempfile.TemporaryDirectory(prefix="pn-simspeed-") as d:
         r = subprocess.run([str(binary), "--socket", f"{d}/s.sock", "--shm", f"{d}/shm", "--free-run",
                             "--max-cycles", str(cycles), *sim_args],
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=3600)
+    ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     rates = _RATE.findall(r.stdout)
     if r.returncode != 0 or not rates:
         raise msg.BenchError(f"{binary} exited with {r.returncode}:\n{r.stdout[-2000:]}")
-    return float(rates[-1][1])
+    cpu = (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)
+    done = int(re.findall(r"cycle (\d+) \(", r.stdout)[-1])
+    return float(rates[-1][1]), done / cpu if cpu > 0 else float("nan")
 
 
 def _pn_bench(sim: simrun.SimCluster, args: Sequence[str], tag: str) -> list[dict]:
@@ -81,10 +89,10 @@ def _pn_bench(sim: simrun.SimCluster, args: Sequence[str], tag: str) -> list[dic
     return sink.rows
 
 
-def traffic(topo: str, sim_args: Sequence[str], seconds_min: float = 2.0) -> float:
+def traffic(topo: str, sim_args: Sequence[str], split: bool = False) -> float:
     """Cycles per wall second while a HAL DMA stream runs between nodes 0 and 1."""
     with simrun.start(topo, socket=simrun.RUN_DIR / f"simspeed-{os.getpid()}.sock", extra_args=sim_args,
-                      timeout=600) as sim:
+                      timeout=600, split=split) as sim:
         samples: list[tuple[float, int, int]] = []
         stop = threading.Event()
 
@@ -149,14 +157,15 @@ def run(a: argparse.Namespace) -> int:
                         msg._log(f"paranic bench simspeed: {rows[-1]}")
         else:
             for topo in a.topos.split(","):
-                binary = simbuild.build(topo)
-                xs = [free_run(binary, a.cycles, sim_args) for _ in range(a.samples)]
-                rows.append({"what": "cycles_per_s", "topo": topo, "traffic": False,
-                             "loadavg": round(os.getloadavg()[0], 1), **_stats(xs)})
+                binary = simbuild.build(topo, split=a.split)
+                got = [free_run(binary, a.cycles, sim_args) for _ in range(a.samples)]
+                rows.append({"what": "cycles_per_s", "topo": topo, "split": a.split, "traffic": False,
+                             "loadavg": round(os.getloadavg()[0], 1), **_stats([w for w, _ in got]),
+                             "per_cpu_s": _stats([c for _, c in got])})
                 msg._log(f"paranic bench simspeed: {rows[-1]}")
                 if not a.no_traffic:
-                    xs = [traffic(topo, sim_args) for _ in range(a.samples)]
-                    rows.append({"what": "cycles_per_s", "topo": topo, "traffic": True,
+                    xs = [traffic(topo, sim_args, a.split) for _ in range(a.samples)]
+                    rows.append({"what": "cycles_per_s", "topo": topo, "split": a.split, "traffic": True,
                                  "loadavg": round(os.getloadavg()[0], 1), **_stats(xs)})
                     msg._log(f"paranic bench simspeed: {rows[-1]}")
     except (ValueError, msg.BenchError, TimeoutError, subprocess.TimeoutExpired) as e:
@@ -166,10 +175,13 @@ def run(a: argparse.Namespace) -> int:
         print(json.dumps({"bench": "simspeed", "rows": rows, "config": {"sim_args": sim_args}}))
     else:
         for r in rows:
-            label = (f"{r['topo']:10s} {'traffic' if r['traffic'] else 'idle':8s} cycles/s"
+            label = (f"{r['topo']:10s} {'split' if r['split'] else 'one-model':9s} "
+                     f"{'traffic' if r['traffic'] else 'idle':8s} cycles/s"
                      if r["what"] == "cycles_per_s" else
                      f"{r['layer']} 8 B one-way ns ({r['figure']} iteration), pause {'on ' if r['pause'] else 'off'}, "
                      f"{r['busy']} busy loops")
-            print(f"{label}: median {r['median']:.0f} (min {r['min']:.0f}, max {r['max']:.0f}, n={r['n']}), "
-                  f"load average {r['loadavg']}")
+            cpu = r.get("per_cpu_s")
+            print(f"{label}: median {r['median']:.0f} (min {r['min']:.0f}, max {r['max']:.0f}, n={r['n']})"
+                  + (f"; per CPU second {cpu['median']:.0f} ({cpu['min']:.0f}-{cpu['max']:.0f})" if cpu else "")
+                  + f", load average {r['loadavg']}")
     return 0
