@@ -90,6 +90,10 @@ void Harness::pause_wait()
 			struct timespec ts = {0, 20000};
 			nanosleep(&ts, nullptr);
 		}
+		/* A client that exited hangs up: notice it now (its teardown must not wait for the
+		 * cap), as the run loop does between steps. */
+		if ((n & 15) == 0)
+			poll_sockets(0);
 		if (!pause_scan() || stop)
 			break;
 		if ((n & 15) == 0 && pause_now() - t0 >= cap) {
