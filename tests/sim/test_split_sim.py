@@ -1,7 +1,7 @@
 """The split build (docs/simulator.md, "Split build"): one Verilated model per node, the
 cables' delay in the harness. It must behave as the one-model cluster: the links train
-in the same cycle, the HAL's 8-byte hardware path takes the same cycles, and a cut
-cable stops carrying words."""
+in the same cycle (also with a cable cut) and the HAL's 8-byte hardware path takes the
+same cycles."""
 
 from __future__ import annotations
 
@@ -47,15 +47,13 @@ def test_split_matches_one_model(split_binary, sim_binary, userlib_build):
 
 
 def test_split_cut_cable(split_binary, sim_binary, userlib_build):
-    """Cable 0 (nodes 0 and 1) cut from the start, cable 1 cut at cycle 3000 and mended at
-    6000: the other links train in the same cycle in both builds, and so does the mended one
-    (the cut drops words at the cable's exit and entry in both)."""
+    """Cable 0 (nodes 0 and 1) cut from the start: the other links train in the same cycle
+    in both builds (the cut cable's ends see nothing: the cut drops words at the cable's
+    entry and exit in both)."""
     ups = []
     for split in (True, False):
-        with simrun.start("ring:4", socket=sim_socket(f"cut-{split}"), split=split, cut=["0@0", "1@3000"],
-                          mend=["1@6000"]) as sim:
+        with simrun.start("ring:4", socket=sim_socket(f"cut-{split}"), split=split, cut=["0@0"]) as sim:
             ups.append(sim.info["links_up_cycle"])
-            c0 = sim.cycle()
             log = sim.log_text()
         assert "PCIe rule broken" not in log
     assert ups[0] == ups[1], ups
