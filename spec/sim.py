@@ -121,7 +121,9 @@ CTL = CStruct("pn_sim_ctl", (
     M("queue_off", "u64", doc="byte offset of the pn_sim_op array"),
     M("pad0", "u8", 64 - 24),
     M("q_head", "u64", doc="client: entries pushed (absolute)"),
-    M("pad1", "u8", 56),
+    M("c_polls", "u64", doc="client: wait rounds, bumped after each look at host memory "
+                            "(the harness's pause, docs/simulator.md \"The clock\")"),
+    M("pad1", "u8", 48),
     M("q_tail", "u64", doc="harness: entries taken (absolute)"),
     M("pad2", "u8", 56),
     M("r_value", "u64", doc="harness: value of the last read ..."),
@@ -225,7 +227,9 @@ GLOBAL = CStruct("pn_sim_global", (
     M("dma_refused", "u64", doc="DMA requests outside client memory (refused, logged)"),
     M("mmio_ops", "u64", doc="client MMIO operations applied"),
     M("job_nodes", "u64", doc="size of the running job (0: none)"),
-    M("pad2", "u8", 64 - 32),
+    M("pauses", "u64", doc="times the clock waited for a client to look (docs/simulator.md)"),
+    M("pause_caps", "u64", doc="... of which the wall-clock cap ended (the client did not look)"),
+    M("pad2", "u8", 64 - 48),
 ), 256, "The harness's global shared memory (read-only for clients).")
 
 #: Link ports a node status record has room for (a torus router has 4).
@@ -258,7 +262,8 @@ status_period cycles while the clock runs (docs/simulator.md, "Status snapshot")
 Read it as a seqlock: seq even and unchanged around the copy.""")
 
 #: The global counters a tool reads.
-GLOBAL_COUNTERS = ("cycle", "sleeping", "clients", "dma_refused", "mmio_ops", "job_nodes")
+GLOBAL_COUNTERS = ("cycle", "sleeping", "clients", "dma_refused", "mmio_ops", "job_nodes", "pauses",
+                   "pause_caps")
 
 FAULT = CStruct("pn_sim_fault", (
     M("magic", "u64", doc="PN_SIM_MAGIC_FAULT"),

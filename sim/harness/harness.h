@@ -102,6 +102,11 @@ struct Config {
 	Config() { for (int &c : cfg_id) c = -1; }
 	std::vector<FaultEvent> faults;   /* --cut, --mend, --ber-cable */
 	uint32_t status_period = 16384; /* cycles between status snapshots of a node (0: none) */
+	/* The pause (pause.cpp): the clock runs at most pause_grace cycles past something made
+	 * visible to a polling client until its poll counter moved, and waits at most
+	 * pause_cap_ms of wall time for it (0: never pause). */
+	uint32_t pause_grace = 8;
+	double pause_cap_ms = 20;
 
 	uint32_t c_mmio_w = 0, c_mmio_r = 0, c_dma_r = 0, c_dma_w = 0;
 };
@@ -263,6 +268,12 @@ struct Client {
 	uint8_t *ram = nullptr;
 	uint64_t ram_bytes = 0;
 	pn_sim_trace dev_trace{};   /* its (unpublished) trace record */
+	/* The pause (pause.cpp): the cycle something became visible that the client has not
+	 * looked at yet (UINT64_MAX: nothing), and its poll counter and queue head then; its
+	 * poll counter when the wall-clock cap last ended a pause for it (a client is waited
+	 * for only while its counter differs: it polls). */
+	uint64_t owed_cycle = UINT64_MAX, owed_polls = 0, owed_qhead = 0;
+	uint64_t polls_capped = 0;
 };
 
 /* The welcome's fields every client gets; sending it with an fd (clients.cpp). */
@@ -371,6 +382,10 @@ private:
 	void fault_apply(const FaultEvent &e);
 	void on_fault_request(Client *cl, const pn_sim_fault &f);
 	bool cable_cut_at(int node, int port) const;
+	/* pause.cpp: the clock waits for clients to look */
+	void owe(Client *cl);
+	bool pause_scan();
+	void pause_wait();
 	/* report.cpp */
 	void write_ready();
 	void print_stats(double wall);
@@ -412,4 +427,6 @@ private:
 	std::vector<uint64_t> status_next;   /* status.cpp: when node n's next refresh is due */
 	std::vector<bool> status_pending;    /* ... and whether one is under way */
 	uint64_t status_due = UINT64_MAX;    /* the earliest status_next not under way */
+	uint64_t pause_at = UINT64_MAX;      /* pause.cpp: the earliest owed_cycle + grace */
+	double pause_wall = 0;               /* seconds spent paused */
 };

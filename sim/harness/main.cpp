@@ -180,6 +180,9 @@ static void usage(FILE *f)
 		"  --max-cycles N       stop after N cycles\n"
 		"  --stats S            print a statistics line every S seconds\n"
 		"  --free-run           run the clock at full speed even when idle (speed tests)\n"
+		"  --pause-grace N      run the clock at most N cycles past something shown to a polling\n"
+		"                       client until it has looked (default 8; docs/simulator.md)\n"
+		"  --pause-cap-ms MS    ... waiting at most MS of wall time for it (default 20; 0: never pause)\n"
 		"  --no-link-activity   link work on the cables does not count as activity (to measure\n"
 		"                       what it buys; the clock then crawls while links replay)\n"
 		"SoC clusters (firmware mode; docs/simulator.md):\n"
@@ -199,7 +202,8 @@ int main(int argc, char **argv)
 {
 	Config c;
 	enum { O_READY = 256, O_SHM, O_LOG, O_MW, O_MR, O_DR, O_DW, O_BER, O_RCB, O_MAXR, O_MAXP, O_RADIX,
-	       O_A2A, O_IDLE, O_BURST, O_TICK, O_MAXC, O_STATS, O_SOCK, O_FREE, O_FAULT, O_STATUS, O_NOLINK };
+	       O_A2A, O_IDLE, O_BURST, O_TICK, O_MAXC, O_STATS, O_SOCK, O_FREE, O_FAULT, O_STATUS, O_NOLINK,
+	       O_PGRACE, O_PCAP };
 	static const struct option opts[] = {
 		{"socket", required_argument, nullptr, O_SOCK},
 		{"ready-file", required_argument, nullptr, O_READY},
@@ -222,6 +226,8 @@ int main(int argc, char **argv)
 		{"stats", required_argument, nullptr, O_STATS},
 		{"free-run", no_argument, nullptr, O_FREE},
 		{"no-link-activity", no_argument, nullptr, O_NOLINK},
+		{"pause-grace", required_argument, nullptr, O_PGRACE},
+		{"pause-cap-ms", required_argument, nullptr, O_PCAP},
 		{"firmware", required_argument, nullptr, O_FW_},
 		{"dna", required_argument, nullptr, O_DNA_},
 		{"node-id", required_argument, nullptr, O_NODEID_},
@@ -274,6 +280,8 @@ int main(int argc, char **argv)
 		case O_STATUS: ok = uint_opt(name, optarg, 0, UINT32_MAX, &c.status_period); break;
 		case O_FREE: c.free_run = true; break;
 		case O_NOLINK: c.link_activity = false; break;
+		case O_PGRACE: ok = uint_opt(name, optarg, 0, 1000000, &c.pause_grace); break;
+		case O_PCAP: ok = num_opt(name, optarg, 0, 10000, &c.pause_cap_ms); break;
 		case O_FW_:
 		case O_DNA_:
 		case O_NODEID_:

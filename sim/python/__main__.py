@@ -44,6 +44,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--firmware", metavar="PATH|probe",
                     help="--soc: the ROM image (firmware.init; default: `make firmware`'s), or 'probe' "
                          "for the bring-up probe (give every node an id: -- --node-id I=ID ...)")
+    ap.add_argument("--split", action="store_true",
+                    help="one Verilated model per node (docs/simulator.md, \"Split build\")")
     ap.add_argument("args", nargs=argparse.REMAINDER, help="-- options for paranic-sim (see --help there)")
     a = ap.parse_args(argv)
     try:
@@ -57,7 +59,9 @@ def main(argv: list[str] | None = None) -> int:
         topo = Topology.parse(a.topo)
     except ValueError as e:
         ap.error(str(e))
-    exe = build(topo, mtu=a.mtu, n_ctx=a.contexts, soc=a.soc)
+    if a.split and a.soc:
+        ap.error("--split: a SoC cluster has no split build")
+    exe = build(topo, mtu=a.mtu, n_ctx=a.contexts, soc=a.soc, split=a.split)
     if a.build_only:
         print(exe)
         return 0

@@ -159,6 +159,71 @@ class NicCluster(LiteXModule):
         return node
 
 
+class NicNode(LiteXModule):
+    """One node of a split cluster (docs/simulator.md, "Split build"): a NicCore and the
+    head of each of its outgoing cables, as one Verilog module that every node of the
+    cluster instantiates (one Verilated model class, N instances).
+
+    Host-side ports as :class:`NicCluster`'s ``n<i>_*`` without the prefix, plus ``dna``
+    (the node's device id). Per link port ``p`` (0-based):
+
+    * ``l<p>_tx_valid/data/ctrl`` (out): the word the cable carries in this cycle, after
+      one register stage of a :class:`SimPhy` (its bit errors and its ``cut`` at the
+      entry; ``l<p>_ber`` is its threshold, ``l<p>_seed_value``/``l<p>_seed_load`` its
+      generator's seed); the harness holds the word ``phy_delay - 1`` cycles more and
+      drops it at the exit while the cable is cut;
+    * ``l<p>_rx_valid/data/ctrl`` (in): the word arriving from the far end;
+    * ``l<p>_active`` (out): ``SimPhy.active``; ``l<p>_errors`` (out): bits it flipped.
+    """
+
+    def __init__(self, n_links: int, n_ctx: int = P.DEFAULT_CONTEXTS, mtu: int = P.DEFAULT_MTU,
+                 table_nodes: int = 16, **nic_kwargs) -> None:
+        ports = _Ports()
+        self.core = node = NicCoreStandalone(n_links=n_links, n_ctx=n_ctx, mtu=mtu,
+                                             table_nodes=table_nodes, **nic_kwargs)
+        ports.wishbone_slave(node.bus, "bus")
+        ports.endpoint(node.nic.dma_rd.source, "dma_rd_source", master=True)
+        ports.endpoint(node.nic.dma_rd.sink, "dma_rd_sink", master=False)
+        ports.endpoint(node.nic.dma_wr.source, "dma_wr_source", master=True)
+        ports.endpoint(node.nic.dma_wr.sink, "dma_wr_sink", master=False)
+        ports.out(node.nic.irq, "irq")
+        ports.inp(node.nic.dna, "dna")
+        self.comb += node.nic.cfg_node.eq(0)
+        for p in range(n_links):
+            tx, rx = node.nic.phys[p]
+            phy = SimPhy(delay=1, runtime_seed=True)
+            setattr(self, f"phy{p}", phy)
+            self.comb += tx.connect(phy.sink)
+            ports.out(phy.source.valid, f"l{p}_tx_valid")
+            ports.out(phy.source.data, f"l{p}_tx_data")
+            ports.out(phy.source.ctrl, f"l{p}_tx_ctrl")
+            ports.inp(rx.valid, f"l{p}_rx_valid")
+            ports.inp(rx.data, f"l{p}_rx_data")
+            ports.inp(rx.ctrl, f"l{p}_rx_ctrl")
+            ports.inp(phy.cut, f"l{p}_cut")
+            ports.inp(phy.ber_threshold, f"l{p}_ber")
+            ports.inp(phy.seed_value, f"l{p}_seed_value")
+            ports.inp(phy.seed_load, f"l{p}_seed_load")
+            ports.out(phy.active, f"l{p}_active")
+            ports.out(phy.errors_injected, f"l{p}_errors")
+        self.comb += ports.comb
+        self.ios = set(ports.ios)
+
+    def csr_map(self):
+        return self.core.csr_map()
+
+
+def node_verilog(n_links: int, out_dir: Path, name: str = "pn_node", **kwargs):
+    """Write one split-cluster node's Verilog and its CSR map; return (verilog, toplevel, csr json)."""
+    from .hdl import write_verilog
+
+    top = NicNode(n_links, **kwargs)
+    v = write_verilog(top, top.ios, name, out_dir)
+    csr_json = out_dir / f"{name}.csr.json"
+    write_csr_json(top.csr_map(), csr_json)
+    return v, name, csr_json
+
+
 class SocCluster(NicCluster):
     """``topo.nodes`` instances of the SoC node module of ``node`` (a
     :class:`~paranic.sim.socbuild.SocNodeBuild`), cabled as NicCluster cables its NicCores."""
