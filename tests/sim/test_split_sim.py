@@ -14,6 +14,9 @@ from paranic.sim import run as simrun
 
 from simtest import BUILD, launch, sim_socket
 
+#: The split build is opt-in and its node model is a build of its own (minutes): make test-all.
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def split_binary():
