@@ -32,6 +32,7 @@ import paranic.hw
 import paranic.spec
 from paranic.spec import cgen
 from paranic.spec import protocol as P
+from paranic.spec import sim as S
 from paranic.spec.topo import Topology
 
 from .hdl import setup_verilator_env, verilator_root
@@ -48,8 +49,9 @@ HARNESS_CXXFLAGS = ("-std=c++17", "-O2", "-g", "-Wall", "-Wextra", "-Wno-unused-
 #: libparanic's C sources the harness links (the context sequences, pn_ctxseq.h), compiled with gcc.
 HARNESS_C_SOURCES = (TREE / "userlib/src/ctxseq.c", TREE / "userlib/src/sim_proto.c")
 HARNESS_CFLAGS = ("-std=c11", "-O2", "-g", "-Wall", "-Wextra", "-Werror")
-#: Default cable delay of the simulated PHYs, in cycles (``NicCluster(phy_delay=)``).
-DEFAULT_PHY_DELAY = 8
+#: Default cable delay of the simulated PHYs, in cycles (``NicCluster(phy_delay=)``): the
+#: default latency model's transceivers, clock crossings and cable (paranic.spec.sim).
+DEFAULT_PHY_DELAY = S.cable_cycles(S.DEFAULT_MODEL)
 #: Headers from the spec the harness includes (generated into the tree), and where they are.
 SPEC_HEADERS = (TREE / "userlib/src/pn_sim_shm.h", TREE / "userlib/include/paranic/pn_protocol.h")
 #: libparanic's headers of HARNESS_C_SOURCES.
@@ -232,7 +234,8 @@ def _soc_glue(node, nodes: int) -> list[str]:
     return H + [""]
 
 
-def gen_glue(topo: Topology, csr_json: Path, mtu: int, n_ctx: int, out: Path, node=None) -> list[Path]:
+def gen_glue(topo: Topology, csr_json: Path, mtu: int, n_ctx: int, out: Path, node=None,
+             phy_delay: int = DEFAULT_PHY_DELAY) -> list[Path]:
     """The per-build C++ glue: ``pn_csr.h`` (the build's CSR map, the same generator as
     the driver's), ``cluster_gen.h`` (cluster constants and routing tables) and
     ``cluster_gen.cpp`` (binding each node's ports of the Verilated model). ``node``: the
@@ -245,7 +248,8 @@ def gen_glue(topo: Topology, csr_json: Path, mtu: int, n_ctx: int, out: Path, no
                     f"#define SIM_NODES {topo.nodes}", f"#define SIM_TOPO_X {topo.x}",
                     f"#define SIM_TOPO_Y {topo.y}", f'#define SIM_TOPO "{topo}"',
                     f"#define SIM_N_CTX {n_ctx}", f"#define SIM_MTU {mtu}",
-                    f"#define SIM_TABLE_NODES {table_nodes}", ""]
+                    f"#define SIM_TABLE_NODES {table_nodes}",
+                    f"#define SIM_PHY_DELAY {phy_delay}  /* cycles per cable (NicCluster(phy_delay=)) */", ""]
     H += ["/* routing tables: SIM_ROUTES[node][dst] = port (paranic.spec.topo) */",
           "static const uint8_t SIM_ROUTES[SIM_NODES][SIM_TABLE_NODES] = {"]
     for n in range(topo.nodes):
@@ -380,7 +384,7 @@ def build(topo: str | Topology = "ring:4", mtu: int = P.DEFAULT_MTU, n_ctx: int 
         bdir.mkdir(exist_ok=True)
         obj = bdir / "obj"
         _build_model(v, top, obj, vhash, jobs, quiet, extra)
-        gen = gen_glue(t, csr, mtu, n_ctx, bdir / "gen", node)
+        gen = gen_glue(t, csr, mtu, n_ctx, bdir / "gen", node, phy_delay=phy_delay)
         shutil.copyfile(csr, bdir / "csr.json")
         exe = _build_harness(bdir, obj, gen, vhash, quiet)
         (bdir / "info.json").write_text(json.dumps(

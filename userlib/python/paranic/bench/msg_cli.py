@@ -12,6 +12,7 @@ import time
 from typing import Iterable
 
 from paranic.spec import protocol as P
+from paranic.spec import sim as S
 from . import msg
 
 TITLES = {
@@ -302,7 +303,7 @@ def _backends(a: argparse.Namespace) -> tuple[str, ...]:
 
 def collect(what: str, a: argparse.Namespace) -> list[dict]:
     layers = [x.strip() for x in a.layer.split(",") if x.strip()]
-    with msg.Session(quick=a.quick) as sess:
+    with msg.Session(quick=a.quick, model=getattr(a, "model", None)) as sess:
         if what in msg.MSG_BENCHES or what == "messages":
             benches = msg.MSG_BENCHES if what == "messages" else (what,)
             return msg.measure_messages(sess, benches, layers, a.min, a.max, _backends(a), topo=a.topo)
@@ -328,7 +329,7 @@ def measure_overhead(sess: msg.Session, layers: Iterable[str] = msg.LAYERS) -> l
 
 def result(rows: list[dict], what: str, a: argparse.Namespace, seconds: float) -> dict:
     return {"bench": what, "rows": rows, "hierarchy": hierarchy(rows), "targets": targets(rows),
-            "config": {"backend": a.backend, "quick": a.quick, "clock_mhz": P.TARGET_CLK_HZ / 1e6,
+            "config": {"backend": a.backend, "quick": a.quick, "model": getattr(a, "model", None) or S.DEFAULT_MODEL, "clock_mhz": P.TARGET_CLK_HZ / 1e6,
                        "link_payload_MBps": round(link_payload_MBps(), 1), "seconds": round(seconds, 1)}}
 
 
