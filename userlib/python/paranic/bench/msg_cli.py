@@ -55,8 +55,18 @@ def message_table(rows: list[dict], bench: str, layer: str) -> str:
         if r["bytes"] in ps:
             us, mb = ps[r["bytes"]]
             line += f"   {us:>18.2f} {mb:>7.3f}"
+        line += _spread_cell(r.get("hw_spread"))
         out.append(line)
+    if any(r.get("hw_spread") for r in sel):
+        out.append("(hw_ns: the median iteration; [p10..p90, fastest, n iterations] of the hardware path)")
     return "\n".join(out)
+
+
+def _spread_cell(sp: dict | None) -> str:
+    """``  [p10..p90, best B, n=N]`` beside a median, or nothing."""
+    if not sp:
+        return ""
+    return f"  [{sp['p10']:.1f}..{sp['p90']:.1f}, best {sp['min']:.1f}, n={sp['samples']}]"
 
 
 def overhead_table(rows: list[dict]) -> str:
@@ -122,9 +132,10 @@ def barrier_table(rows: list[dict]) -> str:
                 f"{_f(r['per_s'], '{:.0f}'):>9s}")
         if r["nodes"] in ps:
             line += f"   {ps[r['nodes']]:>14.2f} {1e6 / ps[r['nodes']]:>7.0f}"
+        line += _spread_cell(r.get("hw_spread"))
         out.append(line)
     out.append("(hw_ns: the hardware path of an isolated episode, last node's BARRIER store to the last "
-               "status block, PCIe model included; sw_ns: a 1-node job's pn_barrier natively; b2b_ns and "
+               "status block, latency model included, the median of the episodes [p10..p90, fastest, n]; sw_ns: a 1-node job's pn_barrier natively; b2b_ns and "
                "per s: back-to-back calls, median episode + sw_ns)")
     return "\n".join(out)
 
