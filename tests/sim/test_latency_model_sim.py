@@ -69,3 +69,21 @@ def test_option_overrides_the_model(sim_binary):
         want = _expected("pessimistic")
         want.update(mmio_write=13, poll_miss=0, dma_write=want["dma_write_pcie"])
         assert sim.info["model"] == "pessimistic" and sim.info["latency_cycles"] == want, sim.info
+
+
+def test_bad_model_refused_before_building(capsys):
+    """An unknown corner or a bad cable delay is refused by every entry point, before
+    anything is built or started."""
+    from paranic.sim.__main__ import main as sim_main
+    from paranic.bench import msg
+
+    for argv, why in ((["--model", "fast", "--build-only"], "invalid choice: 'fast'"),
+                      (["--cable-ns", "nan", "--build-only"], "cable latency must be a number"),
+                      (["--cable-ns", "-3", "--build-only"], "cable latency must be a number")):
+        with pytest.raises(SystemExit) as e:
+            sim_main(argv)
+        assert e.value.code == 2 and why in capsys.readouterr().err, argv
+    with pytest.raises(ValueError, match="latency model 'fast'"):
+        simrun.start("ring:4", model="fast")
+    with pytest.raises(ValueError, match="latency model 'fast'"):
+        msg.Session(model="fast")
