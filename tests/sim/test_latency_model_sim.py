@@ -50,8 +50,10 @@ def test_corners_ready_file_and_one_way_order(sim_binary, userlib_build):
             got[model] = _one_way(sim), info["latency_cycles"]
     (o, lo), (r, lr), (p, lp) = (got[m] for m in ("optimistic", "realistic", "pessimistic"))
     assert o[0] < r[0] < p[0], got
-    for med, mn, mx, _ in (o, r, p):   # deterministic: one message in flight
-        assert mn <= med <= mx and mx - mn <= 2, got
+    # deterministic with one message in flight; a client descheduled between its stores
+    # makes one sample longer (max), never the median shorter than the minimum + 1
+    for med, mn, mx, _ in (o, r, p):
+        assert mn <= med <= mx and med - mn <= 1, got
     # each corner's latencies enter once: issue->doorbell = MMIO write + the same bus work,
     # one-way = MMIO write + DMA write (to the polling CPU) + the same NIC and cable path
     bus = {m: got[m][0][3] - got[m][1]["mmio_write"] for m in got}
