@@ -146,6 +146,20 @@ def c_struct(s: CStruct) -> list[str]:
     return out + [""]
 
 
+def _latency_models() -> list[str]:
+    """The latency model's corners as an X-macro (paranic-sim --model; docs/simulator.md,
+    "Latency model"): X(name, <each of LATENCY_KEYS in ns>)."""
+    keys = ", ".join(f"{k}_ns" for k in S.LATENCY_KEYS)
+    L = ["/* Latency model corners (paranic-sim --model NAME), in ns:",
+         f" * X(name, {keys}) */",
+         "#define PN_SIM_LATENCY_MODELS(X) \\"]
+    for m in S.LATENCY_MODELS.values():
+        vals = ", ".join(f"{v!r}" for v in m.ns().values())
+        L.append(f"\tX({m.name}, {vals}) \\")
+    L[-1] = L[-1][:-2]
+    return L + [f'#define PN_SIM_DEFAULT_MODEL "{S.DEFAULT_MODEL}"', ""]
+
+
 def sim_shm_header() -> str:
     doc = (S.__doc__ or "").split("**Cable error model**")[0].split("**Client protocol** ")[1]
     doc = "The cluster simulator's client protocol, b" + doc[1:]
@@ -178,6 +192,7 @@ def sim_shm_header() -> str:
     L += [f"\t{f'PN_SIM_FAULT_{k.name} = {int(k)},':<28}/* {S.FAULT_OP_DOC[k]} */" for k in S.FaultOp]
     L += ["};", "", *_c_comment(textwrap.fill(S.HELLO_DEVICE_DOC, 86)),
           f"#define PN_SIM_HELLO_DEVICE 0x{S.HELLO_DEVICE:x}u", ""]
+    L += _latency_models()
     for s in S.STRUCTS:
         L += c_struct(s)
     L += ["#endif /* PN_SIM_SHM_H */"]

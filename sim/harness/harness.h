@@ -74,10 +74,15 @@ struct Config {
 	std::string ready_file;
 	std::string shm_path;
 	std::string log_file;
-	double mmio_write_ns = 150;   /* CPU store -> applied on the device's bus */
-	double mmio_read_ns = 1000;   /* CPU load -> value back in the CPU (round trip) */
-	double dma_read_ns = 500;     /* DMA read request -> first completion beat */
-	double dma_write_ns = 150;    /* DMA write request's last beat -> visible in memory */
+	/* Latencies: main() sets them from the --model corner (paranic.spec.sim.LATENCY_MODELS,
+	 * PN_SIM_LATENCY_MODELS) unless an option gives one. */
+	std::string model = PN_SIM_DEFAULT_MODEL;
+	double mmio_write_ns = 0;     /* CPU store -> applied on the device's bus */
+	double mmio_read_ns = 0;      /* CPU load -> value back in the CPU (round trip) */
+	double dma_read_ns = 0;       /* DMA read request -> first completion beat */
+	double dma_write_ns = 0;      /* DMA write request's last beat -> in the host's memory system */
+	double poll_miss_ns = 0;      /* ... -> the polling CPU has the line (its cache miss) */
+	double model_cable_ns = 0;    /* the model's cable (the built one is SIM_PHY_DELAY cycles) */
 	uint32_t ber_threshold = 0;   /* every cable: P(bit flipped in a line word) * 2^32 */
 	uint32_t rcb = 64;            /* read completion boundary */
 	uint32_t max_read = 512;      /* max read request size */
@@ -109,6 +114,9 @@ struct Config {
 	double pause_cap_ms = 20;
 
 	uint32_t c_mmio_w = 0, c_mmio_r = 0, c_dma_r = 0, c_dma_w = 0;
+	/* c_dma_w = c_dma_w_pcie + c_poll_miss: a DMA write is visible to the client (and in
+	 * the trace records) when the polling CPU would have the line. */
+	uint32_t c_dma_w_pcie = 0, c_poll_miss = 0, c_model_cable = 0;
 };
 
 struct Client;

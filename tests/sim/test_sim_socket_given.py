@@ -82,7 +82,8 @@ def test_given_running_simulator_is_reused(sim_binary, userlib_build):
 @pytest.mark.parametrize("opt, value", [
     ("--mmio-write-ns", "nan"), ("--dma-read-ns", "inf"), ("--mmio-read-ns", "-5"), ("--stats", "nan"),
     ("--rcb", "12abc"), ("--max-read", ""), ("--idle-burst", "-1"), ("--radix-log2", "9"),
-    ("--idle-cycles", "1e999"),
+    ("--idle-cycles", "1e999"), ("--model", "fastest"), ("--model", ""), ("--poll-miss-ns", "nan"),
+    ("--poll-miss-ns", "2e6"),
 ])
 def test_simulator_refuses_bad_numbers(sim_binary, opt, value, tmp_path):
     """The simulator checks its own options (it can be started without the CLI)."""

@@ -99,6 +99,14 @@ enum pn_sim_fault_op {
  */
 #define PN_SIM_HELLO_DEVICE 0x1u
 
+/* Latency model corners (paranic-sim --model NAME), in ns:
+ * X(name, mmio_write_ns, mmio_read_ns, dma_read_ns, dma_write_ns, poll_miss_ns, cable_ns) */
+#define PN_SIM_LATENCY_MODELS(X) \
+	X(optimistic, 150, 700, 450, 150, 20, 61.85) \
+	X(realistic, 225, 1000, 550, 225, 40, 102.15) \
+	X(pessimistic, 350, 1500, 1000, 350, 100, 172.877)
+#define PN_SIM_DEFAULT_MODEL "realistic"
+
 /* One MMIO queue entry. */
 struct pn_sim_op {
 	uint32_t kind;                     /* enum pn_sim_op_kind */

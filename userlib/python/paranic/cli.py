@@ -189,6 +189,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", action="store_true", help="print one JSON object {\"rows\": [...], ...}")
     p.add_argument("--plot", metavar="FILE.png", help="write a plot")
     p.add_argument("--quick", action="store_true", help="fewer sweep points / iterations")
+    from paranic.spec.sim import DEFAULT_MODEL, LATENCY_MODELS
+    p.add_argument("--model", choices=tuple(LATENCY_MODELS), default=None,
+                   help=f"the simulator's latency model corner (default {DEFAULT_MODEL}; "
+                        "docs/simulator.md, \"Latency model\")")
     from .bench import msg_cli
     msg_cli.add_arguments(p)
     from .bench import layers
