@@ -47,11 +47,14 @@ driver: deps
 driver-sparse: deps
 	$(MAKE) -C driver sparse PY=$(abspath $(PY))
 
+# Test modules run on WORKERS processes (pytest-xdist; a module's tests stay on one worker,
+# which owns its simulators; builds that workers share take a lock: paranic.sim.paths).
+WORKERS ?= 2
 test: deps
-	$(PYTEST) -q
+	$(PYTEST) -q -n $(WORKERS) --dist loadfile
 
 test-all: deps
-	$(PYTEST) -q -m "slow or not slow"
+	$(PYTEST) -q -n $(WORKERS) --dist loadfile -m "slow or not slow"
 
 # libFuzzer campaign of every wire parser, FUZZ_TIME seconds each (docs/reliability.md, "Fuzzing").
 FUZZ_TIME ?= 600
