@@ -4,7 +4,7 @@ PYTEST  := .venv/bin/pytest
 PARANIC := .venv/bin/paranic
 
 .PHONY: all deps test test-all fuzz demo bench headers clean help driver driver-sparse firmware \
-        bitstream flash load resources lint-boards
+        bitstream flash load resources lint-boards hls
 
 help:
 	@echo "make demo      the main job: ParaStation's benchmarks through libparanic on the simulated cluster"
@@ -12,6 +12,7 @@ help:
 	@echo "make test-all  run every test, including the long adversarial runs"
 	@echo "make fuzz [FUZZ_TIME=600] [FUZZERS=fuzz_daemon]  a fuzzing campaign of the wire parsers (tests/fuzz)"
 	@echo "make bench     every benchmark and the demo, plots into docs/img (router, messages, barrier up to 16 nodes, layers, faults, ber, mpi)"
+	@echo "make hls       the HLS kernels (hls/): C simulation here; csynth, cosim, IP export too where Vitis HLS is installed (docs/hls.md)"
 	@echo "make headers   regenerate the C headers and doc tables generated from the spec (spec/)"
 	@echo "make driver    build driver/paranic.ko (W=1, warnings fail; docs/driver.md)"
 	@echo "make firmware  the SoC's VexRiscv firmware (firmware/, rv32im, LiteX's libs) for the ring and torus SoC nodes"
@@ -28,6 +29,11 @@ deps:
 headers: deps
 	$(PY) -m paranic.spec
 
+# The HLS kernels (docs/hls.md): csim with g++ here; the full Vitis flow when vitis_hls or
+# vitis-run is on PATH. It says which it ran and why.
+hls: deps
+	$(PY) -m paranic.hls
+
 # The SoC's firmware against the simulator's SoC nodes (2 links: ring, 4: torus); the
 # nodes' LiteX builds (headers, libraries) are made and cached by paranic.sim.socbuild.
 firmware: deps
@@ -41,11 +47,14 @@ driver: deps
 driver-sparse: deps
 	$(MAKE) -C driver sparse PY=$(abspath $(PY))
 
+# Test modules run on WORKERS processes (pytest-xdist; a module's tests stay on one worker,
+# which owns its simulators; builds that workers share take a lock: paranic.sim.paths).
+WORKERS ?= 2
 test: deps
-	$(PYTEST) -q
+	$(PYTEST) -q -n $(WORKERS) --dist loadfile
 
 test-all: deps
-	$(PYTEST) -q -m "slow or not slow"
+	$(PYTEST) -q -n $(WORKERS) --dist loadfile -m "slow or not slow"
 
 # libFuzzer campaign of every wire parser, FUZZ_TIME seconds each (docs/reliability.md, "Fuzzing").
 FUZZ_TIME ?= 600

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from migen import Array, If, Memory, Signal
 from litex.gen import LiteXModule
-from litex.soc.interconnect import packet, stream
+from litex.soc.interconnect import packet, stream, wishbone
 from litex.soc.interconnect.csr import CSR, CSRStatus, CSRStorage
 
 from paranic.spec import protocol as P
@@ -74,7 +74,11 @@ class HostInterface(LiteXModule):
 
     Interface (plain signals; :meth:`add_csrs` adds the privileged CSRs):
 
-    * ``bus``: 32-bit Wishbone slave, the context pages.
+    * ``bus``: Wishbone slave, the context pages, ``bus_width`` bits wide. 64 (the
+      board's BAR0 path and the simulator): a 64-bit store is one beat
+      (:class:`~paranic.hw.host_pages.HostPages`). 32 (the default, a 32-bit SoC bus):
+      a combinational up-converter in front of the 64-bit pages, each 32-bit access one
+      beat on its half, so a 64-bit store takes two.
     * ``tx_source``/``rx_sink``: packet_layout streams to/from the router.
     * ``dma_rd``/``dma_wr``: :class:`~paranic.hw.dma.DmaPort` (LitePCIe master ports;
       wire their ``channel``/``req_id`` on a board).
@@ -93,7 +97,10 @@ class HostInterface(LiteXModule):
     def __init__(self, n_ctx: int = P.DEFAULT_CONTEXTS, mtu: int = P.DEFAULT_MTU,
                  dma_data_width: int = 64, address_width: int = 64,
                  max_request_bytes: int = 512, max_payload_bytes: int = 256,
-                 max_outstanding: int = 8, tx_fifo_words: int | None = None) -> None:
+                 max_outstanding: int = 8, tx_fifo_words: int | None = None,
+                 bus_width: int = 32) -> None:
+        if bus_width not in (32, 64):
+            raise ValueError(f"HostInterface: bus_width must be 32 or 64, not {bus_width}")
         if dma_data_width != 64:
             raise ValueError("HostInterface: only dma_data_width=64 is supported")
         if not 1 <= n_ctx <= P.MAX_CONTEXTS:
@@ -144,6 +151,7 @@ class HostInterface(LiteXModule):
         pio_wp = pio_mem.get_port(write_capable=True, we_granularity=8)
         pio_rp = pio_mem.get_port()
         self.specials += pio_wp, pio_rp
+        self.pio_wport = pio_wp   # (benches watch the window writes on it)
         # One write port, two writers: the MMIO window writes, and the clearing of a reset
         # context's region on the cycles the MMIO side leaves free.
         pages_wp = _WritePort(len(pio_wp.adr), len(pio_wp.dat_w), len(pio_wp.we))
@@ -152,7 +160,11 @@ class HostInterface(LiteXModule):
 
         # Blocks ---------------------------------------------------------------------------------
         self.pages = pages = HostPages(n_ctx, st, pages_wp, pio_words)
-        self.bus = pages.bus
+        if bus_width == 64:
+            self.bus = pages.bus
+        else:
+            self.bus = wishbone.Interface(data_width=32, address_width=32, addressing="word")
+            self.bus_up = wishbone.Converter(self.bus, pages.bus)
         self.pio_clear = PioClear(n_ctx, st, clear_wp, pio_words, busy_in=pages_wp.we != 0)
         self.pio = pio = PioEngine(n_ctx, mtu, st, pio_rp, pio_words)
         self.dmatx = dmatx = DmaTxEngine(n_ctx, mtu, cfg, st, self.dma_rd,

@@ -1,16 +1,23 @@
 """Host interface: the context pages (Wishbone slave, doorbells, PIO window writes).
 
-Context ``c``'s 4 KiB page is at byte offset ``c * P.CTX_PAGE_BYTES`` of ``bus`` (a
-32-bit LiteX Wishbone slave, word addresses). The block decodes word-address bits
-``[0:10]`` (offset in the page) and ``[10:10+P.CTX_BITS]`` (context), i.e. a 256 KiB
-region; higher address bits are ignored. Every access is acknowledged one cycle
-after it is presented; writes to undefined offsets or to contexts ``>= n_ctx`` are
-ignored, reads of anything but the read-only registers of ``P.CtxReg`` return 0.
+Context ``c``'s 4 KiB page is at byte offset ``c * P.CTX_PAGE_BYTES`` of ``bus``, a
+**64-bit** LiteX Wishbone slave (word addresses in 8-byte words, ``sel`` one bit per
+byte). A 64-bit store is one bus beat; a 32-bit store is a beat with four ``sel`` bits
+(``0x0F`` at an 8-aligned offset, ``0xF0`` at offset + 4). The block decodes word-address
+bits ``[0:9]`` (offset in the page) and ``[9:9+P.CTX_BITS]`` (context), i.e. a 256 KiB
+region; higher address bits are ignored. Every access is acknowledged one cycle after it
+is presented; writes to undefined offsets or to contexts ``>= n_ctx`` are ignored, reads
+of anything but the read-only registers of ``P.CtxReg`` return 0.
+
+The registers are 32 bits wide on an 8-byte stride: a register is written by the bytes
+in the low half of its 8-byte word (``sel[0:4]`` not all zero, value ``dat_w[0:32]``)
+and read in ``dat_r[0:32]``. ``PIO_SEND`` is the exception, a 64-bit register: the
+store+doorbell (:class:`HostPages`).
 """
 
 from __future__ import annotations
 
-from migen import Array, Cat, If, Module, Signal, log2_int
+from migen import Array, Cat, If, Module, Mux, Signal, log2_int
 from litex.soc.interconnect import wishbone
 
 from paranic.spec import protocol as P
@@ -33,12 +40,20 @@ class HostPages(Module):
 
     Outputs: ``barrier_enter``/``barrier_enter_ctx``, ``irq`` (n_ctx, pulses from
     IRQ_ARM when packets are already waiting), ``err_pio``/``err_ptr`` strobes.
+
+    **Store+doorbell** (``P.CtxReg.PIO_SEND``): a write there is a write of PIO window
+    word 0 (the header word that holds ``length``) with the same byte enables, and when
+    its bytes include the upper half (``sel[4:8]``, where ``length`` and ``flags`` live)
+    it also rings ``PIO_DOORBELL`` in the same cycle. The word is stored and staged in
+    that cycle; the PIO engine reads it two cycles later at the earliest, so the doorbell
+    sees it. A 64-bit store is one beat; split into two 32-bit writes (a 32-bit bus,
+    low half first, as PCIe and the Wishbone converters order them) the second one rings.
     ``rx_inc_now`` (input, n_ctx): RX tail increments happening this cycle (so an
     IRQ_ARM racing with a new packet still interrupts).
     """
 
     def __init__(self, n_ctx: int, state: ContextState, pio_wp, pio_words: int) -> None:
-        self.bus = bus = wishbone.Interface(data_width=32, adr_width=30)
+        self.bus = bus = wishbone.Interface(data_width=64, address_width=32, addressing="word")
         self.barrier_enter = Signal()
         self.barrier_enter_ctx = Signal(P.CTX_BITS)
         self.irq = Signal(n_ctx)
@@ -49,23 +64,27 @@ class HostPages(Module):
         # # #
 
         st = state
-        page_words = P.CTX_PAGE_BYTES // 4
+        page_words = P.CTX_PAGE_BYTES // 8
         pb = log2_int(page_words)
         ctx_full = Signal(P.CTX_BITS)
-        off = Signal(pb + 2)  # byte offset within the page
+        off = Signal(pb + 3)  # byte offset within the page (8-byte aligned)
         ctx = Signal(P.CTX_BITS)
         exists = Signal()
         enabled = Signal()
         access = Signal()
         wr = Signal()
+        lo = Signal()         # the beat carries bytes of the low half (a register's value)
+        hi = Signal()         # ... of the high half
         self.comb += [
             ctx_full.eq(bus.adr[pb:pb + P.CTX_BITS]),
-            off.eq(Cat(Signal(2), bus.adr[:pb])),
+            off.eq(Cat(Signal(3), bus.adr[:pb])),
             exists.eq(ctx_full < n_ctx),
             ctx.eq(ctx_full),
             enabled.eq(exists & Array(st.enable)[ctx]),
             access.eq(bus.cyc & bus.stb & ~bus.ack),
             wr.eq(access & bus.we),
+            lo.eq(bus.sel[:4] != 0),
+            hi.eq(bus.sel[4:] != 0),
         ]
 
         def reg(r):
@@ -81,7 +100,7 @@ class HostPages(Module):
         # The window is locked while a packet is pending and while the buffer is being
         # zeroed after a reset (the context then belongs to no one yet).
         pending = Array(st.pio_pending)[ctx] | Array(st.pio_clear)[ctx]
-        data = bus.dat_w
+        data = bus.dat_w[:32]   # a 32-bit register's value
 
         # Event plumbing: all MMIO events carry the addressed context.
         events = (st.pio_db, st.pio_db_refused, st.pio_spoil, st.pio_stage, st.rx_head_wr, st.tx_tail_wr,
@@ -106,33 +125,38 @@ class HostPages(Module):
             tail_now.eq(rx_tail + Array(list(self.rx_inc_now))[ctx]),
         ]
 
-        # PIO window.
+        # PIO window (and PIO_SEND, an alias of its word 0).
         win_lo = P.PIO_WINDOW_OFFSET
         assert win_lo % P.PIO_WINDOW_BYTES == 0 and P.PIO_WINDOW_BYTES & (P.PIO_WINDOW_BYTES - 1) == 0
+        assert not win_lo <= int(R.PIO_SEND) < win_lo + P.PIO_WINDOW_BYTES
         wb_bits = log2_int(P.PIO_WINDOW_BYTES)
         pw_bits = log2_int(pio_words)
+        send = Signal()       # a write to PIO_SEND: window word 0 (+ doorbell)
         in_window = Signal()
         word = Signal(wb_bits - 3)
         self.comb += [
+            send.eq(reg(R.PIO_SEND)),
             in_window.eq(off[wb_bits:] == (win_lo >> wb_bits)),
-            word.eq(off[3:wb_bits]),
+            word.eq(Mux(send, 0, off[3:wb_bits])),
             pio_wp.adr.eq(Cat(word[:pw_bits], ctx) if pw_bits else ctx),
-            pio_wp.dat_w.eq(Cat(data, data)),
+            pio_wp.dat_w.eq(bus.dat_w),
             st.pio_stage.data.eq(word[:pw_bits] + 1 if pw_bits else 1),
         ]
         fits = (word >> pw_bits) == 0 if pw_bits < len(word) else 1
 
-        doorbell = Signal()
-        self.comb += doorbell.eq(reg(R.PIO_DOORBELL) | reg(R.TX_TAIL) | reg(R.RX_HEAD)
-                                 | reg(R.BARRIER) | reg(R.IRQ_ARM))
+        ring = Signal()       # PIO_DOORBELL, or PIO_SEND's upper half
+        doorbell = Signal()   # any doorbell-like register write
+        self.comb += [
+            ring.eq((reg(R.PIO_DOORBELL) & lo) | (send & hi)),
+            doorbell.eq(ring | ((reg(R.TX_TAIL) | reg(R.RX_HEAD) | reg(R.BARRIER) | reg(R.IRQ_ARM)) & lo)),
+        ]
         self.comb += If(wr & exists,
-            If(in_window & enabled,
+            If((in_window | send) & enabled,
                 If(pending,
                     st.pio_spoil.stb.eq(1),
                     self.err_pio.eq(1),
                 ).Elif(fits,
-                    If(off[2], pio_wp.we.eq(Cat(Signal(4), bus.sel))
-                    ).Else(pio_wp.we.eq(bus.sel)),
+                    pio_wp.we.eq(bus.sel),
                     st.pio_stage.stb.eq(bus.sel != 0),
                 ),
             ),
@@ -142,7 +166,7 @@ class HostPages(Module):
         self.comb += If(wr & exists & doorbell,
             If(~enabled,
                 self.err_pio.eq(1),
-            ).Elif(reg(R.PIO_DOORBELL),
+            ).Elif(ring,
                 If(pending,
                     st.pio_db_refused.stb.eq(1),
                     self.err_pio.eq(1),
@@ -194,5 +218,5 @@ class HostPages(Module):
         ]
         self.sync += [
             bus.ack.eq(access),
-            If(access, bus.dat_r.eq(rdata)),
+            If(access, bus.dat_r.eq(rdata)),   # low half; the high half reads 0
         ]

@@ -93,7 +93,7 @@ class PioEngine(Module):
         ctx = Signal(P.CTX_BITS)
         idx = Signal(max=pio_words + 1)
         nwords = Signal(max=pio_words + 1)
-        hdr0 = Signal(64)
+        offered = Signal()   # HDR: the first beat is on source (the decision is taken)
         stamped = Signal(64)
         word_bits = len(Signal(max=pio_words)) if pio_words > 1 else 0
 
@@ -125,14 +125,23 @@ class PioEngine(Module):
         self.submodules.fsm = fsm = FSM(reset_state="IDLE")
         fsm.act("IDLE",
             rdport.adr.eq(radr(Signal(max(word_bits, 1)), pick.grant)),
+            NextValue(offered, 0),
             If(pick.valid,
                 pick.take.eq(1),
                 NextValue(ctx, pick.grant),
                 NextState("HDR"),
             ),
         )
+        # HDR checks header word 0 as it comes out of the buffer and, when it passes,
+        # offers the stamped word at once (the packet's first beat leaves in the cycle
+        # the header is read, not one later); SEND streams the rest.
+        xfer = source.valid & source.ready
+        ok = Signal()
+        next_word = Signal(max(word_bits, 1))   # word 0 until the first beat is taken, then 1
+        self.comb += [ok.eq(~(refused | bad_len | bad_type | unstaged | disabled)),
+                      next_word.eq(xfer)]
         fsm.act("HDR",  # dat_r = header word 0
-            If(refused | bad_len | bad_type | unstaged | disabled,
+            If(~ok & ~offered,
                 st.pio_fin.stb.eq(1),
                 st.pio_fin.data.eq(1),
                 If(disabled,
@@ -141,20 +150,25 @@ class PioEngine(Module):
                 ).Else(self.err_length.eq(1), self.err_unstaged.eq(~bad_len)),
                 NextState("IDLE"),
             ).Else(
-                NextValue(hdr0, stamped),
+                self.busy.eq(1),
+                source.valid.eq(1),
+                source.first.eq(1),
+                source.data.eq(stamped),
+                # keep word 0 on dat_r until it is taken, then fetch word 1
+                rdport.adr.eq(radr(next_word, ctx)),
+                NextValue(offered, 1),   # a valid beat stays offered until taken
                 NextValue(nwords, packet_words(length)),
-                NextValue(idx, 0),
-                NextState("SEND"),
+                If(xfer,
+                    NextValue(idx, 1),
+                    NextState("SEND"),
+                ),
             ),
         )
-        xfer = source.valid & source.ready
         fsm.act("SEND",
             self.busy.eq(1),
             source.valid.eq(1),
-            source.first.eq(idx == 0),
             source.last.eq(idx == nwords - 1),
             source.data.eq(rdport.dat_r),
-            If(idx == 0, source.data.eq(hdr0)),
             rdport.adr.eq(radr(idx + xfer, ctx)),
             If(xfer,
                 NextValue(idx, idx + 1),

@@ -8,16 +8,18 @@ separate later write request on the same (ordered) port, the valid word ``tail +
 at ``P.rx_valid_offset(mtu)``, increments the ring's tail and, if the context armed
 its interrupt, pulses ``irq[ctx]`` and disarms.
 
-Pipelining: the header word is only looked at (not taken) before the check; each
-write command goes out with its first beat, and the next packet's header is latched
-while the valid word is written. A packet of ``n`` words thus costs ``n + 2``
-cycles (``n`` slot beats, the valid word, one check cycle): 132 for an MTU packet,
-the link's own frame time, so a saturated link never backs up into the router.
+Pipelining: the header word is only looked at (not taken) before the check, which an
+idle engine makes in the cycle the header arrives (the slot's write command and first
+beat go out the next cycle); each write command goes out with its first beat, and the
+next packet's header is latched while the valid word is written. A packet of ``n``
+words thus costs ``n + 2`` cycles back to back (``n`` slot beats, the valid word, one
+check cycle): 132 for an MTU packet, the link's own frame time, so a saturated link
+never backs up into the router.
 """
 
 from __future__ import annotations
 
-from migen import Array, If, Module, Signal
+from migen import Array, If, Module, Mux, Signal
 from migen.genlib.fsm import FSM, NextState, NextValue
 from litex.soc.interconnect import stream
 
@@ -61,8 +63,9 @@ class RxEngine(Module):
         max_words = P.packet_words(mtu)
 
         hdr0 = Signal(64)
+        hsel = Signal(64)   # the header being checked: the sink's word in IDLE, else hdr0
         ctx = Signal(P.CTX_BITS)
-        length = hdr(hdr0, "length")
+        length = hdr(hsel, "length")
         nwords = Signal(max=max_words + 1)
         sent = Signal(max=max_words + 1)
         ended = Signal()  # the packet's last beat has been consumed
@@ -75,8 +78,10 @@ class RxEngine(Module):
         full = Signal()
         used = Signal(32)
         next_count = Signal(32)
+        self.submodules.fsm = fsm = FSM(reset_state="IDLE")
         self.comb += [
-            ctx.eq(hdr(hdr0, "dst_ctx")),
+            hsel.eq(Mux(fsm.ongoing("IDLE"), sink.data, hdr0)),
+            ctx.eq(hdr(hsel, "dst_ctx")),
             self.active_ctx.eq(ctx),
             cfg.rx_base_rd.adr.eq(ctx),
             tail.eq(Array(st.rx_tail)[ctx]),
@@ -90,30 +95,36 @@ class RxEngine(Module):
             st.arm_clr.ctx.eq(ctx),
         ]
 
-        self.submodules.fsm = fsm = FSM(reset_state="IDLE")
         d = writer.data
-        fsm.act("IDLE",  # latch the next header word (it stays in the sink)
+
+        def check(wait):
+            """The header's checks: drop, or start the slot; ``wait`` when its ring is full."""
+            return [
+                If(~enabled,
+                    self.err_unknown_ctx.eq(1),
+                    NextState("DROP"),
+                ).Elif(length > mtu,
+                    self.err_rx.eq(1),
+                    NextState("DROP"),
+                ).Elif(~full,
+                    NextValue(slot_adr, cfg.rx_base_rd.dat_r + (tail & mask) * slot_bytes),
+                    NextValue(nwords, packet_words(length)),
+                    NextValue(sent, 0),
+                    NextValue(ended, 0),
+                    NextValue(bad, 0),
+                    NextState("CMD"),
+                ).Else(*wait),
+            ]
+
+        # IDLE checks the header as it arrives (it stays in the sink) and latches it;
+        # a packet for a full ring waits in CHECK.
+        fsm.act("IDLE",
             If(sink.valid,
                 NextValue(hdr0, sink.data),
-                NextState("CHECK"),
+                *check([NextState("CHECK")]),
             ),
         )
-        fsm.act("CHECK",
-            If(~enabled,
-                self.err_unknown_ctx.eq(1),
-                NextState("DROP"),
-            ).Elif(length > mtu,
-                self.err_rx.eq(1),
-                NextState("DROP"),
-            ).Elif(~full,
-                NextValue(slot_adr, cfg.rx_base_rd.dat_r + (tail & mask) * slot_bytes),
-                NextValue(nwords, packet_words(length)),
-                NextValue(sent, 0),
-                NextValue(ended, 0),
-                NextValue(bad, 0),
-                NextState("CMD"),
-            ),
-        )
+        fsm.act("CHECK", *check([]))
         fsm.act("DROP",
             sink.ready.eq(1),
             If(sink.valid & sink.last,

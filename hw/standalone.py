@@ -42,11 +42,22 @@ class CsrReg:
 
 
 class NicCoreStandalone(LiteXModule):
-    """A NicCore with its CSRs mapped on the same 32-bit Wishbone slave ``bus``."""
+    """A NicCore with its CSRs mapped on the same Wishbone slave ``bus``.
 
-    def __init__(self, **nic_kwargs) -> None:
-        self.nic = NicCore(**nic_kwargs)
-        self.bus = wishbone.Interface(data_width=32, address_width=32, addressing="word")
+    ``bus_width`` 32 (default) or 64 (word addresses in units of the width). At 64 the
+    context pages take a 64-bit store as one beat (the simulator's host model, the
+    board's BAR0 path); the CSR bank stays 32-bit behind a down-converter, which skips
+    the half a 32-bit access does not select, so a 32-bit CSR access is one CSR access.
+    """
+
+    def __init__(self, bus_width: int = 32, **nic_kwargs) -> None:
+        if bus_width not in (32, 64):
+            raise ValueError(f"NicCoreStandalone: bus_width must be 32 or 64, not {bus_width}")
+        host_kwargs = dict(nic_kwargs.pop("host_kwargs", None) or {})
+        host_kwargs["bus_width"] = bus_width
+        self.nic = NicCore(host_kwargs=host_kwargs, **nic_kwargs)
+        self.bus_width = bus_width
+        self.bus = wishbone.Interface(data_width=bus_width, address_width=32, addressing="word")
 
         self.csr_banks = csr_bus.CSRBankArray(
             # Bank 0 holds every NicCore CSR. Memories (routing table, PIO buffers) are not
@@ -58,10 +69,14 @@ class NicCoreStandalone(LiteXModule):
             bus_csr=csr_bus.Interface(data_width=32, address_width=CSR_ADDRESS_WIDTH))
         self.csr_con = csr_bus.Interconnect(self.wb2csr.csr, self.csr_banks.get_buses())
 
-        ctx_words = P.BAR0_CSR_OFFSET // 4
+        csr_wb = self.wb2csr.wishbone
+        if bus_width == 64:
+            csr_wb = wishbone.Interface(data_width=64, address_width=32, addressing="word")
+            self.csr_down = wishbone.Converter(csr_wb, self.wb2csr.wishbone)
+        ctx_words = P.BAR0_CSR_OFFSET // (bus_width // 8)
         self.decoder = wishbone.Decoder(self.bus, [
             (lambda a: a < ctx_words, self.nic.bus),
-            (lambda a: a >= ctx_words, self.wb2csr.wishbone),
+            (lambda a: a >= ctx_words, csr_wb),
         ], register=False)
 
     def csr_map(self) -> dict[str, CsrReg]:

@@ -20,12 +20,13 @@ cd "$(dirname "$0")/.."
 #  libfabric-dev libfabric-bin  the libfabric provider and fi_info (docs/fabric.md)
 #  openmpi-bin libopenmpi-dev mpich libmpich-dev  MPI programs over ParaNIC (docs/mpi.md)
 #  socat                     a forking TCP server the socket emulation carries (docs/sockets.md)
+#  tcl                       tclsh: tests evaluate the HLS kernels' run_hls.tcl with stand-in Vitis commands (docs/hls.md)
 APT_PACKAGES=(python3-venv python3-dev build-essential perl iverilog
               libevent-dev libjson-c-dev zlib1g-dev netpipe-tcp iperf3
               pvm pvm-dev pvm-examples linux-headers-amd64 sparse linux-image-amd64
               qemu-system-x86 busybox-static cpio valgrind yosys openfpgaloader
               gcc-riscv64-unknown-elf libfabric-dev libfabric-bin openmpi-bin
-              libopenmpi-dev mpich libmpich-dev socat
+              libopenmpi-dev mpich libmpich-dev socat tcl
               # the fuzz harnesses (tests/fuzz): clang with its libFuzzer/ASan/UBSan runtimes
               clang libclang-rt-14-dev)
 
@@ -46,7 +47,7 @@ fi
 
 PY=/usr/bin/python3
 stamp=.venv/.paranic-deps
-want="$(cat requirements.txt pyproject.toml | sha256sum | cut -c1-16)"
+want="$(cat requirements.txt requirements-nodeps.txt pyproject.toml | sha256sum | cut -c1-16)"
 if [ -x .venv/bin/python ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
   exit 0
 fi
@@ -54,6 +55,8 @@ echo "deps: creating .venv with the pinned Python packages (requirements.txt)"
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 .venv/bin/python -m pip install -q --upgrade "pip==25.3"
 .venv/bin/python -m pip install -q -r requirements.txt
+# Packages wanted only for files they carry (hls4ml: ap_types headers for the HLS C simulation).
+.venv/bin/python -m pip install -q --no-deps -r requirements-nodeps.txt
 .venv/bin/python -m pip install -q --no-deps -e .
 echo "$want" > "$stamp"
 echo "deps: ready"

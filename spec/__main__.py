@@ -21,6 +21,7 @@ HEADERS: dict[str, Callable[[], str]] = {
     "userlib/include/paranic/pn_protocol.h": cgen.protocol_header,
     "userlib/src/pn_sim_shm.h": cgen.sim_shm_header,
     "userlib/tests/pn_hal_vecs.h": cgen.hal_vecs_header,
+    "hls/include/pn_hls.h": cgen.hls_header,
 }
 
 

@@ -21,6 +21,7 @@ import textwrap
 from typing import Iterable
 
 from . import fw as FW
+from . import kernels as K
 from . import link as LK
 from . import protocol as P
 from . import sim as S
@@ -145,6 +146,20 @@ def c_struct(s: CStruct) -> list[str]:
     return out + [""]
 
 
+def _latency_models() -> list[str]:
+    """The latency model's corners as an X-macro (paranic-sim --model; docs/simulator.md,
+    "Latency model"): X(name, <each of LATENCY_KEYS in ns>)."""
+    keys = ", ".join(f"{k}_ns" for k in S.LATENCY_KEYS)
+    L = ["/* Latency model corners (paranic-sim --model NAME), in ns:",
+         f" * X(name, {keys}) */",
+         "#define PN_SIM_LATENCY_MODELS(X) \\"]
+    for m in S.LATENCY_MODELS.values():
+        vals = ", ".join(f"{v!r}" for v in m.ns().values())
+        L.append(f"\tX({m.name}, {vals}) \\")
+    L[-1] = L[-1][:-2]
+    return L + [f'#define PN_SIM_DEFAULT_MODEL "{S.DEFAULT_MODEL}"', ""]
+
+
 def sim_shm_header() -> str:
     doc = (S.__doc__ or "").split("**Cable error model**")[0].split("**Client protocol** ")[1]
     doc = "The cluster simulator's client protocol, b" + doc[1:]
@@ -177,6 +192,7 @@ def sim_shm_header() -> str:
     L += [f"\t{f'PN_SIM_FAULT_{k.name} = {int(k)},':<28}/* {S.FAULT_OP_DOC[k]} */" for k in S.FaultOp]
     L += ["};", "", *_c_comment(textwrap.fill(S.HELLO_DEVICE_DOC, 86)),
           f"#define PN_SIM_HELLO_DEVICE 0x{S.HELLO_DEVICE:x}u", ""]
+    L += _latency_models()
     for s in S.STRUCTS:
         L += c_struct(s)
     L += ["#endif /* PN_SIM_SHM_H */"]
@@ -278,4 +294,31 @@ def hal_vecs_header() -> str:
     for v in V.VECS:
         L.append(f'\t{{"{v.name}", \'{v.how}\', {v.rel}, {v.delta}}},')
     L += ["};", f"#define FIRST_DMA_VEC {V.FIRST_DMA_VEC}", "", "#endif /* PN_HAL_VECS_H */"]
+    return "\n".join(L) + "\n"
+
+
+def hls_header() -> str:
+    """``pn_hls.h``: the route kernel's table and widths and the collective kernel's
+    operations, types and header word (:mod:`paranic.spec.kernels`), for ``hls/``."""
+    L = [_SPDX_BSD, *_generated("paranic/spec/kernels.py"), "#ifndef PN_HLS_H", "#define PN_HLS_H", "",
+         "/* route kernel: table depth and widths of its inputs */",
+         f"#define PN_ROUTE_TABLE_NODES {K.ROUTE_TABLE_NODES}",
+         f"#define PN_ROUTE_TABLE_ADDR_BITS {K.ROUTE_TABLE_ADDR_BITS}",
+         f"#define PN_DIM_BITS {K.DIM_BITS}", "",
+         "/* collective kernel */",
+         f"#define PN_COLL_MAX_BYTES {K.COLL_MAX_BYTES}",
+         f"#define PN_COLL_MAX_WORDS {K.COLL_MAX_WORDS}",
+         f"#define PN_COLL_DEFAULT_RADIX_LOG2 {K.COLL_DEFAULT_RADIX_LOG2}",
+         f"#define PN_COLL_MAX_RADIX_LOG2 {K.COLL_MAX_RADIX_LOG2}", ""]
+    for enum, prefix in ((K.CollOp, "PN_COLL_OP"), (K.CollType, "PN_COLL_T"), (K.CollRed, "PN_COLL_RED"),
+                         (K.CollPhase, "PN_COLL_PHASE"), (K.CollErr, "PN_COLL_ERR")):
+        L.append(f"/* {enum.__name__} */")
+        L += [f"#define {prefix}_{m.name} 0x{int(m.value):x}" for m in enum]
+        L.append("")
+    L += ["/* Bytes per element of each CollType */",
+          "#define PN_COLL_TYPE_BYTES(t) (" +
+          " : ".join(f"(t) == PN_COLL_T_{t.name} ? {b}" for t, b in K.COLL_TYPE_BYTES.items()) + " : 0)", ""]
+    L.append("/* The collective header: payload word 0 of a collective packet and of a host command */")
+    L += _c_field_macros("PN_COLLHDR", K.COLL_FIELDS)
+    L += ["", "#endif /* PN_HLS_H */"]
     return "\n".join(L) + "\n"

@@ -11,6 +11,7 @@ import re
 from typing import Callable, Iterable
 
 from . import fw as FW
+from . import kernels as K
 from . import link as LK
 from . import protocol as P
 from .fields import Field
@@ -91,6 +92,18 @@ def fw_tables() -> str:
     return "\n".join(L) + "\n"
 
 
+def hls_tables() -> str:
+    """The HLS kernels' interfaces in docs/hls.md (:mod:`paranic.spec.kernels`)."""
+    L = ["### `route` kernel ports", "", "| port | dir | width | meaning |", "|---|---|---|---|"]
+    L += [f"| `{n}` | {'in' if d == 'i' else 'out'} | {w} | {doc} |" for n, d, w, doc in K.ROUTE_PORTS]
+    L += ["", "### Collective header (payload word 0)", ""]
+    L += _md_fields(K.COLL_FIELDS, 64)
+    for enum in (K.CollOp, K.CollType, K.CollRed, K.CollPhase, K.CollErr):
+        L += ["", f"### `{enum.__name__}`", "", "| value | name |", "|---|---|"]
+        L += [f"| {int(t)} | `{t.name}` |" for t in enum]
+    return "\n".join(L) + "\n"
+
+
 #: Generated block name -> generator.
 TABLES: dict[str, Callable[[], str]] = {
     "protocol": protocol_tables,
@@ -98,6 +111,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "link-state": link_state_table,
     "link-down-reason": link_down_reason_table,
     "fw-status": fw_tables,
+    "hls": hls_tables,
 }
 
 _BLOCK = re.compile(r"(<!-- BEGIN GENERATED: ([\w-]+) -->\n)(.*?)(<!-- END GENERATED -->)", re.S)

@@ -63,6 +63,7 @@ class PacketType(IntEnum):
     RMA_PUT = 3   #: remote write into a registered region
     RMA_GET = 4   #: remote read request
     RMA_RESP = 5  #: remote read response
+    COLLECTIVE = 6  #: in-network reduce/allreduce/broadcast, consumed by the collective unit (docs/hls.md)
 
 
 #: Packet types a user context may send (PIO header or DMA descriptor); the NIC
@@ -189,6 +190,10 @@ class CtxReg(IntEnum):
     RX_HEAD = 0x010       #: W: consumer index of the RX ring (frees slots)
     BARRIER = 0x018       #: W: enter the hardware barrier
     IRQ_ARM = 0x020       #: W: arm this context's MSI for the next received packet
+    #: W (64-bit): store+doorbell. The store lands in PIO window word 0 (header word 0) and,
+    #: when it carries the upper 4 bytes (the length), rings the doorbell after it: the
+    #: doorbell folded into the header's store. See docs/host-interface.md "PIO transmit".
+    PIO_SEND = 0x028
     STATUS = 0x040        #: R: StatusBit flags
     RX_TAIL = 0x048       #: R: packets written into the RX ring (absolute count)
     TX_HEAD = 0x050       #: R: DMA descriptors consumed (absolute count)
@@ -335,4 +340,4 @@ BAR0_MSIX_PBA_OFFSET = BAR0_SOC_CSR_OFFSET + 0xF008
 #: pn_csr.h): the driver refuses a BAR0 whose ``ident`` is not NIC_IDENT ("PNIC") and
 #: reports ``version``, bumped whenever the CSR map or a register's meaning changes.
 NIC_IDENT = 0x504E4943
-NIC_VERSION = 3  # 2: management port, identity and fw_* CSRs; 3: two table sets, divert, injection gate, mgmt_tx_target
+NIC_VERSION = 4  # 2: management port, identity and fw_* CSRs; 3: two table sets, divert, injection gate, mgmt_tx_target; 4: PIO_SEND (store+doorbell), 64-bit context pages

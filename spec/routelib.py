@@ -26,7 +26,10 @@ class RouteTopo(ctypes.Structure):
     """``struct pn_route_topo``."""
 
     _fields_ = [("x", ctypes.c_uint16), ("y", ctypes.c_uint16),
-                ("down", ctypes.POINTER(ctypes.c_uint8))]
+                ("down", ctypes.POINTER(ctypes.c_uint8)), ("ties", ctypes.c_uint)]
+
+#: ``pn_route_topo.ties`` values (pn_route.h): split ties by parity, or every tie +.
+TIES = {"split": 0, "plus": 1}
 
 
 def _cache_root() -> Path:

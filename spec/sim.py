@@ -38,9 +38,11 @@ probability ``ber_threshold / 2**32`` (:func:`ber_to_threshold`); the gateware's
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from enum import IntEnum
 
 from .cstruct import CStruct, Member as M
+from . import protocol as P
 from .link import LINE_WORD_BITS
 
 VERSION = 1
@@ -75,7 +77,7 @@ class OpKind(IntEnum):
 
 OP_KIND_DOC = {
     OpKind.W32: "32-bit store at context-page offset `off`",
-    OpKind.W64: "64-bit store (two bus writes, low word first)",
+    OpKind.W64: "64-bit store: one bus beat on the NicCore cluster's 64-bit bus (two 32-bit writes, low word first, on the SoC cluster's)",
     OpKind.R32: "32-bit load from the context page; value = sequence number",
     OpKind.RCSR: "32-bit load of a read-only CSR word at byte address `off`",
     OpKind.WINDOW: "driver call: DMA window = heap base .. + value bytes",
@@ -121,7 +123,9 @@ CTL = CStruct("pn_sim_ctl", (
     M("queue_off", "u64", doc="byte offset of the pn_sim_op array"),
     M("pad0", "u8", 64 - 24),
     M("q_head", "u64", doc="client: entries pushed (absolute)"),
-    M("pad1", "u8", 56),
+    M("c_polls", "u64", doc="client: wait rounds, bumped after each look at host memory "
+                            "(the harness's pause, docs/simulator.md \"The clock\")"),
+    M("pad1", "u8", 48),
     M("q_tail", "u64", doc="harness: entries taken (absolute)"),
     M("pad2", "u8", 56),
     M("r_value", "u64", doc="harness: value of the last read ..."),
@@ -225,7 +229,9 @@ GLOBAL = CStruct("pn_sim_global", (
     M("dma_refused", "u64", doc="DMA requests outside client memory (refused, logged)"),
     M("mmio_ops", "u64", doc="client MMIO operations applied"),
     M("job_nodes", "u64", doc="size of the running job (0: none)"),
-    M("pad2", "u8", 64 - 32),
+    M("pauses", "u64", doc="times the clock waited for a client to look (docs/simulator.md)"),
+    M("pause_caps", "u64", doc="... of which the wall-clock cap ended (the client did not look)"),
+    M("pad2", "u8", 64 - 48),
 ), 256, "The harness's global shared memory (read-only for clients).")
 
 #: Link ports a node status record has room for (a torus router has 4).
@@ -258,7 +264,8 @@ status_period cycles while the clock runs (docs/simulator.md, "Status snapshot")
 Read it as a seqlock: seq even and unchanged around the copy.""")
 
 #: The global counters a tool reads.
-GLOBAL_COUNTERS = ("cycle", "sleeping", "clients", "dma_refused", "mmio_ops", "job_nodes")
+GLOBAL_COUNTERS = ("cycle", "sleeping", "clients", "dma_refused", "mmio_ops", "job_nodes", "pauses",
+                   "pause_caps")
 
 FAULT = CStruct("pn_sim_fault", (
     M("magic", "u64", doc="PN_SIM_MAGIC_FAULT"),
@@ -308,3 +315,125 @@ def ber_to_threshold(ber: float, bits: int = LINE_WORD_BITS) -> int:
         raise ValueError(f"bit-error rate must be a number in 0..1, not {ber!r}")
     p = 1.0 - (1.0 - ber) ** bits
     return min(round(p * 2**32), 2**32 - 1)
+
+
+# ---------------------------------------------------------------------------------------
+# Latency model (docs/simulator.md, "Latency model")
+#
+# The simulator's host and link latencies, per corner. Every number comes with its source
+# in docs/simulator.md's table; the harness takes them through the generated header
+# (PN_SIM_LATENCY_MODELS) and Python (paranic.sim.run, the benches) from here.
+
+#: Cable propagation: about 0.7 c in twinax copper and in fibre (5 ns per metre).
+NS_PER_M = 5.0
+#: The simulator's clock (the NIC's sys clock): one cycle in ns.
+_SYS_NS = 1e9 / P.TARGET_CLK_HZ
+
+
+@dataclass(frozen=True)
+class LinkLatency:
+    """One direction of one cable between two NICs' sys clock domains: the transceiver's
+    fixed TX + RX datapath (``serdes_ui`` unit intervals at ``line_gbps``), its TX buffer and
+    RX elastic buffer (``buffers_ns``), the two clock-domain crossings sys -> transceiver
+    clock (``gt_mhz``) and back (one cycle of the writing clock plus ``sync_stages`` of the
+    reading one each), and ``length_m`` of cable."""
+
+    line_gbps: float
+    serdes_ui: float
+    buffers_ns: float
+    gt_mhz: float
+    sync_stages: int
+    length_m: float
+
+    @property
+    def serdes_ns(self) -> float:
+        return self.serdes_ui / self.line_gbps
+
+    @property
+    def cdc_ns(self) -> float:
+        gt = 1e3 / self.gt_mhz
+        return (_SYS_NS + self.sync_stages * gt) + (gt + self.sync_stages * _SYS_NS)
+
+    @property
+    def propagation_ns(self) -> float:
+        return self.length_m * NS_PER_M
+
+    @property
+    def ns(self) -> float:
+        return self.serdes_ns + self.buffers_ns + self.cdc_ns + self.propagation_ns
+
+
+@dataclass(frozen=True)
+class LatencyModel:
+    """One corner: the harness's PCIe latencies (``paranic-sim --mmio-write-ns`` ...), the
+    receiving CPU's miss on a line the NIC wrote (``poll_miss_ns``, added to the DMA write's
+    visibility), and the cable (the gateware's ``SimPhy`` delay, a build parameter)."""
+
+    name: str
+    mmio_write_ns: float   #: CPU store -> applied on the NIC's bus (posted write)
+    mmio_read_ns: float    #: CPU load -> value back in the CPU (round trip)
+    dma_read_ns: float     #: DMA read request -> first completion beat
+    dma_write_ns: float    #: last beat of a DMA write -> in the host's memory system
+    poll_miss_ns: float    #: the polling CPU's miss on the written line (LLC/DDIO or DRAM)
+    link: LinkLatency
+
+    @property
+    def cable_ns(self) -> float:
+        return self.link.ns
+
+    def ns(self) -> dict[str, float]:
+        """Every latency of the model in ns, by :data:`LATENCY_KEYS`."""
+        return {k: round(getattr(self, f"{k}_ns"), 3) for k in LATENCY_KEYS}
+
+    def cycles(self) -> dict[str, int]:
+        """The same in cycles of the simulator's clock (:func:`ns_to_cycles`)."""
+        return {k: ns_to_cycles(v) for k, v in self.ns().items()}
+
+
+#: The model's latencies, by name: ``paranic-sim --<name>-ns`` (with ``_`` as ``-``) and
+#: the ready file's ``latency_cycles``/``latency_ns`` keys.
+LATENCY_KEYS = ("mmio_write", "mmio_read", "dma_read", "dma_write", "poll_miss", "cable")
+
+
+def ns_to_cycles(ns: float) -> int:
+    """ns -> whole cycles of ``P.TARGET_CLK_HZ``, rounded to nearest (the harness's rule)."""
+    return int(ns * P.TARGET_CLK_HZ / 1e9 + 0.5)
+
+
+#: Corners (docs/simulator.md, "Latency model", has each number's source).
+LATENCY_MODELS: dict[str, LatencyModel] = {m.name: m for m in (
+    LatencyModel("optimistic", mmio_write_ns=150, mmio_read_ns=700, dma_read_ns=450, dma_write_ns=150,
+                 poll_miss_ns=20,
+                 # GTYE3 16-bit 8b/10b, buffers bypassed; 0.5 m
+                 link=LinkLatency(line_gbps=10.0, serdes_ui=99 + 134.5, buffers_ns=0, gt_mhz=250,
+                                  sync_stages=2, length_m=0.5)),
+    LatencyModel("realistic", mmio_write_ns=225, mmio_read_ns=1000, dma_read_ns=550, dma_write_ns=225,
+                 poll_miss_ns=40,
+                 # GTYE4 32-bit 8b/10b with TX buffer and RX elastic buffer; 1 m
+                 link=LinkLatency(line_gbps=10.0, serdes_ui=169 + 242.5, buffers_ns=20, gt_mhz=250,
+                                  sync_stages=2, length_m=1.0)),
+    LatencyModel("pessimistic", mmio_write_ns=350, mmio_read_ns=1500, dma_read_ns=1000, dma_write_ns=350,
+                 poll_miss_ns=100,
+                 # GTPE2 (Artix-7) 6.25 Gb/s, buffers; 3-stage synchronisers; 3 m
+                 link=LinkLatency(line_gbps=6.25, serdes_ui=153.73 + 223, buffers_ns=40, gt_mhz=156.25,
+                                  sync_stages=3, length_m=3.0)),
+)}
+DEFAULT_MODEL = "realistic"
+
+
+def latency_model(name: str) -> LatencyModel:
+    """The corner called ``name``; a clear error for anything else."""
+    try:
+        return LATENCY_MODELS[name]
+    except (KeyError, TypeError):
+        raise ValueError(f"latency model {name!r}: give one of {', '.join(LATENCY_MODELS)}") from None
+
+
+def cable_cycles(model: str | None = None, cable_ns: float | None = None) -> int:
+    """The simulated cable's delay in cycles (``NicCluster(phy_delay=)``, at least 1):
+    ``cable_ns`` if given, else the model's (default :data:`DEFAULT_MODEL`)."""
+    if cable_ns is None:
+        cable_ns = latency_model(model or DEFAULT_MODEL).cable_ns
+    elif not isinstance(cable_ns, (int, float)) or math.isnan(cable_ns) or not 0 <= cable_ns <= 1e4:
+        raise ValueError(f"cable latency must be a number of ns in 0..10000, not {cable_ns!r}")
+    return max(1, ns_to_cycles(cable_ns))

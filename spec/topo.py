@@ -3,8 +3,12 @@
 Node ``i`` of an ``X x Y`` torus sits at ``(i % X, i // X)``; a ring of ``n`` nodes is an
 ``n x 1`` torus. Link port ``XP`` of node ``(x, y)`` is cabled to port ``XM`` of node
 ``(x+1, y)`` (mod X), and ``YP`` to ``YM`` of ``(x, y+1)``. Routing is X first, then Y,
-each along the shorter direction (ties go to the + direction), so the path between a
-source and a destination is unique, which with FIFO links gives in-order delivery.
+each along the shorter direction. A destination exactly half way round an even ring (a
+tie) goes + when the position in that dimension plus the destination's coordinate in
+the other dimension is even, else - (``ties="split"``, the default: both directions get
+half the ties); ``ties="plus"`` sends every tie + (the old rule, kept for comparison).
+Either way the path between a source and a destination is unique, which with FIFO links
+gives in-order delivery.
 The tables are what ``paranic topo`` prints and what the router's CSRs are loaded with.
 
 The routing function itself is C (``spec/c/pn_route.c``, :mod:`paranic.spec.routelib`): the
@@ -29,31 +33,35 @@ Down = Iterable[tuple[int, int]]
 class Topology:
     x: int
     y: int = 1
+    #: tie rule of the routing function: "split" (by parity) or "plus" (every tie +)
+    ties: str = "split"
 
     def __post_init__(self) -> None:
         if self.x < 1 or self.y < 1 or self.x * self.y > MAX_NODES:
             raise ValueError(f"bad topology {self.x}x{self.y}")
+        if self.ties not in ("split", "plus"):
+            raise ValueError(f"bad tie rule {self.ties!r}: use 'split' or 'plus'")
 
     @classmethod
-    def ring(cls, n: int) -> "Topology":
-        return cls(n, 1)
+    def ring(cls, n: int, ties: str = "split") -> "Topology":
+        return cls(n, 1, ties)
 
     @classmethod
-    def torus(cls, x: int, y: int) -> "Topology":
-        return cls(x, y)
+    def torus(cls, x: int, y: int, ties: str = "split") -> "Topology":
+        return cls(x, y, ties)
 
     @classmethod
-    def parse(cls, text: str) -> "Topology":
+    def parse(cls, text: str, ties: str = "split") -> "Topology":
         """``ring:8``, ``torus:4x4`` or ``8`` (a ring)."""
         kind, _, arg = text.partition(":")
         if not arg:
             kind, arg = "ring", kind
         try:
             if kind == "ring":
-                return cls.ring(int(arg))
+                return cls.ring(int(arg), ties)
             if kind == "torus":
                 a, b = arg.lower().split("x")
-                return cls.torus(int(a), int(b))
+                return cls.torus(int(a), int(b), ties)
         except ValueError:
             pass
         raise ValueError(f"bad topology {text!r}: use ring:N or torus:XxY")
@@ -95,9 +103,9 @@ class Topology:
 
     def _c(self, down: Down | None):
         """The ``struct pn_route_topo`` of this topology with ``down`` (kept alive)."""
-        from .routelib import RouteTopo
+        from .routelib import TIES, RouteTopo
 
-        t = RouteTopo(self.x, self.y, None)
+        t = RouteTopo(self.x, self.y, None, TIES[self.ties])
         arr = None
         if down:
             arr = (ctypes.c_uint8 * self.nodes)()
@@ -206,3 +214,49 @@ class Topology:
         if pattern == "all-to-one":
             return 0
         raise ValueError(f"unknown pattern {pattern!r}")
+
+    # -- channel load analysis -----------------------------------------------
+    def sources(self, pattern: str, self_traffic: bool = True) -> dict[int, dict[int, float]]:
+        """Traffic matrix of ``pattern`` per unit injection rate: ``{src: {dst: share}}``,
+        shares of a source summing to 1. ``uniform``: every other node alike (no self
+        traffic, as the hardware generator draws it); a permutation or ``all-to-one``:
+        :meth:`pattern_dst`. A node whose pattern destination is itself sends to itself
+        (through its router's local port: injection and ejection only), as the traffic
+        generator does; ``self_traffic=False`` makes it silent instead."""
+        n = self.nodes
+        out: dict[int, dict[int, float]] = {}
+        for s in range(n):
+            if pattern == "uniform":
+                if n > 1:
+                    out[s] = {d: 1.0 / (n - 1) for d in range(n) if d != s}
+                continue
+            d = self.pattern_dst(pattern, s)
+            if d != s or self_traffic:
+                out[s] = {d: 1.0}
+        return out
+
+    def channel_loads(self, pattern: str, self_traffic: bool = True) -> dict[tuple, float]:
+        """Expected load of every channel per unit injection rate of each sending node
+        (the routing function's paths, :meth:`path`): keys ``("inject", node)``,
+        ``("eject", node)``, ``("link", node, port)`` (the link leaving ``node`` on
+        ``port``); a load of 1.5 means the channel would need 1.5 words/cycle when
+        every sending node injects 1 word/cycle."""
+        loads: dict[tuple, float] = {("inject", i): 0.0 for i in range(self.nodes)}
+        loads.update({("eject", i): 0.0 for i in range(self.nodes)})
+        loads.update({("link", n, p): 0.0 for n, p, _, _ in self.links()})
+        for s, dsts in self.sources(pattern, self_traffic).items():
+            for d, share in dsts.items():
+                loads[("inject", s)] += share
+                loads[("eject", d)] += share
+                path = self.path(s, d)
+                for a, b in zip(path, path[1:]):
+                    loads[("link", a, self.route(a, d))] += share
+        return loads
+
+    def saturation_bound(self, pattern: str, self_traffic: bool = True) -> float:
+        """Throughput bound per sending node (fraction of a link's word rate) of
+        ``pattern`` under this routing: ``min(1, 1 / max channel load)``
+        (:meth:`channel_loads`; injection and ejection channels included, so it
+        never exceeds 1)."""
+        worst = max(self.channel_loads(pattern, self_traffic).values())
+        return min(1.0, 1.0 / worst) if worst > 0 else 1.0

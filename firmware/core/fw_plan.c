@@ -48,7 +48,7 @@ static unsigned int nodes(const struct fw *f)
 
 static unsigned int route_to(const struct fw *f, const uint8_t *down, unsigned int dst)
 {
-	struct pn_route_topo t = {(uint16_t)f->X, (uint16_t)f->Y, down};
+	struct pn_route_topo t = {(uint16_t)f->X, (uint16_t)f->Y, down, PN_ROUTE_TIES_SPLIT};
 
 	return pn_route(&t, f->id, dst);
 }
@@ -101,7 +101,7 @@ static int all_at(const struct fw *f, const uint8_t *down, uint32_t gen, int arm
  * so: plans differ only when routes do. */
 static void cable_set(const struct fw *f, uint8_t *down)
 {
-	struct pn_route_topo t = {(uint16_t)f->X, (uint16_t)f->Y, f->down};
+	struct pn_route_topo t = {(uint16_t)f->X, (uint16_t)f->Y, f->down, PN_ROUTE_TIES_SPLIT};
 	unsigned int d, p, fp, far;
 
 	copy_down(down, f->down, FW_MAX_NODES);
@@ -181,7 +181,7 @@ static void leader_plan(const struct fw *f, struct fw_plan *p)
 static void load(struct fw *f, unsigned int set, const struct fw_plan *p, uint8_t *table)
 {
 	const struct fw_hw *hw = f->hw;
-	struct pn_route_topo t = {(uint16_t)f->X, (uint16_t)f->Y, p->down};
+	struct pn_route_topo t = {(uint16_t)f->X, (uint16_t)f->Y, p->down, PN_ROUTE_TIES_SPLIT};
 	unsigned int d;
 
 	pn_route_table(&t, f->id, table, f->depth);
@@ -195,7 +195,7 @@ static void load(struct fw *f, unsigned int set, const struct fw_plan *p, uint8_
 /* State and error from the plan in use. */
 static void settle(struct fw *f)
 {
-	struct pn_route_topo t = {(uint16_t)f->X, (uint16_t)f->Y, f->cur.down};
+	struct pn_route_topo t = {(uint16_t)f->X, (uint16_t)f->Y, f->cur.down, PN_ROUTE_TIES_SPLIT};
 	uint8_t table[FW_MAX_TABLE];
 	unsigned int d, anydown = 0, lost;
 
@@ -272,7 +272,7 @@ int fw_plan_transmit(struct fw *f)
 /* The cable on our link port p is out of service in `down` (either end says so). */
 static int cable_down(const struct fw *f, const uint8_t *down, unsigned int p)
 {
-	struct pn_route_topo t = {(uint16_t)f->X, (uint16_t)f->Y, down};
+	struct pn_route_topo t = {(uint16_t)f->X, (uint16_t)f->Y, down, PN_ROUTE_TIES_SPLIT};
 	unsigned int fp, far = pn_route_neighbor(&t, f->id, p, &fp);
 
 	return (down[f->id] >> (p - 1) & 1) || (down[far] >> (fp - 1) & 1);

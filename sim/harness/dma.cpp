@@ -73,6 +73,7 @@ void Harness::dma_written(int node, Client *cl, uint64_t adr, uint32_t n, const 
 			store64(&t->rx_valid_count, v);
 			store64(&t->rx_valid_cycle, cycle);
 			store64(&t->rx_valids, t->rx_valids + 1);
+			owe(cl);   /* a packet the client may be polling for */
 		}
 	} else if (off == h.status_off && n >= PN_STATUS_BLOCK_BYTES) {
 		uint32_t bd;
@@ -83,5 +84,6 @@ void Harness::dma_written(int node, Client *cl, uint64_t adr, uint32_t n, const 
 			store64(&t->barrier_done_cycle, cycle);
 		}
 		store64(&t->status_cycle, cycle);
+		owe(cl);   /* TX / PIO done or a barrier: what its send and barrier waits poll */
 	}
 }

@@ -29,9 +29,18 @@
 #include "paranic/pn_ctxseq.h"
 #include "paranic/pn_protocol.h"
 
+/* The host bus's data word: SIM_BUS_BYTES (cluster_gen.h) 8 for a NicCore cluster (a
+ * 64-bit store is one beat), 4 for a SoC cluster (its BAR0 window is 32-bit). */
+#if SIM_BUS_BYTES == 8
+typedef QData BusData;
+#else
+typedef IData BusData;
+#endif
+
 /* Pointers to one node's top-level ports of the Verilated model (cluster_gen.cpp). */
 struct NodePorts {
-	IData *bus_adr, *bus_dat_w, *bus_dat_r;
+	IData *bus_adr;
+	BusData *bus_dat_w, *bus_dat_r;
 	CData *bus_sel, *bus_cyc, *bus_stb, *bus_we, *bus_ack;
 	CData *rd_valid, *rd_ready, *rd_we;
 	QData *rd_adr;
@@ -65,10 +74,15 @@ struct Config {
 	std::string ready_file;
 	std::string shm_path;
 	std::string log_file;
-	double mmio_write_ns = 150;   /* CPU store -> applied on the device's bus */
-	double mmio_read_ns = 1000;   /* CPU load -> value back in the CPU (round trip) */
-	double dma_read_ns = 500;     /* DMA read request -> first completion beat */
-	double dma_write_ns = 150;    /* DMA write request's last beat -> visible in memory */
+	/* Latencies: main() sets them from the --model corner (paranic.spec.sim.LATENCY_MODELS,
+	 * PN_SIM_LATENCY_MODELS) unless an option gives one. */
+	std::string model = PN_SIM_DEFAULT_MODEL;
+	double mmio_write_ns = 0;     /* CPU store -> applied on the device's bus */
+	double mmio_read_ns = 0;      /* CPU load -> value back in the CPU (round trip) */
+	double dma_read_ns = 0;       /* DMA read request -> first completion beat */
+	double dma_write_ns = 0;      /* DMA write request's last beat -> in the host's memory system */
+	double poll_miss_ns = 0;      /* ... -> the polling CPU has the line (its cache miss) */
+	double model_cable_ns = 0;    /* the model's cable (the built one is SIM_PHY_DELAY cycles) */
 	uint32_t ber_threshold = 0;   /* every cable: P(bit flipped in a line word) * 2^32 */
 	uint32_t rcb = 64;            /* read completion boundary */
 	uint32_t max_read = 512;      /* max read request size */
@@ -93,8 +107,16 @@ struct Config {
 	Config() { for (int &c : cfg_id) c = -1; }
 	std::vector<FaultEvent> faults;   /* --cut, --mend, --ber-cable */
 	uint32_t status_period = 16384; /* cycles between status snapshots of a node (0: none) */
+	/* The pause (pause.cpp): the clock runs at most pause_grace cycles past something made
+	 * visible to a polling client until its poll counter moved, and waits at most
+	 * pause_cap_ms of wall time for it (0: never pause). */
+	uint32_t pause_grace = 8;
+	double pause_cap_ms = 20;
 
 	uint32_t c_mmio_w = 0, c_mmio_r = 0, c_dma_r = 0, c_dma_w = 0;
+	/* c_dma_w = c_dma_w_pcie + c_poll_miss: a DMA write is visible to the client (and in
+	 * the trace records) when the polling CPU would have the line. */
+	uint32_t c_dma_w_pcie = 0, c_poll_miss = 0, c_model_cable = 0;
 };
 
 struct Client;
@@ -102,9 +124,10 @@ class Harness;
 
 /* A Wishbone access of a script or of a client operation. */
 struct WbStep {
-	uint32_t adr;   /* byte address */
-	uint32_t dat;
+	uint32_t adr;   /* byte address (4-aligned; 8-aligned for an 8-byte store) */
+	uint64_t dat;
 	uint8_t we;
+	uint8_t bytes = 4;   /* 4, or 8: a 64-bit store in one beat (SIM_BUS_BYTES 8 only) */
 };
 
 /* A privileged access sequence run atomically on one node's bus (the harness's
@@ -253,6 +276,12 @@ struct Client {
 	uint8_t *ram = nullptr;
 	uint64_t ram_bytes = 0;
 	pn_sim_trace dev_trace{};   /* its (unpublished) trace record */
+	/* The pause (pause.cpp): the cycle something became visible that the client has not
+	 * looked at yet (UINT64_MAX: nothing), and its poll counter and queue head then; its
+	 * poll counter when the wall-clock cap last ended a pause for it (a client is waited
+	 * for only while its counter differs: it polls). */
+	uint64_t owed_cycle = UINT64_MAX, owed_polls = 0, owed_qhead = 0;
+	uint64_t polls_capped = 0;
 };
 
 /* The welcome's fields every client gets; sending it with an fd (clients.cpp). */
@@ -361,6 +390,10 @@ private:
 	void fault_apply(const FaultEvent &e);
 	void on_fault_request(Client *cl, const pn_sim_fault &f);
 	bool cable_cut_at(int node, int port) const;
+	/* pause.cpp: the clock waits for clients to look */
+	void owe(Client *cl);
+	bool pause_scan();
+	void pause_wait();
 	/* report.cpp */
 	void write_ready();
 	void print_stats(double wall);
@@ -402,4 +435,6 @@ private:
 	std::vector<uint64_t> status_next;   /* status.cpp: when node n's next refresh is due */
 	std::vector<bool> status_pending;    /* ... and whether one is under way */
 	uint64_t status_due = UINT64_MAX;    /* the earliest status_next not under way */
+	uint64_t pause_at = UINT64_MAX;      /* pause.cpp: the earliest owed_cycle + grace */
+	double pause_wall = 0;               /* seconds spent paused */
 };

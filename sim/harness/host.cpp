@@ -77,6 +77,11 @@ void Host::start_item(uint64_t cycle)
 				nsteps = 1;
 				break;
 			case PN_SIM_OP_W64:
+				if (SIM_BUS_BYTES == 8 && !(it.off & 7)) {   /* one beat */
+					csteps[0] = {page + it.off, it.value, 1, 8};
+					nsteps = 1;
+					break;
+				}
 				csteps[0] = {page + it.off, (uint32_t)it.value, 1};
 				csteps[1] = {page + it.off + 4, (uint32_t)(it.value >> 32), 1};
 				nsteps = 2;
@@ -120,9 +125,16 @@ void Host::drive_wb()
 {
 	if (item_active) {
 		const WbStep &s = steps[step_i];
-		*p.bus_adr = s.adr >> 2;
-		*p.bus_dat_w = s.dat;
+		*p.bus_adr = s.adr / SIM_BUS_BYTES;
+#if SIM_BUS_BYTES == 8
+		/* a 4-byte access is one beat on its half of the 64-bit word */
+		unsigned hi = s.bytes == 4 && (s.adr & 4);
+		*p.bus_dat_w = hi ? s.dat << 32 : s.dat;
+		*p.bus_sel = s.bytes == 8 ? 0xFF : hi ? 0xF0 : 0x0F;
+#else
+		*p.bus_dat_w = (uint32_t)s.dat;
 		*p.bus_sel = 0xF;
+#endif
 		*p.bus_we = s.we;
 		*p.bus_cyc = 1;
 		*p.bus_stb = 1;
@@ -317,7 +329,8 @@ void Host::post(uint64_t cycle)
 	if (item_active && *p.bus_ack) {
 		const WbStep &s = steps[step_i];
 		if (!s.we) {
-			uint32_t v = *p.bus_dat_r;
+			uint32_t v = (uint32_t)(SIM_BUS_BYTES == 8 && (s.adr & 4) ? (uint64_t)*p.bus_dat_r >> 32
+										  : *p.bus_dat_r);
 			if (cur.script)
 				cur.script->reads.push_back(v);
 			else

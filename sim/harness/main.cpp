@@ -56,6 +56,30 @@ template <typename T> static bool uint_opt(const char *opt, const char *arg, uin
 /* Latencies: up to a millisecond (the cycle counts must fit 32 bits at any clock). */
 #define MAX_LATENCY_NS 1e6
 
+/* The latency model's corners (paranic.spec.sim.LATENCY_MODELS, generated into
+ * pn_sim_shm.h): --model sets every latency at once, a latency option overrides one. */
+struct LatencyModel {
+	const char *name;
+	double mmio_write, mmio_read, dma_read, dma_write, poll_miss, cable;
+};
+static const LatencyModel latency_models[] = {
+#define X(n, mw, mr, dr, dw, pm, cab) {#n, mw, mr, dr, dw, pm, cab},
+	PN_SIM_LATENCY_MODELS(X)
+#undef X
+};
+
+static const LatencyModel *find_model(const char *name)
+{
+	for (const LatencyModel &m : latency_models)
+		if (!strcmp(m.name, name))
+			return &m;
+	std::string names;
+	for (const LatencyModel &m : latency_models)
+		names += std::string(names.empty() ? "" : ", ") + m.name;
+	fprintf(stderr, "paranic-sim: --model %s: give one of %s\n", name, names.c_str());
+	return nullptr;
+}
+
 static void on_signal(int)
 {
 	if (the_harness)
@@ -157,10 +181,15 @@ static void usage(FILE *f)
 		"  --shm PATH           global shared memory: clock and trace records\n"
 		"                       (default /dev/shm/paranic-sim-<pid>)\n"
 		"  --log PATH           also append log lines to PATH\n"
-		"  --mmio-write-ns NS   CPU store to device bus (default 150)\n"
-		"  --mmio-read-ns NS    CPU load round trip (default 1000)\n"
-		"  --dma-read-ns NS     DMA read request to first completion (default 500)\n"
-		"  --dma-write-ns NS    DMA write to visible in host memory (default 150)\n"
+		"  --model NAME         latency model corner: optimistic, realistic or pessimistic\n"
+		"                       (default " PN_SIM_DEFAULT_MODEL "; docs/simulator.md \"Latency model\"); it\n"
+		"                       sets the five latencies below, which override it one by one\n"
+		"  --mmio-write-ns NS   CPU store to device bus (posted write)\n"
+		"  --mmio-read-ns NS    CPU load round trip\n"
+		"  --dma-read-ns NS     DMA read request to first completion\n"
+		"  --dma-write-ns NS    DMA write's last beat to the host's memory system\n"
+		"  --poll-miss-ns NS    then to the polling CPU's core (its cache miss on the line)\n"
+		"                       (the cable is the build's: python -m paranic.sim --model/--cable-ns)\n"
 		"  --ber-threshold N    every cable flips a bit of a line word with probability\n"
 		"                       N / 2^32 (default 0; `python -m paranic.sim --ber RATE`\n"
 		"                       converts a bit-error rate: paranic.spec.sim.ber_to_threshold)\n"
@@ -180,6 +209,9 @@ static void usage(FILE *f)
 		"  --max-cycles N       stop after N cycles\n"
 		"  --stats S            print a statistics line every S seconds\n"
 		"  --free-run           run the clock at full speed even when idle (speed tests)\n"
+		"  --pause-grace N      run the clock at most N cycles past something shown to a polling\n"
+		"                       client until it has looked (default 8; docs/simulator.md)\n"
+		"  --pause-cap-ms MS    ... waiting at most MS of wall time for it (default 20; 0: never pause)\n"
 		"  --no-link-activity   link work on the cables does not count as activity (to measure\n"
 		"                       what it buys; the clock then crawls while links replay)\n"
 		"SoC clusters (firmware mode; docs/simulator.md):\n"
@@ -199,7 +231,8 @@ int main(int argc, char **argv)
 {
 	Config c;
 	enum { O_READY = 256, O_SHM, O_LOG, O_MW, O_MR, O_DR, O_DW, O_BER, O_RCB, O_MAXR, O_MAXP, O_RADIX,
-	       O_A2A, O_IDLE, O_BURST, O_TICK, O_MAXC, O_STATS, O_SOCK, O_FREE, O_FAULT, O_STATUS, O_NOLINK };
+	       O_A2A, O_IDLE, O_BURST, O_TICK, O_MAXC, O_STATS, O_SOCK, O_FREE, O_FAULT, O_STATUS, O_NOLINK,
+	       O_PGRACE, O_PCAP, O_MODEL, O_PM };
 	static const struct option opts[] = {
 		{"socket", required_argument, nullptr, O_SOCK},
 		{"ready-file", required_argument, nullptr, O_READY},
@@ -209,6 +242,8 @@ int main(int argc, char **argv)
 		{"mmio-read-ns", required_argument, nullptr, O_MR},
 		{"dma-read-ns", required_argument, nullptr, O_DR},
 		{"dma-write-ns", required_argument, nullptr, O_DW},
+		{"poll-miss-ns", required_argument, nullptr, O_PM},
+		{"model", required_argument, nullptr, O_MODEL},
 		{"ber-threshold", required_argument, nullptr, O_BER},
 		{"rcb", required_argument, nullptr, O_RCB},
 		{"max-read", required_argument, nullptr, O_MAXR},
@@ -222,6 +257,8 @@ int main(int argc, char **argv)
 		{"stats", required_argument, nullptr, O_STATS},
 		{"free-run", no_argument, nullptr, O_FREE},
 		{"no-link-activity", no_argument, nullptr, O_NOLINK},
+		{"pause-grace", required_argument, nullptr, O_PGRACE},
+		{"pause-cap-ms", required_argument, nullptr, O_PCAP},
 		{"firmware", required_argument, nullptr, O_FW_},
 		{"dna", required_argument, nullptr, O_DNA_},
 		{"node-id", required_argument, nullptr, O_NODEID_},
@@ -234,6 +271,9 @@ int main(int argc, char **argv)
 		{"help", no_argument, nullptr, 'h'},
 		{nullptr, 0, nullptr, 0},
 	};
+	/* A latency option's value, or NaN: the model's. */
+	const double unset = std::numeric_limits<double>::quiet_NaN();
+	double mw = unset, mr = unset, dr = unset, dw = unset, pm = unset;
 	int o, oi = -1;
 	while ((o = getopt_long(argc, argv, "vh", opts, &oi)) != -1) {
 		const char *name = oi >= 0 ? opts[oi].name : "";   /* a long option's name */
@@ -250,10 +290,12 @@ int main(int argc, char **argv)
 		case O_READY: c.ready_file = optarg; break;
 		case O_SHM: c.shm_path = optarg; break;
 		case O_LOG: c.log_file = optarg; break;
-		case O_MW: ok = num_opt(name, optarg, 0, MAX_LATENCY_NS, &c.mmio_write_ns); break;
-		case O_MR: ok = num_opt(name, optarg, 0, MAX_LATENCY_NS, &c.mmio_read_ns); break;
-		case O_DR: ok = num_opt(name, optarg, 0, MAX_LATENCY_NS, &c.dma_read_ns); break;
-		case O_DW: ok = num_opt(name, optarg, 0, MAX_LATENCY_NS, &c.dma_write_ns); break;
+		case O_MODEL: ok = find_model(optarg) != nullptr; c.model = optarg; break;
+		case O_MW: ok = num_opt(name, optarg, 0, MAX_LATENCY_NS, &mw); break;
+		case O_MR: ok = num_opt(name, optarg, 0, MAX_LATENCY_NS, &mr); break;
+		case O_DR: ok = num_opt(name, optarg, 0, MAX_LATENCY_NS, &dr); break;
+		case O_DW: ok = num_opt(name, optarg, 0, MAX_LATENCY_NS, &dw); break;
+		case O_PM: ok = num_opt(name, optarg, 0, MAX_LATENCY_NS, &pm); break;
 		case O_BER: ok = uint_opt(name, optarg, 0, UINT32_MAX, &c.ber_threshold); break;
 		case O_RCB:
 			ok = uint_opt(name, optarg, 8, 4096, &c.rcb);
@@ -274,6 +316,8 @@ int main(int argc, char **argv)
 		case O_STATUS: ok = uint_opt(name, optarg, 0, UINT32_MAX, &c.status_period); break;
 		case O_FREE: c.free_run = true; break;
 		case O_NOLINK: c.link_activity = false; break;
+		case O_PGRACE: ok = uint_opt(name, optarg, 0, 1000000, &c.pause_grace); break;
+		case O_PCAP: ok = num_opt(name, optarg, 0, 10000, &c.pause_cap_ms); break;
 		case O_FW_:
 		case O_DNA_:
 		case O_NODEID_:
@@ -301,11 +345,24 @@ int main(int argc, char **argv)
 	}
 	if (c.shm_path.empty())
 		c.shm_path = "/dev/shm/paranic-sim-" + std::to_string(getpid());
+	const LatencyModel *m = find_model(c.model.c_str());
+	if (!m)
+		return 2;
+	c.mmio_write_ns = std::isnan(mw) ? m->mmio_write : mw;
+	c.mmio_read_ns = std::isnan(mr) ? m->mmio_read : mr;
+	c.dma_read_ns = std::isnan(dr) ? m->dma_read : dr;
+	c.dma_write_ns = std::isnan(dw) ? m->dma_write : dw;
+	c.poll_miss_ns = std::isnan(pm) ? m->poll_miss : pm;
+	c.model_cable_ns = m->cable;
+	/* ns -> cycles, rounded to nearest: paranic.spec.sim.ns_to_cycles */
 	auto cyc = [](double ns) { return (uint32_t)((ns * PN_TARGET_CLK_HZ) / 1e9 + 0.5); };
 	c.c_mmio_w = cyc(c.mmio_write_ns);
 	c.c_mmio_r = cyc(c.mmio_read_ns);
 	c.c_dma_r = cyc(c.dma_read_ns);
-	c.c_dma_w = cyc(c.dma_write_ns);
+	c.c_dma_w_pcie = cyc(c.dma_write_ns);
+	c.c_poll_miss = cyc(c.poll_miss_ns);
+	c.c_dma_w = c.c_dma_w_pcie + c.c_poll_miss;
+	c.c_model_cable = std::max<uint32_t>(1, cyc(c.model_cable_ns));
 	if (!c.log_file.empty()) {
 		sim_open_log(c.log_file.c_str());
 	}
@@ -321,8 +378,13 @@ int main(int argc, char **argv)
 
 	Harness h(c);
 	the_harness = &h;
-	sim_log("%s: %d nodes, %d contexts, MTU %d; latencies (cycles of %d MHz): MMIO write %u, MMIO read %u, "
-		"DMA read %u, DMA write %u; cable error threshold %u / 2^32", SIM_TOPO, SIM_NODES, SIM_N_CTX, SIM_MTU, PN_TARGET_CLK_HZ / 1000000,
-		c.c_mmio_w, c.c_mmio_r, c.c_dma_r, c.c_dma_w, c.ber_threshold);
+	sim_log("%s: %d nodes, %d contexts, MTU %d; latencies (model %s, cycles of %d MHz): MMIO write %u, MMIO read %u, "
+		"DMA read %u, DMA write %u + poll miss %u, cable %d; cable error threshold %u / 2^32", SIM_TOPO, SIM_NODES,
+		SIM_N_CTX, SIM_MTU, c.model.c_str(), PN_TARGET_CLK_HZ / 1000000, c.c_mmio_w, c.c_mmio_r, c.c_dma_r,
+		c.c_dma_w_pcie, c.c_poll_miss, SIM_PHY_DELAY, c.ber_threshold);
+	if ((uint32_t)SIM_PHY_DELAY != c.c_model_cable)
+		sim_log("note: this build's cables delay %d cycles, model %s's %u (%.1f ns): build with "
+			"`python -m paranic.sim --model %s` for the model's", SIM_PHY_DELAY, c.model.c_str(),
+			c.c_model_cable, c.model_cable_ns, c.model.c_str());
 	return h.run();
 }

@@ -24,6 +24,20 @@ void Harness::client_error(Client *cl, const char *fmt, ...)
 			cl->pid, cl->node, cl->ctx, buf);
 }
 
+/* A store that rings the PIO doorbell: PIO_DOORBELL, or PIO_SEND's upper half (the
+ * store+doorbell, docs/host-interface.md). */
+static bool rings_pio(int kind, uint32_t off)
+{
+	return (kind == PN_SIM_OP_W32 && (off == PN_REG_PIO_DOORBELL || off == PN_REG_PIO_SEND + 4)) ||
+	       (kind == PN_SIM_OP_W64 && off == PN_REG_PIO_SEND);
+}
+
+/* A store into the PIO window, or PIO_SEND's lower half alone (window word 0). */
+static bool stages_pio(int kind, uint32_t off)
+{
+	return off >= PN_PIO_WINDOW_OFFSET || (kind == PN_SIM_OP_W32 && off == PN_REG_PIO_SEND);
+}
+
 bool Harness::item_live(const MmioItem &it) const
 {
 	return it.cl->st == CState::Active && it.cl->gen == it.cl_gen;
@@ -34,12 +48,13 @@ void Harness::op_done(int node, const MmioItem &it, const uint32_t *vals, uint64
 	Client *cl = it.cl;
 	pn_sim_trace *t = cl->trace;
 	g->mmio_ops++;
+	if (rings_pio(it.kind, it.off)) {
+		store64(&t->pio_doorbell_cycle, cyc);
+		store64(&t->pio_doorbells, t->pio_doorbells + 1);
+	}
 	switch (it.kind) {
 	case PN_SIM_OP_W32:
-		if (it.off == PN_REG_PIO_DOORBELL) {
-			store64(&t->pio_doorbell_cycle, cyc);
-			store64(&t->pio_doorbells, t->pio_doorbells + 1);
-		} else if (it.off == PN_REG_TX_TAIL) {
+		if (it.off == PN_REG_TX_TAIL) {
 			store64(&t->tx_tail_cycle, cyc);
 			store64(&t->tx_tails, t->tx_tails + 1);
 		} else if (it.off == PN_REG_BARRIER) {
@@ -107,12 +122,12 @@ void Harness::pull_queues()
 					client_error(cl, "store at page offset %#x", op.off);
 					continue;
 				}
-				if (op.off >= PN_PIO_WINDOW_OFFSET) {
+				if (stages_pio(op.kind, op.off)) {
 					if (!cl->pio_started) {
 						cl->pio_started = true;
 						store64(&cl->trace->issue_cycle, cycle);
 					}
-				} else if (op.kind == PN_SIM_OP_W32 && op.off == PN_REG_PIO_DOORBELL) {
+				} else if (rings_pio(op.kind, op.off)) {
 					if (!cl->pio_started)
 						store64(&cl->trace->issue_cycle, cycle);
 					cl->pio_started = false;

@@ -48,10 +48,19 @@ void Harness::write_ready()
 		 cfg.socket.c_str(), cfg.shm_path.c_str(), (int)getpid(), SIM_TOPO, SIM_NODES, SIM_N_CTX, SIM_MTU,
 		 PN_TARGET_CLK_HZ, (unsigned long long)cycle);
 	j += buf;
+	/* The latency model (docs/simulator.md, "Latency model"): dma_write is what the
+	 * harness applies (to the polling CPU: dma_write_pcie + poll_miss), cable the build's. */
 	snprintf(buf, sizeof(buf),
-		 "\"latency_cycles\": {\"mmio_write\": %u, \"mmio_read\": %u, \"dma_read\": %u, \"dma_write\": %u}, "
-		 "\"ber_threshold\": %u, ",
-		 cfg.c_mmio_w, cfg.c_mmio_r, cfg.c_dma_r, cfg.c_dma_w, cfg.ber_threshold);
+		 "\"latency_cycles\": {\"mmio_write\": %u, \"mmio_read\": %u, \"dma_read\": %u, \"dma_write\": %u, "
+		 "\"dma_write_pcie\": %u, \"poll_miss\": %u, \"cable\": %d}, \"ber_threshold\": %u, ",
+		 cfg.c_mmio_w, cfg.c_mmio_r, cfg.c_dma_r, cfg.c_dma_w, cfg.c_dma_w_pcie, cfg.c_poll_miss, SIM_PHY_DELAY,
+		 cfg.ber_threshold);
+	j += buf;
+	snprintf(buf, sizeof(buf),
+		 "\"model\": \"%s\", \"latency_ns\": {\"mmio_write\": %g, \"mmio_read\": %g, \"dma_read\": %g, "
+		 "\"dma_write\": %g, \"poll_miss\": %g, \"cable\": %g}, \"model_cable_cycles\": %u, ",
+		 cfg.model.c_str(), cfg.mmio_write_ns, cfg.mmio_read_ns, cfg.dma_read_ns, cfg.dma_write_ns, cfg.poll_miss_ns,
+		 SIM_PHY_DELAY * 1e9 / PN_TARGET_CLK_HZ, cfg.c_model_cable);
 	j += buf;
 	/* Firmware mode: the cycles from reset to a routed cluster, and node ids by index. */
 #ifdef SIM_SOC
@@ -89,4 +98,7 @@ void Harness::print_stats(double wall)
 		g->clients, (unsigned long long)g->mmio_ops, (unsigned long long)wb, (unsigned long long)r,
 		(unsigned long long)w, (unsigned long long)g->dma_refused, (unsigned long long)errors,
 		(unsigned long long)client_errors);
+	if (g->pauses)
+		sim_log("paused %llu times for clients to look (%.3f s of wall time; %llu ended by the cap)",
+			(unsigned long long)g->pauses, pause_wall, (unsigned long long)g->pause_caps);
 }

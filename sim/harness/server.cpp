@@ -140,6 +140,8 @@ bool Harness::anything_in_flight() const
 
 void Harness::step()
 {
+	if (cycle >= pause_at)
+		pause_wait();   /* a client has not looked at what it was shown (pause.cpp) */
 	faults_tick();
 	pull_queues();
 	for (Host *h : hosts)
@@ -168,6 +170,7 @@ void Harness::step()
 			if (r.cl->st == CState::Active && r.cl->gen == r.gen) {
 				__atomic_store_n(&r.cl->ctl->r_value, r.value, __ATOMIC_RELAXED);
 				__atomic_store_n(&r.cl->ctl->r_seq, r.seq, __ATOMIC_RELEASE);
+				owe(r.cl);   /* it waits for the answer */
 			}
 			replies[i] = replies.back();
 			replies.pop_back();

@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 
 from paranic.spec import protocol as P
-from paranic.spec.sim import ber_to_threshold
+from paranic.spec.sim import DEFAULT_MODEL, LATENCY_MODELS, ber_to_threshold, cable_cycles
 from paranic.spec.topo import Topology
 
 from .build import build
@@ -44,6 +44,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--firmware", metavar="PATH|probe",
                     help="--soc: the ROM image (firmware.init; default: `make firmware`'s), or 'probe' "
                          "for the bring-up probe (give every node an id: -- --node-id I=ID ...)")
+    ap.add_argument("--split", action="store_true",
+                    help="one Verilated model per node (docs/simulator.md, \"Split build\")")
+    ap.add_argument("--model", choices=tuple(LATENCY_MODELS),
+                    help=f"latency model corner (default {DEFAULT_MODEL}): the harness's latencies and "
+                         "the cables' delay (docs/simulator.md, \"Latency model\")")
+    ap.add_argument("--cable-ns", type=float, metavar="NS",
+                    help="cable delay (transceivers, clock crossings, propagation) instead of the model's")
     ap.add_argument("args", nargs=argparse.REMAINDER, help="-- options for paranic-sim (see --help there)")
     a = ap.parse_args(argv)
     try:
@@ -57,7 +64,13 @@ def main(argv: list[str] | None = None) -> int:
         topo = Topology.parse(a.topo)
     except ValueError as e:
         ap.error(str(e))
-    exe = build(topo, mtu=a.mtu, n_ctx=a.contexts, soc=a.soc)
+    if a.split and a.soc:
+        ap.error("--split: a SoC cluster has no split build")
+    try:
+        phy_delay = cable_cycles(a.model, a.cable_ns)
+    except ValueError as e:
+        ap.error(str(e))
+    exe = build(topo, mtu=a.mtu, n_ctx=a.contexts, soc=a.soc, split=a.split, phy_delay=phy_delay)
     if a.build_only:
         print(exe)
         return 0
@@ -77,7 +90,9 @@ def main(argv: list[str] | None = None) -> int:
     sock = a.socket or str(socket_path(a.cluster))
     Path(sock).parent.mkdir(parents=True, exist_ok=True)
     extra = [x for x in a.args if x != "--"]
-    os.execv(str(exe), [str(exe), "--socket", sock, "--ber-threshold", str(threshold), *faults, *fw, *extra])
+    model = ["--model", a.model] if a.model else []
+    os.execv(str(exe), [str(exe), "--socket", sock, "--ber-threshold", str(threshold), *model, *faults, *fw,
+                        *extra])
     return 1
 
 

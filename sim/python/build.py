@@ -32,6 +32,7 @@ import paranic.hw
 import paranic.spec
 from paranic.spec import cgen
 from paranic.spec import protocol as P
+from paranic.spec import sim as S
 from paranic.spec.topo import Topology
 
 from .hdl import setup_verilator_env, verilator_root
@@ -48,8 +49,9 @@ HARNESS_CXXFLAGS = ("-std=c++17", "-O2", "-g", "-Wall", "-Wextra", "-Wno-unused-
 #: libparanic's C sources the harness links (the context sequences, pn_ctxseq.h), compiled with gcc.
 HARNESS_C_SOURCES = (TREE / "userlib/src/ctxseq.c", TREE / "userlib/src/sim_proto.c")
 HARNESS_CFLAGS = ("-std=c11", "-O2", "-g", "-Wall", "-Wextra", "-Werror")
-#: Default cable delay of the simulated PHYs, in cycles (``NicCluster(phy_delay=)``).
-DEFAULT_PHY_DELAY = 8
+#: Default cable delay of the simulated PHYs, in cycles (``NicCluster(phy_delay=)``): the
+#: default latency model's transceivers, clock crossings and cable (paranic.spec.sim).
+DEFAULT_PHY_DELAY = S.cable_cycles(S.DEFAULT_MODEL)
 #: Headers from the spec the harness includes (generated into the tree), and where they are.
 SPEC_HEADERS = (TREE / "userlib/src/pn_sim_shm.h", TREE / "userlib/include/paranic/pn_protocol.h")
 #: libparanic's headers of HARNESS_C_SOURCES.
@@ -94,6 +96,11 @@ def harness_sources() -> list[Path]:
 
 def _package_sources(*packages) -> list[Path]:
     return sorted(f for pkg in packages for f in Path(pkg.__file__).parent.rglob("*.py"))
+
+
+#: Width of the NicCore cluster's host bus in bytes (the SoC cluster's Bar0Window is 32-bit):
+#: the harness applies a 64-bit store as one beat (harness.h ``SIM_BUS_BYTES``).
+SIM_BUS_BYTES = 8
 
 
 def _gateware_key(topo: Topology, mtu: int, n_ctx: int, phy_delay: int) -> str:
@@ -142,9 +149,29 @@ def _verilog(topo: Topology, mtu: int, n_ctx: int, phy_delay: int, quiet: bool) 
         return v, csr, name
     _log(f"generating Verilog for {topo} (MTU {mtu}, {n_ctx} contexts)", quiet)
     t0 = time.time()
-    v, top, csr = cluster_verilog(topo, out, name=name, n_ctx=n_ctx, mtu=mtu, phy_delay=phy_delay)
+    v, top, csr = cluster_verilog(topo, out, name=name, n_ctx=n_ctx, mtu=mtu, phy_delay=phy_delay,
+                                  bus_width=8 * SIM_BUS_BYTES)
     stamp.write_text(key)
     _log(f"Verilog written in {time.time() - t0:.1f} s: {v} ({v.stat().st_size >> 10} KiB)", quiet)
+    return v, csr, top
+
+
+def _node_verilog(n_links: int, table_nodes: int, mtu: int, n_ctx: int, quiet: bool) -> tuple[Path, Path, str]:
+    """One split-cluster node's Verilog and CSR map (:class:`paranic.sim.cluster.NicNode`),
+    shared by every topology with as many link ports and routing-table entries."""
+    from .cluster import node_verilog
+
+    name = "pn_node"
+    out = BUILD_ROOT / "verilog" / f"sim-node-l{n_links}-t{table_nodes}-m{mtu}-c{n_ctx}"
+    v, csr = out / f"{name}.v", out / f"{name}.csr.json"
+    key = _gateware_key(Topology.parse("ring:2"), mtu, n_ctx, 1) + f"-l{n_links}-t{table_nodes}-b{SIM_BUS_BYTES}"
+    stamp = out / ".srckey"
+    if v.exists() and csr.exists() and stamp.exists() and stamp.read_text() == key:
+        return v, csr, name
+    _log(f"generating a split node's Verilog ({n_links} link ports, MTU {mtu}, {n_ctx} contexts)", quiet)
+    v, top, csr = node_verilog(n_links, out, name=name, n_ctx=n_ctx, mtu=mtu, table_nodes=table_nodes,
+                               bus_width=8 * SIM_BUS_BYTES)
+    stamp.write_text(key)
     return v, csr, top
 
 
@@ -168,9 +195,9 @@ def _run_logged(cmd: Sequence[str], cwd: Path, log: Path, quiet: bool, progress=
 
 
 def _build_model(v: Path, top: str, obj: Path, vhash: str, jobs: int, quiet: bool,
-                 extra_sources: Sequence[Path] = ()) -> None:
+                 extra_sources: Sequence[Path] = (), prefix: str = MODEL) -> None:
     stamp = obj / ".stamp"
-    if stamp.exists() and stamp.read_text() == vhash and (obj / f"{MODEL}__ALL.a").exists() \
+    if stamp.exists() and stamp.read_text() == vhash and (obj / f"{prefix}__ALL.a").exists() \
             and (obj / "libverilated.a").exists():
         return
     if obj.exists():
@@ -180,9 +207,9 @@ def _build_model(v: Path, top: str, obj: Path, vhash: str, jobs: int, quiet: boo
     log = obj.parent / "build.log"
     t0 = time.time()
     _log(f"verilating {v.name} -> {obj} (log: {log})", quiet)
-    _run_logged(["verilator", "--cc", str(v), *map(str, extra_sources), "--top-module", top, "--prefix", MODEL,
+    _run_logged(["verilator", "--cc", str(v), *map(str, extra_sources), "--top-module", top, "--prefix", prefix,
                  "--Mdir", str(obj), *VERILATOR_FLAGS], obj, log, quiet)
-    cpps = sorted(p.name for p in obj.glob(f"{MODEL}*.cpp"))
+    cpps = sorted(p.name for p in obj.glob(f"{prefix}*.cpp"))
     _log(f"verilated in {time.time() - t0:.0f} s: {len(cpps)} C++ files; compiling with -j{jobs} "
          "(this takes minutes)", quiet)
     done = [0]
@@ -194,8 +221,8 @@ def _build_model(v: Path, top: str, obj: Path, vhash: str, jobs: int, quiet: boo
             done[0] += 1
             _log(f"[{done[0]}/~{n_total}] {m.group(1)} ({time.time() - t0:.0f} s)", quiet)
 
-    _run_logged(["make", "-C", str(obj), "-f", f"{MODEL}.mk", f"-j{jobs}", *MODEL_MAKE_VARS,
-                 f"{MODEL}__ALL.a", "libverilated.a"], obj, log, quiet, progress)
+    _run_logged(["make", "-C", str(obj), "-f", f"{prefix}.mk", f"-j{jobs}", *MODEL_MAKE_VARS,
+                 f"{prefix}__ALL.a", "libverilated.a"], obj, log, quiet, progress)
     stamp.write_text(vhash)
     _log(f"model built in {time.time() - t0:.0f} s", quiet)
 
@@ -232,7 +259,8 @@ def _soc_glue(node, nodes: int) -> list[str]:
     return H + [""]
 
 
-def gen_glue(topo: Topology, csr_json: Path, mtu: int, n_ctx: int, out: Path, node=None) -> list[Path]:
+def gen_glue(topo: Topology, csr_json: Path, mtu: int, n_ctx: int, out: Path, node=None,
+             phy_delay: int = DEFAULT_PHY_DELAY, split: bool = False) -> list[Path]:
     """The per-build C++ glue: ``pn_csr.h`` (the build's CSR map, the same generator as
     the driver's), ``cluster_gen.h`` (cluster constants and routing tables) and
     ``cluster_gen.cpp`` (binding each node's ports of the Verilated model). ``node``: the
@@ -245,7 +273,10 @@ def gen_glue(topo: Topology, csr_json: Path, mtu: int, n_ctx: int, out: Path, no
                     f"#define SIM_NODES {topo.nodes}", f"#define SIM_TOPO_X {topo.x}",
                     f"#define SIM_TOPO_Y {topo.y}", f'#define SIM_TOPO "{topo}"',
                     f"#define SIM_N_CTX {n_ctx}", f"#define SIM_MTU {mtu}",
-                    f"#define SIM_TABLE_NODES {table_nodes}", ""]
+                    f"#define SIM_TABLE_NODES {table_nodes}",
+                    "/* host bus width in bytes: 8, a 64-bit store is one beat; 4 (SoC node's BAR0 window) */",
+                    f"#define SIM_BUS_BYTES {4 if node is not None else SIM_BUS_BYTES}",
+                    f"#define SIM_PHY_DELAY {phy_delay}  /* cycles per cable (NicCluster(phy_delay=)) */", ""]
     H += ["/* routing tables: SIM_ROUTES[node][dst] = port (paranic.spec.topo) */",
           "static const uint8_t SIM_ROUTES[SIM_NODES][SIM_TABLE_NODES] = {"]
     for n in range(topo.nodes):
@@ -265,6 +296,8 @@ def gen_glue(topo: Topology, csr_json: Path, mtu: int, n_ctx: int, out: Path, no
           f"void sim_bind_cables({MODEL} *m, uint8_t **cut, uint32_t **ber);", ""]
     csr_h = out / "pn_csr.h"
     hdr = out / "cluster_gen.h"
+    if split:
+        return _split_glue(topo, phy_delay, regs, H, out)
     C = ["/* GENERATED by paranic.sim.build.gen_glue: do not edit. */",
          f'#include "{MODEL}.h"', '#include "harness.h"', "",
          f"void sim_bind_ports({MODEL} *m, NodePorts *p)", "{"]
@@ -300,7 +333,223 @@ def gen_glue(topo: Topology, csr_json: Path, mtu: int, n_ctx: int, out: Path, no
     return [hdr, src, csr_h]
 
 
-def _build_harness(bdir: Path, obj: Path, gen: list[Path], vhash: str, quiet: bool) -> Path:
+#: Verilated model class of one node of a split cluster (:class:`paranic.sim.cluster.NicNode`).
+NODE_MODEL = "Vnode"
+
+#: The split cluster's model (the harness's ``Vcluster``): N node models and the cables'
+#: delay queues between them. Filled in by :func:`_split_glue`.
+_SPLIT_H = r"""/* GENERATED by paranic.sim.build: do not edit. */
+/* A split cluster (docs/simulator.md, "Split build"): one Verilated model per node
+ * (NicNode: a NicCore and the heads of its outgoing cables, every node the same model
+ * class), presented to the harness as the one-model cluster's Vcluster. Per link
+ * direction a queue of SIM_PHY_DELAY words carries what the near node's cable head
+ * drove to the far node's receiver; a cut cable delivers nothing at its exit. */
+#pragma once
+#include <cstdint>
+#include <verilated.h>
+#include "Vnode.h"
+#include "cluster_gen.h"
+
+#define SIM_SPLIT 1
+#define SIM_LINKS @LINKS@
+#define SIM_PHY_DELAY @DELAY@
+
+struct SimLine {
+	uint64_t data;
+	uint8_t valid, ctrl;
+};
+
+/* One link direction: the near node's cable head and the far node's receiver. */
+struct SimLinkPorts {
+	CData *tx_valid, *tx_ctrl, *cut, *seed_load, *active, *rx_valid, *rx_ctrl;
+	QData *tx_data, *seed_value, *rx_data;
+	IData *ber, *errors;
+	int cable;
+	uint64_t seed;
+};
+
+class Vcluster {
+public:
+	explicit Vcluster(VerilatedContext *ctx);
+	~Vcluster();
+	/* sys_clk 0: drive every node's cable inputs for this cycle, evaluate; sys_clk 1:
+	 * the rising edge of every node, then the words its cable heads drive go into the
+	 * queues. */
+	void eval();
+	void final();
+	CData sys_clk = 0, sys_rst = 0, links_busy = 0;
+	IData ber_threshold = 0, errors_injected = 0;
+	CData cable_cut[SIM_CABLES] = {};
+	IData cable_ber[SIM_CABLES] = {};
+	Vnode *node[SIM_NODES];
+
+private:
+	SimLinkPorts lk[SIM_LINKS];
+	SimLine q[SIM_LINKS][SIM_PHY_DELAY] = {};
+	uint64_t edges = 0;   /* rising edges so far: this cycle's slot is edges % SIM_PHY_DELAY */
+};
+"""
+
+_SPLIT_CPP = r"""/* GENERATED by paranic.sim.build: do not edit. */
+#include "Vcluster.h"
+#include "harness.h"
+
+/* Per link direction (paranic.spec.topo.Topology.links()): near node, its port (0-based),
+ * far node, its port, the cable, the generator state of its seed (paranic.sim.cable.seed_state). */
+static const struct { int n, pn, m, pm, cable; uint64_t seed; } LINKS[SIM_LINKS] = {
+@LINKTAB@
+};
+static const uint64_t NODE_DNA[SIM_NODES] = {@DNA@};
+
+#define LINK_PORTS(v, p, f) \
+	((p) == 0 ? &(v)->l0_##f : (p) == 1 ? &(v)->l1_##f : (p) == 2 ? &(v)->l2_##f : &(v)->l3_##f)
+
+Vcluster::Vcluster(VerilatedContext *ctx)
+{
+	for (int n = 0; n < SIM_NODES; n++) {
+		node[n] = new Vnode{ctx, ("node" + std::to_string(n)).c_str()};
+		node[n]->dna = NODE_DNA[n];
+	}
+	for (int k = 0; k < SIM_LINKS; k++) {
+		Vnode *a = node[LINKS[k].n], *b = node[LINKS[k].m];
+		int p = LINKS[k].pn, r = LINKS[k].pm;
+		SimLinkPorts &L = lk[k];
+@PTRS@
+		L.cable = LINKS[k].cable;
+		L.seed = LINKS[k].seed;
+	}
+}
+
+Vcluster::~Vcluster()
+{
+	for (Vnode *v : node)
+		delete v;
+}
+
+void Vcluster::final()
+{
+	for (Vnode *v : node)
+		v->final();
+}
+
+void Vcluster::eval()
+{
+	unsigned s = (unsigned)(edges % SIM_PHY_DELAY);
+	if (!sys_clk) {
+		for (SimLinkPorts &L : lk) {
+			const SimLine &w = q[&L - lk][s];
+			uint8_t cut = cable_cut[L.cable];
+			*L.rx_valid = w.valid & !cut;
+			*L.rx_data = w.data;
+			*L.rx_ctrl = w.ctrl;
+			*L.cut = cut;
+			uint32_t b = cable_ber[L.cable];
+			*L.ber = b > ber_threshold ? b : ber_threshold;
+			*L.seed_load = sys_rst;
+			*L.seed_value = L.seed;
+		}
+		for (Vnode *v : node) {
+			v->sys_rst = sys_rst;
+			v->sys_clk = 0;
+			v->eval();
+		}
+		return;
+	}
+	for (Vnode *v : node) {
+		v->sys_clk = 1;
+		v->eval();
+	}
+	uint8_t busy = 0;
+	uint32_t errs = 0;
+	for (SimLinkPorts &L : lk) {
+		q[&L - lk][s] = SimLine{*L.tx_data, *L.tx_valid, *L.tx_ctrl};
+		busy |= *L.active;
+		errs += *L.errors;
+	}
+	links_busy = busy;
+	errors_injected = errs;
+	edges++;
+}
+
+void sim_bind_ports(Vcluster *m, NodePorts *p)
+{
+	for (int n = 0; n < SIM_NODES; n++) {
+		Vnode *v = m->node[n];
+@BIND@
+		p[n].dna = nullptr;
+		p[n].cfg_node = nullptr;
+	}
+}
+
+void sim_bind_cables(Vcluster *m, uint8_t **cut, uint32_t **ber)
+{
+	for (int k = 0; k < SIM_CABLES; k++) {
+		cut[k] = &m->cable_cut[k];
+		ber[k] = &m->cable_ber[k];
+	}
+}
+"""
+
+_NODE_FIELDS = [("bus_adr", "bus_adr"), ("bus_dat_w", "bus_dat_w"), ("bus_dat_r", "bus_dat_r"),
+                ("bus_sel", "bus_sel"), ("bus_cyc", "bus_cyc"), ("bus_stb", "bus_stb"),
+                ("bus_we", "bus_we"), ("bus_ack", "bus_ack"),
+                ("rd_valid", "dma_rd_source_valid"), ("rd_ready", "dma_rd_source_ready"),
+                ("rd_we", "dma_rd_source_payload_we"), ("rd_adr", "dma_rd_source_payload_adr"),
+                ("rd_len", "dma_rd_source_payload_len"),
+                ("c_valid", "dma_rd_sink_valid"), ("c_ready", "dma_rd_sink_ready"),
+                ("c_first", "dma_rd_sink_first"), ("c_last", "dma_rd_sink_last"),
+                ("c_dat", "dma_rd_sink_payload_dat"), ("c_len", "dma_rd_sink_payload_len"),
+                ("c_end", "dma_rd_sink_payload_end"), ("c_err", "dma_rd_sink_payload_err"),
+                ("c_adr", "dma_rd_sink_payload_adr"),
+                ("w_valid", "dma_wr_source_valid"), ("w_ready", "dma_wr_source_ready"),
+                ("w_first", "dma_wr_source_first"), ("w_last", "dma_wr_source_last"),
+                ("w_we", "dma_wr_source_payload_we"), ("w_adr", "dma_wr_source_payload_adr"),
+                ("w_len", "dma_wr_source_payload_len"), ("w_dat", "dma_wr_source_payload_dat")]
+
+
+def _split_glue(topo: Topology, delay: int, regs: dict, H: list[str], out: Path) -> list[Path]:
+    """The split cluster's glue: cluster_gen.h (as the one-model cluster's), Vcluster.h
+    (the facade), cluster_gen.cpp (its code and the port bindings), pn_csr.h."""
+    from paranic.spec.sim import sim_dna
+    from .cable import seed_state
+
+    if topo.link_ports > 4:
+        raise ValueError(f"{topo}: a split node has at most 4 link ports")
+    cable_at = {}
+    for c, (n, pn, m, pm) in enumerate(topo.cables()):
+        cable_at[(n, pn)] = cable_at[(m, pm)] = c
+    links = topo.links()
+    # Seeds as NicCluster gives them: link direction k gets seed k + 1.
+    tab = [f"\t{{{n}, {pn - 1}, {m}, {pm - 1}, {cable_at[(n, pn)]}, 0x{seed_state(k + 1):016x}ull}},"
+           for k, (n, pn, m, pm) in enumerate(links)]
+    ptrs = []
+    for f in ("tx_valid", "tx_ctrl", "cut", "seed_load", "active", "tx_data", "seed_value", "ber", "errors"):
+        ptrs.append(f"\t\tL.{f} = LINK_PORTS(a, p, {f});")
+    for f in ("rx_valid", "rx_ctrl", "rx_data"):
+        ptrs.append(f"\t\tL.{f} = LINK_PORTS(b, r, {f});")
+    # Ports a node does not have (fewer than 4 links) must not be named: emit only those it has.
+    lp = topo.link_ports
+    macro = " : ".join(f"(p) == {i} ? &(v)->l{i}_##f" for i in range(lp - 1)) + \
+        (" : " if lp > 1 else "") + f"&(v)->l{lp - 1}_##f"
+    cpp = (_SPLIT_CPP.replace("@LINKTAB@", "\n".join(tab))
+           .replace("@DNA@", ", ".join(f"0x{sim_dna(i):016x}ull" for i in range(topo.nodes)))
+           .replace("@PTRS@", "\n".join(ptrs))
+           .replace("@BIND@", "\n".join(f"\t\tp[n].{f} = &v->{port};" for f, port in _NODE_FIELDS))
+           .replace("((p) == 0 ? &(v)->l0_##f : (p) == 1 ? &(v)->l1_##f : (p) == 2 ? &(v)->l2_##f : &(v)->l3_##f)",
+                    f"({macro})"))
+    H = H + ["struct NodePorts;", "class Vcluster;", "void sim_bind_ports(Vcluster *m, NodePorts *p);",
+             "void sim_bind_cables(Vcluster *m, uint8_t **cut, uint32_t **ber);", ""]
+    facade = _SPLIT_H.replace("@LINKS@", str(len(links))).replace("@DELAY@", str(delay))
+    files = {out / "cluster_gen.h": "\n".join(H) + "\n", out / "cluster_gen.cpp": cpp,
+             out / "Vcluster.h": facade, out / "pn_csr.h": cgen.csr_header(regs)}
+    for path, text in files.items():
+        if not path.exists() or path.read_text() != text:
+            path.write_text(text)
+    return [out / "cluster_gen.h", out / "cluster_gen.cpp", out / "pn_csr.h", out / "Vcluster.h"]
+
+
+def _build_harness(bdir: Path, obj: Path, gen: list[Path], vhash: str, quiet: bool,
+                   prefix: str = MODEL) -> Path:
     setup_verilator_env()
     vroot = Path(os.environ["VERILATOR_ROOT"])
     exe = bdir / "paranic-sim"
@@ -328,7 +577,7 @@ def _build_harness(bdir: Path, obj: Path, gen: list[Path], vhash: str, quiet: bo
                     bdir, log, quiet)
         objs.append(str(o))
     tmp = exe.with_suffix(".tmp")
-    _run_logged(["g++", "-o", str(tmp), *objs, str(obj / f"{MODEL}__ALL.a"),
+    _run_logged(["g++", "-o", str(tmp), *objs, str(obj / f"{prefix}__ALL.a"),
                  str(obj / "libverilated.a"), "-lpthread", "-latomic"], bdir, log, quiet)
     tmp.replace(exe)
     stamp.write_text(key)
@@ -348,10 +597,11 @@ def _prune(simroot: Path, tag: str, keep: Path, quiet: bool, older_to_keep: int 
 
 def build(topo: str | Topology = "ring:4", mtu: int = P.DEFAULT_MTU, n_ctx: int = P.DEFAULT_CONTEXTS,
           phy_delay: int = DEFAULT_PHY_DELAY, jobs: int | None = None, quiet: bool = False,
-          soc: bool = False) -> Path:
+          soc: bool = False, split: bool = False) -> Path:
     """Build (or reuse) the simulator of ``topo``; returns the ``paranic-sim`` binary.
     ``soc``: a cluster of whole SoCs booting firmware (:class:`paranic.sim.cluster.SocCluster`)
-    instead of NicCores the harness configures.
+    instead of NicCores the harness configures. ``split``: one Verilated model per node
+    (:class:`paranic.sim.cluster.NicNode`; docs/simulator.md, "Split build").
 
     Progress goes to stderr (``quiet`` silences it). ``jobs``: parallel compiler jobs
     for the model (default ``$PARANIC_SIM_JOBS``, else one per CPU: builds run while
@@ -362,7 +612,9 @@ def build(topo: str | Topology = "ring:4", mtu: int = P.DEFAULT_MTU, n_ctx: int 
     if t.nodes > 16 or (t.is_torus and (t.x > 4 or t.y > 4)):
         raise ValueError(f"{t}: the simulator supports rings up to 16 nodes and tori up to 4x4")
     jobs = jobs or int(os.environ.get("PARANIC_SIM_JOBS", "0")) or os.cpu_count() or 1
-    tag = topo_tag(t, soc)
+    if split and soc:
+        raise ValueError("a SoC cluster has no split build")
+    tag = ("split-" if split else "") + topo_tag(t, soc)
     _TAG.value = tag
     simroot = BUILD_ROOT / "sim"
     simroot.mkdir(parents=True, exist_ok=True)
@@ -370,6 +622,8 @@ def build(topo: str | Topology = "ring:4", mtu: int = P.DEFAULT_MTU, n_ctx: int 
     try:
         fcntl.flock(lock, fcntl.LOCK_EX)
         node, extra = None, []
+        if split:
+            return _build_split(t, tag, simroot, mtu, n_ctx, phy_delay, jobs, quiet)
         if soc:
             srcs, csr, top, node = _soc_verilog(t, mtu, n_ctx, phy_delay, quiet)
             v, extra = srcs[0], srcs[1:]
@@ -380,7 +634,7 @@ def build(topo: str | Topology = "ring:4", mtu: int = P.DEFAULT_MTU, n_ctx: int 
         bdir.mkdir(exist_ok=True)
         obj = bdir / "obj"
         _build_model(v, top, obj, vhash, jobs, quiet, extra)
-        gen = gen_glue(t, csr, mtu, n_ctx, bdir / "gen", node)
+        gen = gen_glue(t, csr, mtu, n_ctx, bdir / "gen", node, phy_delay=phy_delay)
         shutil.copyfile(csr, bdir / "csr.json")
         exe = _build_harness(bdir, obj, gen, vhash, quiet)
         (bdir / "info.json").write_text(json.dumps(
@@ -391,3 +645,26 @@ def build(topo: str | Topology = "ring:4", mtu: int = P.DEFAULT_MTU, n_ctx: int 
         return exe
     finally:
         lock.close()
+
+
+def _build_split(t: Topology, tag: str, simroot: Path, mtu: int, n_ctx: int, phy_delay: int, jobs: int,
+                 quiet: bool) -> Path:
+    """build(split=True): the node model (shared by topologies with the same node), the
+    topology's glue and harness."""
+    v, csr, top = _node_verilog(t.link_ports, table_nodes_of(t), mtu, n_ctx, quiet)
+    vhash = model_hash(v, csr)
+    obj = simroot / f"node-{vhash}" / "obj"
+    obj.parent.mkdir(exist_ok=True)
+    with open(simroot / f"node-{vhash}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        _build_model(v, top, obj, vhash, jobs, quiet, prefix=NODE_MODEL)
+    bdir = simroot / f"cluster-{tag}-d{phy_delay}-{vhash}"
+    bdir.mkdir(exist_ok=True)
+    gen = gen_glue(t, csr, mtu, n_ctx, bdir / "gen", phy_delay=phy_delay, split=True)
+    shutil.copyfile(csr, bdir / "csr.json")
+    exe = _build_harness(bdir, obj, gen, vhash, quiet, prefix=NODE_MODEL)
+    (bdir / "info.json").write_text(json.dumps(
+        {"topo": str(t), "nodes": t.nodes, "mtu": mtu, "n_ctx": n_ctx, "phy_delay": phy_delay,
+         "verilog": str(v), "binary": str(exe), "soc": False, "split": True, "socnode": None}, indent=1))
+    _prune(simroot, tag, bdir, quiet)
+    return exe

@@ -12,6 +12,11 @@ only the simulator and the tests use it.
 so words in flight when it was cut are lost and none arrive after it is mended
 before new ones have crossed.
 
+``runtime_seed=True`` (one Verilog module for every node of a split cluster, whose cables
+need seeds of their own): the generator takes the 64-bit input ``seed_value`` in every cycle
+``seed_load`` is 1 (the harness loads :func:`seed_state` of the cable's seed during reset),
+so the words it flips are the same as a cable built with that ``seed``.
+
 ``flip_mask`` is a test hook: it is XORed into the word leaving ``source`` in the
 same cycle (bit 64 is the control flag), so a test that watched a word enter
 ``sink`` can corrupt exactly that word ``delay`` cycles later.
@@ -19,7 +24,7 @@ same cycle (bit 64 is the control flag), so a test that watched a word enter
 
 from __future__ import annotations
 
-from migen import Constant, Mux, Signal
+from migen import Constant, If, Mux, Signal
 
 from litex.gen import LiteXModule
 from litex.soc.interconnect import stream
@@ -28,9 +33,14 @@ from paranic.hw.phy import phy_layout
 from paranic.spec import protocol as P
 from paranic.spec.link import CTL, LINE_WORD_BITS, CtlKind
 
-__all__ = ["SimPhy"]
+__all__ = ["SimPhy", "seed_state"]
 
 _MASK64 = (1 << 64) - 1
+
+
+def seed_state(seed: int) -> int:
+    """The generator's state after reset for ``seed`` (what ``seed_value`` loads)."""
+    return _splitmix64(seed)
 
 
 def _splitmix64(x: int) -> int:
@@ -56,7 +66,7 @@ class SimPhy(LiteXModule):
       (docs/simulator.md, "The clock").
     """
 
-    def __init__(self, delay: int = 8, seed: int = 1):
+    def __init__(self, delay: int = 8, seed: int = 1, runtime_seed: bool = False):
         if delay < 1:
             raise ValueError("delay must be at least one cycle")
         self.delay = delay
@@ -68,14 +78,20 @@ class SimPhy(LiteXModule):
         self.cut = Signal()
 
         # xorshift64 random source.
-        rng = Signal(64, reset=_splitmix64(seed))
+        # With a run-time seed the state is not reset: it holds the seed loaded during reset.
+        rng = Signal(64, reset=_splitmix64(seed), reset_less=runtime_seed)
         x1, x2, x3 = Signal(64), Signal(64), Signal(64)
         self.comb += [
             x1.eq(rng ^ (rng << 13)),
             x2.eq(x1 ^ (x1 >> 7)),
             x3.eq(x2 ^ (x2 << 17)),
         ]
-        self.sync += rng.eq(x3)
+        if runtime_seed:
+            self.seed_value = Signal(64)
+            self.seed_load = Signal()
+            self.sync += If(self.seed_load, rng.eq(self.seed_value)).Else(rng.eq(x3))
+        else:
+            self.sync += rng.eq(x3)
 
         # One bit of 65, uniformly: (16 random bits * 65) >> 16.
         hit = Signal()

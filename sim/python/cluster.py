@@ -79,12 +79,17 @@ class NicCluster(LiteXModule):
     (1: both directions carry nothing) and ``cable<k>_ber`` (32-bit threshold, both
     directions). A cable's threshold is the larger of ``ber_threshold`` and its own, so
     ``ber_threshold`` alone still sets every cable (the harness drives it 0 and each
-    cable's own)."""
+    cable's own).
+
+    ``bus_width``: each node's Wishbone slave (``n<i>_bus_*``), 32 (the cocotb benches'
+    host model) or 64 (the C++ harness: a 64-bit store is one beat,
+    :class:`~paranic.hw.standalone.NicCoreStandalone`)."""
 
     def __init__(self, topo: Topology, n_ctx: int = P.DEFAULT_CONTEXTS, mtu: int = P.DEFAULT_MTU,
                  phy_delay: int = 8, ber: float = 0.0, table_nodes: int | None = None,
-                 **nic_kwargs) -> None:
+                 bus_width: int = 32, **nic_kwargs) -> None:
         self.topo = topo
+        self.bus_width = bus_width
         ports = _Ports()
         table_nodes = table_nodes or max(16, 1 << (topo.nodes - 1).bit_length())
         self.nodes: list = []
@@ -141,7 +146,7 @@ class NicCluster(LiteXModule):
         ``nic.phys[p]`` is link port ``p``'s (tx, rx) ``phy_layout`` endpoint pair (what the
         cable loop wires). :class:`SocCluster` overrides it."""
         node = NicCoreStandalone(n_links=self.topo.link_ports, n_ctx=n_ctx, mtu=mtu,
-                                 table_nodes=table_nodes, **nic_kwargs)
+                                 table_nodes=table_nodes, bus_width=self.bus_width, **nic_kwargs)
         p = f"n{i}_"
         ports.wishbone_slave(node.bus, p + "bus")
         ports.endpoint(node.nic.dma_rd.source, p + "dma_rd_source", master=True)
@@ -152,6 +157,71 @@ class NicCluster(LiteXModule):
         # Identity: a per-node device id, no configured node id (the harness writes ids).
         self.comb += [node.nic.dna.eq(sim_dna(i)), node.nic.cfg_node.eq(0)]
         return node
+
+
+class NicNode(LiteXModule):
+    """One node of a split cluster (docs/simulator.md, "Split build"): a NicCore and the
+    head of each of its outgoing cables, as one Verilog module that every node of the
+    cluster instantiates (one Verilated model class, N instances).
+
+    Host-side ports as :class:`NicCluster`'s ``n<i>_*`` without the prefix, plus ``dna``
+    (the node's device id). Per link port ``p`` (0-based):
+
+    * ``l<p>_tx_valid/data/ctrl`` (out): the word the cable carries in this cycle, after
+      one register stage of a :class:`SimPhy` (its bit errors and its ``cut`` at the
+      entry; ``l<p>_ber`` is its threshold, ``l<p>_seed_value``/``l<p>_seed_load`` its
+      generator's seed); the harness holds the word ``phy_delay - 1`` cycles more and
+      drops it at the exit while the cable is cut;
+    * ``l<p>_rx_valid/data/ctrl`` (in): the word arriving from the far end;
+    * ``l<p>_active`` (out): ``SimPhy.active``; ``l<p>_errors`` (out): bits it flipped.
+    """
+
+    def __init__(self, n_links: int, n_ctx: int = P.DEFAULT_CONTEXTS, mtu: int = P.DEFAULT_MTU,
+                 table_nodes: int = 16, **nic_kwargs) -> None:
+        ports = _Ports()
+        self.core = node = NicCoreStandalone(n_links=n_links, n_ctx=n_ctx, mtu=mtu,
+                                             table_nodes=table_nodes, **nic_kwargs)
+        ports.wishbone_slave(node.bus, "bus")
+        ports.endpoint(node.nic.dma_rd.source, "dma_rd_source", master=True)
+        ports.endpoint(node.nic.dma_rd.sink, "dma_rd_sink", master=False)
+        ports.endpoint(node.nic.dma_wr.source, "dma_wr_source", master=True)
+        ports.endpoint(node.nic.dma_wr.sink, "dma_wr_sink", master=False)
+        ports.out(node.nic.irq, "irq")
+        ports.inp(node.nic.dna, "dna")
+        self.comb += node.nic.cfg_node.eq(0)
+        for p in range(n_links):
+            tx, rx = node.nic.phys[p]
+            phy = SimPhy(delay=1, runtime_seed=True)
+            setattr(self, f"phy{p}", phy)
+            self.comb += tx.connect(phy.sink)
+            ports.out(phy.source.valid, f"l{p}_tx_valid")
+            ports.out(phy.source.data, f"l{p}_tx_data")
+            ports.out(phy.source.ctrl, f"l{p}_tx_ctrl")
+            ports.inp(rx.valid, f"l{p}_rx_valid")
+            ports.inp(rx.data, f"l{p}_rx_data")
+            ports.inp(rx.ctrl, f"l{p}_rx_ctrl")
+            ports.inp(phy.cut, f"l{p}_cut")
+            ports.inp(phy.ber_threshold, f"l{p}_ber")
+            ports.inp(phy.seed_value, f"l{p}_seed_value")
+            ports.inp(phy.seed_load, f"l{p}_seed_load")
+            ports.out(phy.active, f"l{p}_active")
+            ports.out(phy.errors_injected, f"l{p}_errors")
+        self.comb += ports.comb
+        self.ios = set(ports.ios)
+
+    def csr_map(self):
+        return self.core.csr_map()
+
+
+def node_verilog(n_links: int, out_dir: Path, name: str = "pn_node", **kwargs):
+    """Write one split-cluster node's Verilog and its CSR map; return (verilog, toplevel, csr json)."""
+    from .hdl import write_verilog
+
+    top = NicNode(n_links, **kwargs)
+    v = write_verilog(top, top.ios, name, out_dir)
+    csr_json = out_dir / f"{name}.csr.json"
+    write_csr_json(top.csr_map(), csr_json)
+    return v, name, csr_json
 
 
 class SocCluster(NicCluster):

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from .paths import BUILD_ROOT
+from .paths import BUILD_ROOT, build_lock
 
 
 def verilator_root() -> Path:
@@ -57,10 +57,18 @@ def write_verilog(module: Any, ios: Iterable[Any], name: str, out_dir: Path) -> 
     text = str(conv)
     path = out_dir / f"{name}.v"
     if not path.exists() or path.read_text() != text:
-        path.write_text(text)
+        _write_atomic(path, text)
     for fname, content in getattr(conv, "data_files", {}).items():
-        (out_dir / fname).write_text(content)
+        _write_atomic(out_dir / fname, content)
     return path
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    """Write ``path`` whole or not at all: a process reading it meanwhile (another test
+    worker) sees the old file or the new one, never half of one."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}")
+    tmp.write_text(text)
+    os.replace(tmp, path)
 
 
 _CONST_COMB = re.compile(r"always @\(\*\) begin\n((?:[ \t]+\w+ <= \d+'[dbh][0-9a-fA-F]+;\n)+)end\n")
@@ -96,15 +104,16 @@ def build_verilator(name: str, sources: Sequence[Path], toplevel: str,
     build_dir = BUILD_ROOT / "sim" / name
     stamp = build_dir / ".stamp"
     digest = _digest(sources, " ".join(args) + toplevel)
-    if stamp.exists() and stamp.read_text() == digest and (build_dir / toplevel).exists():
-        return build_dir
-    if build_dir.exists():
-        shutil.rmtree(build_dir)
-    runner = get_runner("verilator")
-    runner.build(sources=[str(s) for s in sources], hdl_toplevel=toplevel,
-                 build_args=args, build_dir=str(build_dir), always=True,
-                 log_file=str(BUILD_ROOT / "sim" / f"{name}.build.log"))
-    stamp.write_text(digest)
+    with build_lock(f"cocotb-{name}"):
+        if stamp.exists() and stamp.read_text() == digest and (build_dir / toplevel).exists():
+            return build_dir
+        if build_dir.exists():
+            shutil.rmtree(build_dir)
+        runner = get_runner("verilator")
+        runner.build(sources=[str(s) for s in sources], hdl_toplevel=toplevel,
+                     build_args=args, build_dir=str(build_dir), always=True,
+                     log_file=str(BUILD_ROOT / "sim" / f"{name}.build.log"))
+        stamp.write_text(digest)
     return build_dir
 
 

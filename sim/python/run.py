@@ -160,6 +160,7 @@ class SimCluster:
 def start(topo: str | Topology = "ring:4", *, cluster: str | None = None, socket: str | Path | None = None,
           ber: float = 0.0, mmio_write_ns: float | None = None, mmio_read_ns: float | None = None,
           dma_read_ns: float | None = None, dma_write_ns: float | None = None,
+          model: str | None = None, poll_miss_ns: float | None = None, cable_ns: float | None = None,
           extra_args: Sequence[str] = (), timeout: float = 120.0, die_with_parent: bool = True,
           quiet_build: bool = False, ber_cable: Sequence[str] = (), cut: Sequence[str] = (),
           mend: Sequence[str] = (), soc: bool = False, firmware: str | Path | None = None,
@@ -174,6 +175,10 @@ def start(topo: str | Topology = "ring:4", *, cluster: str | None = None, socket
     ``cut``/``mend`` ``["K@CYCLE", ...]``; links of cables cut from the start do not
     hold up the start.
 
+    Latencies (docs/simulator.md, "Latency model"): ``model`` a corner of
+    ``paranic.spec.sim.LATENCY_MODELS`` (default realistic) sets them all, ``*_ns`` override
+    one each; the cable (``model``'s or ``cable_ns``) is the build's ``phy_delay``.
+
     ``soc``: a cluster of whole SoCs (docs/simulator.md, "SoC clusters"), ready once
     their firmware routed it. ``firmware``: its ROM image (``.init``), or ``"probe"`` for
     the bring-up probe of ``topo`` (which needs configured ids: ``node_ids`` defaults to
@@ -181,6 +186,10 @@ def start(topo: str | Topology = "ring:4", *, cluster: str | None = None, socket
     index -> configured id / DNA (``--node-id``/``--dna``); ``bringup_timeout`` in cycles.
     """
     threshold = S.ber_to_threshold(ber)   # refuses a bad rate before anything is built
+    if model is not None:
+        S.latency_model(model)            # a clear error for an unknown corner
+    if model is not None or cable_ns is not None:
+        build_kwargs.setdefault("phy_delay", S.cable_cycles(model, cable_ns))
     t = topo if isinstance(topo, Topology) else Topology.parse(topo)
     faults = fault_args(t, ber_cable, cut, mend)
     fw_args: list[str] = []
@@ -217,8 +226,11 @@ def start(topo: str | Topology = "ring:4", *, cluster: str | None = None, socket
     if sock.exists():
         log = sock.with_name(f"{sock.name}.{tag}.log")
     cmd = [str(exe), "--socket", str(sock), "--ready-file", str(ready), "--ber-threshold", str(threshold)]
+    if model is not None:
+        cmd += ["--model", model]
     for opt, v in (("--mmio-write-ns", mmio_write_ns), ("--mmio-read-ns", mmio_read_ns),
-                   ("--dma-read-ns", dma_read_ns), ("--dma-write-ns", dma_write_ns)):
+                   ("--dma-read-ns", dma_read_ns), ("--dma-write-ns", dma_write_ns),
+                   ("--poll-miss-ns", poll_miss_ns)):
         if v is not None:
             cmd += [opt, repr(float(v))]
     cmd += faults + fw_args + list(extra_args)

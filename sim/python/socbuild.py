@@ -27,7 +27,7 @@ from paranic.spec import cgen
 from paranic.spec import protocol as P
 
 from .hdl import constant_comb_for_verilator
-from .paths import BUILD_ROOT
+from .paths import BUILD_ROOT, build_lock
 
 #: The node's Verilog module name.
 NODE_MODULE = "paranic_socnode"
@@ -262,7 +262,8 @@ def make_firmware(n_links: int = 2, probe_topo: str | None = None, quiet: bool =
     else:
         cmd += ["firmware"]
         image = out / "firmware.init"
-    r = subprocess.run(cmd, capture_output=True, text=True)
+    with build_lock(f"firmware-{node.dir.name}"):
+        r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode:
         raise RuntimeError(f"building the firmware failed ({' '.join(cmd)}):\n{r.stdout[-3000:]}{r.stderr[-3000:]}")
     return image

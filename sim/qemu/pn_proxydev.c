@@ -388,7 +388,7 @@ static uint64_t bar_access(const struct mq_bar *b, bool write)
 	if (write) {
 		stats.bar_writes++;
 		if (sz == 8 && sim_socket && sim_attached) {
-			sim_push(PN_SIM_OP_W64, off, b->val);   /* two bus writes, low word first */
+			sim_push(PN_SIM_OP_W64, off, b->val);   /* one beat of the 64-bit bus (SoC: two writes, low first) */
 		} else if (sz == 8) {
 			bar_write32(off, (uint32_t)b->val);
 			bar_write32(off + 4, (uint32_t)(b->val >> 32));

@@ -43,22 +43,41 @@ static int hop_ok(const struct pn_route_topo *t, unsigned int node, unsigned int
 }
 
 /*
+ * The way to take when b lies exactly half way round from a (an even ring): + or -.
+ * `key` is the destination's coordinate in the other dimension (0 on a ring). Going
+ * + when a + key is even and - when it is odd sends half of the sources of a ring
+ * (and, on a torus, half of each source's destinations in the far column or row)
+ * each way, so both directions carry the same share of the ties. Only the node where
+ * the packet enters this dimension ever sees the tie (one hop later the rest of the
+ * way is shorter than half), so a (source, destination) pair always goes the same
+ * way. PN_ROUTE_TIES_PLUS sends every tie +, the rule before ties were split.
+ */
+static int tie_up(const struct pn_route_topo *t, unsigned int a, unsigned int key)
+{
+	if (t->ties == PN_ROUTE_TIES_PLUS)
+		return 1;
+	return ((a + key) & 1u) == 0;
+}
+
+/*
  * One dimension: from position a to b on a ring of n positions (the other coordinate
- * fixed at `other`). Returns the port to take, PN_PORT_LOCAL when a == b, or
- * PN_PORT_DROP when both ways round are cut.
+ * fixed at `other`; `key`: see tie_up). Returns the port to take, PN_PORT_LOCAL when
+ * a == b, or PN_PORT_DROP when both ways round are cut.
  */
 static unsigned int step(const struct pn_route_topo *t, int dim, unsigned int a, unsigned int b,
-			 unsigned int other)
+			 unsigned int other, unsigned int key)
 {
 	unsigned int n = dim ? t->y : t->x;
 	unsigned int plus = dim ? PN_PORT_YP : PN_PORT_XP, minus = dim ? PN_PORT_YM : PN_PORT_XM;
 	unsigned int d = (b + n - a) % n, way, len, i;
+	int first;
 
 	if (d == 0)
 		return PN_PORT_LOCAL;
-	/* The shorter way first (ties: +), then the other one. */
+	first = 2 * d == n ? tie_up(t, a, key) : d < n - d;
+	/* The shorter way first (ties: tie_up), then the other one. */
 	for (way = 0; way < 2; way++) {
-		int up = (d <= n - d) ^ (int)way;
+		int up = first ^ (int)way;
 		unsigned int port = up ? plus : minus;
 		unsigned int pos = a;
 		int clear = 1;
@@ -87,10 +106,10 @@ unsigned int pn_route(const struct pn_route_topo *t, unsigned int node, unsigned
 	y = node / t->x;
 	dx = dst % t->x;
 	dy = dst / t->x;
-	p = step(t, 0, x, dx, y);          /* X first, in this node's row */
+	p = step(t, 0, x, dx, y, dy);      /* X first, in this node's row */
 	if (p != PN_PORT_LOCAL)
 		return p;
-	return step(t, 1, y, dy, dx);      /* then Y, in the destination's column */
+	return step(t, 1, y, dy, dx, dx);  /* then Y, in the destination's column */
 }
 
 unsigned int pn_route_table(const struct pn_route_topo *t, unsigned int node,

@@ -3,8 +3,10 @@
  * ParaNIC routing: the one definition of the routing function.
  *
  * Dimension-order routing on a ring (x by 1) or a 2-D torus (x by y): X first, then Y,
- * each along the shorter way round (ties go the + way), exactly as docs/architecture.md
- * describes. A failed cable turns its ring (the row or column it lies in) into a line:
+ * each along the shorter way round, exactly as docs/architecture.md describes. A
+ * destination exactly half way round an even ring (a tie) goes + or - by the parity rule
+ * of pn_route.c's tie_up, which splits ties evenly between the two directions; a given
+ * (source, destination) pair always takes the same way. A failed cable turns its ring (the row or column it lies in) into a line:
  * a hop sequence that would cross it goes the other way round instead; when both ways
  * are cut, the destination is unreachable from here (PN_PORT_DROP).
  *
@@ -28,7 +30,13 @@ struct pn_route_topo {
 	 * cable is out when either of its two ends says so.
 	 */
 	const uint8_t *down;
+	/* PN_ROUTE_TIES_SPLIT (0, what a zero-initialised struct gets): ties split by
+	 * parity; PN_ROUTE_TIES_PLUS: every tie goes + (for comparison in benchmarks). */
+	unsigned int ties;
 };
+
+#define PN_ROUTE_TIES_SPLIT 0u
+#define PN_ROUTE_TIES_PLUS  1u
 
 /* Node id of the node at (x, y) (coordinates taken modulo the dimensions). */
 unsigned int pn_route_node(const struct pn_route_topo *t, int x, int y);

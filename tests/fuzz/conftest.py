@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from paranic.sim.paths import build_lock
+
 HERE = Path(__file__).resolve().parent
 TOP = HERE.parents[1]
 BUILD = TOP / "build" / "fuzz"
@@ -21,8 +23,9 @@ def fuzz_build() -> Path:
     missing (scripts/deps.sh installs clang and libclang-rt-14-dev)."""
     if not shutil.which("clang"):
         pytest.fail("clang is not installed: the fuzz harnesses need it (make deps: clang, libclang-rt-14-dev)")
-    r = subprocess.run(["make", "-s", "-C", str(HERE), "-j2", "all", f"BUILD={BUILD}"], capture_output=True,
-                       text=True, timeout=900)
+    with build_lock("fuzz"):
+        r = subprocess.run(["make", "-s", "-C", str(HERE), "-j2", "all", f"BUILD={BUILD}"], capture_output=True,
+                           text=True, timeout=900)
     if r.returncode != 0:
         pytest.fail("building the fuzz harnesses failed:\n" + r.stdout[-3000:] + r.stderr[-3000:])
     return BUILD

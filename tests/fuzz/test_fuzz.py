@@ -23,6 +23,8 @@ from pathlib import Path
 
 import pytest
 
+from paranic.sim.paths import build_lock
+
 HERE = Path(__file__).resolve().parent
 BUILD = HERE.parents[1] / "build" / "fuzz"
 CORPUS = HERE / "corpus"
@@ -58,8 +60,9 @@ def test_corpus_replay(fuzz_build, parser, tmp_path):
 def test_seeds_match_the_headers(fuzz_build, tmp_path):
     """The committed seeds are what gen_corpus writes from today's headers (a layout change
     must regenerate them: make -C tests/fuzz corpus)."""
-    r = subprocess.run(["make", "-s", "-C", str(HERE), f"BUILD={BUILD}", f"{BUILD}/gen_corpus"],
-                       capture_output=True, text=True, timeout=300)
+    with build_lock("fuzz"):
+        r = subprocess.run(["make", "-s", "-C", str(HERE), f"BUILD={BUILD}", f"{BUILD}/gen_corpus"],
+                           capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
     r = subprocess.run([str(BUILD / "gen_corpus"), str(tmp_path)], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr

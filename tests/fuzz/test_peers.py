@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from paranic.sim.paths import build_lock
+
 HERE = Path(__file__).resolve().parent
 BUILD = HERE.parents[1] / "build" / "fuzz"
 CASES = ["sim-mtu", "sim-clk0", "sim-trace-off", "sim-global-short", "sim-refused", "daemon-count",
@@ -20,8 +22,9 @@ CASES = ["sim-mtu", "sim-clk0", "sim-trace-off", "sim-global-short", "sim-refuse
 
 @pytest.fixture(scope="module")
 def peers(userlib_build) -> Path:
-    r = subprocess.run(["make", "-s", "-C", str(HERE), f"BUILD={BUILD}", f"{BUILD}/peers"], capture_output=True,
-                       text=True, timeout=300)
+    with build_lock("fuzz"):
+        r = subprocess.run(["make", "-s", "-C", str(HERE), f"BUILD={BUILD}", f"{BUILD}/peers"],
+                           capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
     return BUILD / "peers"
 

@@ -19,19 +19,30 @@ CMP_ID = 0x0100
 
 
 class Dut(Module):
-    def __init__(self, kind: str, data_width: int = 64) -> None:
+    def __init__(self, kind: str, data_width: int = 64, wishbone_width: int = 32) -> None:
         self.port = port = SimpleNamespace(sink=stream.Endpoint(request_layout(data_width)),
                                            source=stream.Endpoint(completion_layout(data_width)))
         phy_id = Signal(16, reset=CMP_ID)
         if kind == "paranic":
-            self.submodules.master = m = Bar0Master(port, phy_id, data_width=data_width)
+            self.submodules.master = m = Bar0Master(port, phy_id, data_width=data_width,
+                                                    wishbone_width=wishbone_width)
         else:
             ep = SimpleNamespace(crossbar=SimpleNamespace(get_slave_port=lambda dec: port),
                                  phy=SimpleNamespace(id=phy_id))
             self.submodules.master = m = LitePCIeWishboneMaster(ep)
-        self.submodules.ram = ram = wishbone.SRAM(WORDS * 4, bus=wishbone.Interface(32, 32))
+        ww = len(m.wishbone.dat_w)
+        self.submodules.ram = ram = wishbone.SRAM(WORDS * 4, bus=wishbone.Interface(ww, 32))
         self.comb += m.wishbone.connect(ram.bus)
         self.writes: list[tuple[int, int]] = []
+
+    @passive
+    def beat_monitor(self):
+        """Records every acknowledged Wishbone write as (word address, sel, data)."""
+        b = self.master.wishbone
+        while True:
+            yield
+            if (yield b.cyc) and (yield b.stb) and (yield b.we) and (yield b.ack):
+                self.writes.append(((yield b.adr), (yield b.sel), (yield b.dat_w)))
 
 
 def _dwords_to_beats(dwords: list[int], n_dw: int) -> list[int]:
@@ -67,15 +78,21 @@ def _request(dut, we: int, adr: int, dwords: list[int], length: int | None = Non
 
 
 def _ram(dut, n: int):
+    """The first ``n`` dwords of the RAM (either width)."""
     out = []
+    if len(dut.ram.bus.dat_w) == 64:
+        for i in range((n + 1) // 2):
+            q = yield dut.ram.mem[i]
+            out += [q & 0xFFFFFFFF, q >> 32]
+        return out[:n]
     for i in range(n):
         out.append((yield dut.ram.mem[i]))
     return out
 
 
-def _run(kind: str, gen, data_width: int = 64) -> Dut:
-    dut = Dut(kind, data_width)
-    run_simulation(dut, [gen(dut), _completions(dut)])
+def _run(kind: str, gen, data_width: int = 64, wishbone_width: int = 32) -> Dut:
+    dut = Dut(kind, data_width, wishbone_width)
+    run_simulation(dut, [gen(dut), _completions(dut), dut.beat_monitor()])
     return dut
 
 
@@ -92,8 +109,8 @@ def _completions(dut):
                                 len=(yield src.len), cmp_id=(yield src.cmp_id)))
 
 
-@pytest.mark.parametrize("data_width", [64, 128])
-def test_multi_dword_writes_and_reads(data_width):
+@pytest.mark.parametrize("data_width,wishbone_width", [(64, 32), (128, 32), (64, 64), (128, 64)])
+def test_multi_dword_writes_and_reads(data_width, wishbone_width):
     n_dw = data_width // 32
     seen = {}
 
@@ -111,7 +128,7 @@ def test_multi_dword_writes_and_reads(data_width):
         seen["ram"] = yield from _ram(dut, WORDS)
         seen["cpl"] = list(dut.cpl)
 
-    _run("paranic", gen, data_width)
+    _run("paranic", gen, data_width, wishbone_width)
     ram = seen["ram"]
     assert ram[4:6] == [0x11111111, 0x22222222]
     assert ram[10:15] == [0xA0 + i for i in range(5)]
@@ -122,7 +139,38 @@ def test_multi_dword_writes_and_reads(data_width):
     assert all(c["len"] == 1 and c["cmp_id"] == CMP_ID for c in seen["cpl"])
 
 
-def test_length_beyond_data_and_stray_beats():
+@pytest.mark.parametrize("data_width", [64, 128])
+def test_wide_bus_one_beat_per_qword(data_width):
+    """wishbone_width=64: a 64-bit store (2-dword MWr, 8-aligned) is ONE Wishbone write with
+    sel 0xFF; 1-dword writes are one beat on their half; an unaligned 2-dword write is two
+    beats; a 5-dword write from an odd dword is three (upper, full, full)."""
+    n_dw = data_width // 32
+    seen = {}
+
+    def gen(dut):
+        yield from _request(dut, 1, 4 * 4, [0x11111111, 0x22222222], n_dw=n_dw)   # qword 2
+        yield from _request(dut, 1, 9 * 4, [0x33333333], n_dw=n_dw)               # qword 4, upper
+        yield from _request(dut, 1, 12 * 4, [0x44444444], n_dw=n_dw)              # qword 6, lower
+        yield from _request(dut, 1, 15 * 4, [0x55, 0x66], n_dw=n_dw)              # qwords 7, 8
+        yield from _request(dut, 1, 21 * 4, [0xA0 + i for i in range(5)], n_dw=n_dw, valid_gap=True)
+        for _ in range(4):
+            yield
+        seen["ram"] = yield from _ram(dut, WORDS)
+
+    dut = _run("paranic", gen, data_width, wishbone_width=64)
+    ram = seen["ram"]
+    assert dut.writes[0] == (2, 0xFF, 0x22222222_11111111)
+    assert dut.writes[1][:2] == (4, 0xF0) and dut.writes[1][2] >> 32 == 0x33333333
+    assert dut.writes[2][:2] == (6, 0x0F) and dut.writes[2][2] & 0xFFFFFFFF == 0x44444444
+    assert [w[:2] for w in dut.writes[3:5]] == [(7, 0xF0), (8, 0x0F)]
+    assert [w[:2] for w in dut.writes[5:]] == [(10, 0xF0), (11, 0xFF), (12, 0xFF)]
+    assert ram[4:6] == [0x11111111, 0x22222222] and ram[8] == 0 and ram[9] == 0x33333333
+    assert ram[12:14] == [0x44444444, 0] and ram[15:17] == [0x55, 0x66]
+    assert ram[21:26] == [0xA0 + i for i in range(5)] and ram[20] == 0 and ram[26] == 0
+
+
+@pytest.mark.parametrize("wishbone_width", [32, 64])
+def test_length_beyond_data_and_stray_beats(wishbone_width):
     """A request whose beats end before its length stops at its last beat; beats past
     a short length are drained; a beat without ``first`` is dropped; the master then
     serves the next request normally."""
@@ -141,7 +189,7 @@ def test_length_beyond_data_and_stray_beats():
             yield
         seen["ram"] = yield from _ram(dut, WORDS)
 
-    _run("paranic", gen)
+    _run("paranic", gen, wishbone_width=wishbone_width)
     ram = seen["ram"]
     assert ram[0:3] == [1, 2, 0]
     assert ram[8:12] == [5, 0, 0, 0]
@@ -169,3 +217,5 @@ def test_bad_width():
                            source=stream.Endpoint(completion_layout(64)))
     with pytest.raises(ValueError, match="multiple of 32"):
         Bar0Master(port, Signal(16), data_width=48)
+    with pytest.raises(ValueError, match="wishbone_width"):
+        Bar0Master(port, Signal(16), wishbone_width=128)

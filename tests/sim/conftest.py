@@ -11,6 +11,7 @@ import pytest
 
 from paranic.sim import build as simbuild, run as simrun
 from paranic.launch import BuildError, build_userlib
+from paranic.sim.paths import build_lock
 from simtest import BUILD, HERE, ROOT, RUN, TESTS, sim_socket
 
 
@@ -23,6 +24,12 @@ def userlib_build() -> Path:
         pytest.fail(str(e))
     out = BUILD / "simtests"
     out.mkdir(parents=True, exist_ok=True)
+    with build_lock("simtests"):
+        _build_simtests(out)
+    return TESTS
+
+
+def _build_simtests(out: Path) -> None:
     for src in HERE.glob("*.c"):
         exe = out / src.stem
         if exe.exists() and exe.stat().st_mtime >= max(src.stat().st_mtime, (BUILD / "libparanic.so").stat().st_mtime):
@@ -31,7 +38,6 @@ def userlib_build() -> Path:
                             f"-I{ROOT / 'userlib/include'}", "-o", str(exe), str(src), f"-L{BUILD}",
                             f"-Wl,-rpath,{BUILD}", "-lparanic"], capture_output=True, text=True)
         assert r.returncode == 0, r.stderr
-    return TESTS
 
 
 @pytest.fixture(scope="session", autouse=True)

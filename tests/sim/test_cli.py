@@ -78,6 +78,10 @@ def test_demo_quick(sim_binary, userlib_build, tmp_path):
                 assert x["total_ns"] == pytest.approx(want, abs=0.2), x
                 k = 2 if bench == "pairwise" else 1
                 assert x["MBps"] == pytest.approx(k * x["bytes"] * 1e3 / x["total_ns"], rel=1e-3, abs=1e-3), x
+                if bench != "stream":   # the median iteration, its spread and sample count beside it
+                    sp = x["hw_spread"]
+                    assert sp["samples"] >= 2 and sp["min"] <= sp["p10"] <= sp["median"] <= sp["p90"] <= sp["max"], x
+                    assert x["hw_ns"] == pytest.approx(sp["median"], abs=0.2) and x["hw_best_ns"] == sp["min"], x
     # One way over one hop by PIO, 1..8 bytes: MMIO stores, NIC, link, RX DMA write: at
     # least 60 cycles of pipeline (the PCIe model alone is 38); the upper bound is loose:
     # simulated time runs on while a client process waits for a CPU (see bench/msg.py).
@@ -87,6 +91,9 @@ def test_demo_quick(sim_binary, userlib_build, tmp_path):
     assert [x["nodes"] for x in bar] == [2, 4]
     assert all(x["topology"] == "ring:4" and 200 < x["hw_ns"] < 5000 for x in bar), bar
     assert bar[0]["hw_ns"] <= bar[1]["hw_ns"], bar   # more nodes, deeper tree / more hops
+    for x in bar:   # the trace records' episodes: median, spread, count
+        sp = x["hw_spread"]
+        assert sp["samples"] >= 2 and sp["p10"] <= x["hw_ns"] <= sp["p90"] and sp["median"] == x["hw_ns"], x
     ov = {(x["layer"], x["bytes"]): x for x in rows if x["bench"] == "overhead"}
     assert set(ov) == {(la, b) for la in ("hal", "rawdata") for b in (0, 8, 64, 256)}
     assert all(x["hw_ns"] is None and x["sw_ns"] > 0 for x in ov.values())

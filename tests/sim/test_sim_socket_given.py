@@ -23,8 +23,24 @@ PARANIC = [sys.executable, "-m", "paranic.cli"]
 JOB = ["sh", "-c", 'echo "socket=$PARANIC_SIM_SOCKET"']
 
 
+def _ppid(pid: int) -> int:
+    try:
+        return int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+def _ours(pid: int) -> bool:
+    """``pid`` descends from this test process (other test workers run simulators too)."""
+    while pid > 1:
+        pid = _ppid(pid)
+        if pid == os.getpid():
+            return True
+    return False
+
+
 def _sims() -> set[int]:
-    """pids of the paranic-sim processes running now."""
+    """pids of the paranic-sim processes this test process started (directly or not)."""
     out = set()
     for d in os.listdir("/proc"):
         if d.isdigit():
@@ -33,7 +49,7 @@ def _sims() -> set[int]:
                     out.add(int(d))
             except OSError:
                 pass
-    return out
+    return {p for p in out if _ours(p)}
 
 
 def _run(sock: str, *opts: str, timeout: float = 120) -> subprocess.CompletedProcess:
@@ -82,7 +98,8 @@ def test_given_running_simulator_is_reused(sim_binary, userlib_build):
 @pytest.mark.parametrize("opt, value", [
     ("--mmio-write-ns", "nan"), ("--dma-read-ns", "inf"), ("--mmio-read-ns", "-5"), ("--stats", "nan"),
     ("--rcb", "12abc"), ("--max-read", ""), ("--idle-burst", "-1"), ("--radix-log2", "9"),
-    ("--idle-cycles", "1e999"),
+    ("--idle-cycles", "1e999"), ("--model", "fastest"), ("--model", ""), ("--poll-miss-ns", "nan"),
+    ("--poll-miss-ns", "2e6"),
 ])
 def test_simulator_refuses_bad_numbers(sim_binary, opt, value, tmp_path):
     """The simulator checks its own options (it can be started without the CLI)."""

@@ -87,3 +87,111 @@ def test_fault_options_checked():
                     (dict(ber_cable=["x=0"]), "no cable 'x'")):
         with pytest.raises(ValueError, match=re.escape(msg)):
             fault_args("ring:4", **kw)
+
+
+# -- ties: a destination exactly half way round an even ring ---------------------------
+
+TIE_TOPOS = ["ring:8", "ring:6", "ring:2", "torus:4x4", "torus:4x6", "torus:2x2"]
+
+
+def _tie_up_reference(t: Topology, src: int, dst: int) -> dict[int, bool]:
+    """Independent model of the tie rule (pn_route.c's tie_up): per dimension with a
+    tie, whether the packet goes +. X is decided at the source (key: the destination's
+    y), Y at the node where the packet turns, (dst x, src y) (key: the destination's x)."""
+    (sx, sy), (dx, dy) = t.coords(src), t.coords(dst)
+    out = {}
+    if t.x % 2 == 0 and (dx - sx) % t.x == t.x // 2:
+        out[0] = t.ties == "plus" or (sx + dy) % 2 == 0
+    if t.y % 2 == 0 and t.y > 1 and (dy - sy) % t.y == t.y // 2:
+        out[1] = t.ties == "plus" or (sy + dx) % 2 == 0
+    return out
+
+
+@pytest.mark.parametrize("ties", ["split", "plus"])
+@pytest.mark.parametrize("spec", TIE_TOPOS)
+def test_tie_rule_c_equals_reference(spec, ties):
+    """For every pair, the ports the C routing function (through ctypes) takes in a
+    tied dimension are the ones the rule says, and every hop of a dimension goes the
+    same way (minimal)."""
+    t = Topology.parse(spec, ties)
+    plus = {0: Port.XP, 1: Port.YP}
+    minus = {0: Port.XM, 1: Port.YM}
+    for s in range(t.nodes):
+        for d in range(t.nodes):
+            path = t.path(s, d)
+            ports = [t.route(n, d) for n in path[:-1]]
+            for dim, up in _tie_up_reference(t, s, d).items():
+                used = [p for p in ports if port_dimension(p) == dim]
+                half = (t.x if dim == 0 else t.y) // 2
+                assert used == [plus[dim] if up else minus[dim]] * half, (spec, s, d, dim)
+
+
+@pytest.mark.parametrize("spec", TIE_TOPOS)
+def test_pair_always_same_path(spec):
+    """Tables are per destination: from every node on the path s -> d, the route to d
+    continues the same path (so a (source, destination) pair always takes one path, and
+    links being FIFOs, arrives in order), and repeated lookups agree."""
+    t = Topology.parse(spec)
+    tables = [t.table(n) for n in range(t.nodes)]
+    for s in range(t.nodes):
+        for d in range(t.nodes):
+            path = t.path(s, d)
+            for i, n in enumerate(path):
+                assert t.path(n, d) == path[i:]
+                assert tables[n][d] == t.route(n, d)
+
+
+def test_ties_split_evenly_on_ring8():
+    """Split: of ring:8's 8 ties, 4 go each way, alternating; plus: all 8 go +."""
+    split = [Topology.parse("ring:8").route(s, (s + 4) % 8) for s in range(8)]
+    assert split == [Port.XP, Port.XM] * 4
+    plus = [Topology.parse("ring:8", "plus").route(s, (s + 4) % 8) for s in range(8)]
+    assert plus == [Port.XP] * 8
+    with pytest.raises(ValueError, match="tie rule"):
+        Topology.ring(8, "minus")
+
+
+# -- channel-load bounds ----------------------------------------------------------------
+
+@pytest.mark.parametrize("spec,ties,pattern,bound", [
+    # ring:8 uniform: per + link 1+2+3 hops of non-ties + 4 of the ties, over 7 dests;
+    # split: (1+2+3+4/2)/7 = 8/7 -> 7/8; plus: (1+2+3+4)/7 = 10/7 -> 0.7
+    ("ring:8", "split", "uniform", 7 / 8),
+    ("ring:8", "plus", "uniform", 0.7),
+    # ring:6: split (1+2+ at most 2 of 3 ties)/5 = 1 -> 1.0; plus (1+2+3)/5 -> 5/6
+    ("ring:6", "split", "uniform", 1.0),
+    ("ring:6", "plus", "uniform", 5 / 6),
+    # torus:4x4 uniform: X and Y links 8/15 (split) or 12/15 (plus), injection 1 -> 1.0
+    ("torus:4x4", "split", "uniform", 1.0),
+    ("torus:4x4", "plus", "uniform", 1.0),
+    # tornado: ring:8 every node sends 3 hops +: 3 per link -> 1/3; torus:4x4 (+1, +1)
+    ("ring:8", "split", "tornado", 1 / 3),
+    ("torus:4x4", "split", "tornado", 1.0),
+    # ring:8 reversal s -> 7-s (transpose, bitcomp): 2->5 and 3->4 both go + over the
+    # link 3->4 (6->1 and 7->0 over 7->0; 5->2, 4->3 - over 4->3): load 2 -> 0.5
+    ("ring:8", "split", "transpose", 0.5),
+    ("ring:8", "split", "bitcomp", 0.5),
+])
+def test_bounds_hand_values(spec, ties, pattern, bound):
+    assert Topology.parse(spec, ties).saturation_bound(pattern) == pytest.approx(bound)
+
+
+@pytest.mark.parametrize("spec", ["ring:8", "ring:6", "torus:4x4", "torus:4x6"])
+def test_hot_spot_bound(spec):
+    """All-to-one: node 0's ejection port carries everything: 1/(N-1) per node when node
+    0 is silent, 1/N when it sends to itself as the traffic generator does."""
+    t = Topology.parse(spec)
+    assert t.saturation_bound("all-to-one", self_traffic=False) == pytest.approx(1 / (t.nodes - 1))
+    assert t.saturation_bound("all-to-one") == pytest.approx(1 / t.nodes)
+
+
+def test_channel_loads_conserve_hops():
+    """Sum of link loads = mean hop count x nodes; injection and ejection loads 1."""
+    t = Topology.parse("torus:4x4")
+    loads = t.channel_loads("uniform")
+    hops = sum(t.hops(s, d) for s in range(16) for d in range(16) if s != d) / 15
+    assert sum(v for k, v in loads.items() if k[0] == "link") == pytest.approx(hops)
+    assert all(loads[("inject", i)] == pytest.approx(1) for i in range(16))
+    assert all(loads[("eject", i)] == pytest.approx(1) for i in range(16))
+    with pytest.raises(ValueError, match="unknown pattern"):
+        t.saturation_bound("zigzag")

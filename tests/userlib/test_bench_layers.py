@@ -92,11 +92,34 @@ def test_layers_subset_table(userlib_build):
         row = next(ln for ln in lines if ln.startswith(name))
         assert row.split()[5] == "-", row      # added_ns (after "hw + sw"): ports not measured
     assert "rawdata on sw" not in r.stderr and "os-tcp on sw" not in r.stderr and "am on sw" not in r.stderr
+    # the median's spread and sample count beside it (one run with --quick), the best case
+    assert any(ln.startswith("(spread of the latency") for ln in lines), r.stdout
+    for name in ("hal", "sockets", "rma"):
+        row = next(ln for ln in lines if ln.startswith(f"  {name} "))
+        assert "sw " in row and "(n=1)" in row and "best " in row, row
     r = paranic("bench", "layers", "--backend", "sw", "--quick", "--json", "--layers", "am,ports")
     assert r.returncode == 0, r.stderr[-3000:]
     by = {x["layer"]: x for x in json.loads(r.stdout)["rows"]}
     assert list(by) == ["ports", "am"]
     assert by["am"]["added_ns"] == pytest.approx(by["am"]["latency_ns"] - by["ports"]["latency_ns"], abs=0.2)
+
+
+def test_layers_median_run_not_fastest():
+    """Several runs of a layer: the median run is the figure (of an even count the lower
+    middle one), the fastest only the best case; the runs' spread and count beside it."""
+    def run(lat: float, st: float) -> tuple[dict, dict]:
+        return ({"latency_ns": lat, "iters": 10}, {"latency_ns": st, "iters": 10})
+    runs = [run(900.0, 50.0), run(500.0, 70.0), run(700.0, 60.0)]
+    pp, st = layers._median_run(runs)
+    assert pp["latency_ns"] == 700.0 and st["latency_ns"] == 60.0
+    best = layers._median_run(runs, best=True)
+    assert best[0]["latency_ns"] == 500.0 and best[1]["latency_ns"] == 50.0
+    assert layers._median_run(runs[:2])[0]["latency_ns"] == 500.0    # even count: the lower middle
+    sp = layers._runs_spread(runs)
+    assert sp["pingpong_ns"] == {"median": 700.0, "min": 500.0, "max": 900.0, "runs": 3}
+    assert sp["stream_ns"] == {"median": 60.0, "min": 50.0, "max": 70.0, "runs": 3}
+    assert "pingpong_iterations" not in sp                            # no per-iteration samples (sw)
+    assert msg.spread({"iter_samples": 0}) is None
 
 
 @pytest.mark.parametrize("spec, why", [("foo", "unknown layer 'foo'"), ("hal,bogus", "unknown layer 'bogus'"),
@@ -218,6 +241,12 @@ def test_pn_bench_am_and_rma_modes(run_nodes):
             continue
         if x["bench"] == "pingpong":   # --per-iter: sampled, but the row's latency is the mean
             assert 0 < x["min_ns_per_iter"] <= x["median_ns_per_iter"], x
+            # the spread beside the median: p10 <= median <= p90 <= slowest, one sample per iteration
+            assert x["iter_samples"] == x["iters"], x
+            assert (x["min_ns_per_iter"] <= x["iter_p10_ns"] <= x["median_ns_per_iter"] <= x["iter_p90_ns"]
+                    <= x["iter_max_ns"]), x
+            sp = msg.spread(x, per=0.5)
+            assert sp["median"] == pytest.approx(x["median_ns_per_iter"] / 2, abs=0.1) and sp["samples"] == x["iters"]
             assert x["latency_ns"] == pytest.approx(x["ns_per_iter"] / 2, rel=1e-3), x
         runs = x["iters"] + x["iters"] // 10 + 1           # with the warm-up
         if x["layer"] == "am":

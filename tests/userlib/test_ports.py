@@ -240,7 +240,7 @@ def test_bench_rows(run_nodes, C):
     rows = [json.loads(ln) for ln in r.nodes[0] if ln.startswith("{")]
     e = C["PN_PORT_DEFAULT_EAGER_MAX"]
     assert [(d["eager_max"], d["bytes"]) for d in rows] == [(0, 8), (0, 20000), (e, 8), (e, 20000)]
-    assert all(d["latency_ns"] > 0 and d["MBps"] > 0 for d in rows)
+    assert all(d["latency_ns"] > 0 and d["MBps"] > 0 for d in rows), rows
 
 
 @pytest.mark.slow

@@ -29,6 +29,7 @@ import pytest
 
 from paranic.launch import USERLIB_BUILD, clean_env
 from paranic.paths import TREE as ROOT
+from paranic.sim.paths import build_lock
 
 PVM_DIR = ROOT / "userlib" / "sock" / "pvm"
 RSH = PVM_DIR / "paranic-rsh"
@@ -53,8 +54,9 @@ def ring(userlib_build) -> Path:
     """Build pn_pvm_ring against Debian's libpvm3 (warnings are errors)."""
     need_pvm()
     RING_DIR.mkdir(parents=True, exist_ok=True)
-    r = subprocess.run(["gcc", "-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-o", str(RING), str(RING_SRC),
-                        "-lpvm3"], capture_output=True, text=True)
+    with build_lock("pvm-ring"):
+        r = subprocess.run(["gcc", "-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-o", str(RING),
+                            str(RING_SRC), "-lpvm3"], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     return RING
 

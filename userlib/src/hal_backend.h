@@ -60,10 +60,13 @@ struct pn_backend_ops {
 	 * staged, header included), PN_REG_TX_TAIL (new producer count), PN_REG_RX_HEAD
 	 * (consumer count), PN_REG_BARRIER, PN_REG_IRQ_ARM. */
 	void (*mmio_write32)(pn_hal_t *h, uint32_t off, uint32_t value);
+	/* A 64-bit store: a PIO window word, or PN_REG_PIO_SEND (header word 0 stored into
+	 * window word 0, then the doorbell: the store+doorbell). */
 	void (*mmio_write64)(pn_hal_t *h, uint32_t off, uint64_t value);
-	/* Optional, for a backend without ctx_page: the whole staging of one PIO packet
-	 * (header, payload, a zero-padded last word) in one call; it must mean exactly
-	 * the same as the 64-bit window stores it stands for. */
+	/* Optional, for a backend without ctx_page: the staging of one PIO packet but its
+	 * header word 0 (hdr[1] and the payload, a zero-padded last word) in one call; it
+	 * must mean exactly the same as the 64-bit window stores it stands for. The HAL
+	 * then stores hdr[0] through PN_REG_PIO_SEND (mmio_write64), the store+doorbell. */
 	void (*pio_stage)(pn_hal_t *h, const uint64_t hdr[2], const void *buf, size_t len);
 	/* A load from the context page (PN_REG_STATUS, RX_TAIL, TX_HEAD, PIO_DONE, ERRORS). */
 	uint32_t (*mmio_read32)(pn_hal_t *h, uint32_t off);

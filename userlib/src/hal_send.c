@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * The HAL's send side: PIO (stage header and payload in the context page's window
- * with 64-bit stores, ring PIO_DOORBELL), DMA (a 32-byte descriptor into the TX ring,
- * ring TX_TAIL), pn_send's choice between them and its bounce buffer, and waiting for
+ * The HAL's send side: PIO (stage payload and tag in the context page's window
+ * with 64-bit stores, then header word 0 through PIO_SEND, the store+doorbell), DMA
+ * (a 32-byte descriptor into the TX ring, ring TX_TAIL), pn_send's choice between them and its bounce buffer, and waiting for
  * the NIC to have taken what was posted.
  */
 #define _GNU_SOURCE
@@ -33,16 +33,22 @@ static int pio_wait_window(pn_hal_t *h)
 	return r < 0 ? r : h->dead;
 }
 
+/* Stage one PIO packet and send it. Every word but header word 0 is stored first
+ * (payload, then the tag word), then a write barrier, then header word 0 through
+ * PIO_SEND, the store+doorbell: one 64-bit store that writes window word 0 and rings
+ * (docs/host-interface.md "PIO transmit"). The barrier is the ordering argument:
+ * write-combined stores may leave in any order among themselves, but not across it, and
+ * the NIC applies posted writes in order, so every staged word is in the window before
+ * the beat that rings. */
 static void pio_stage_ring(pn_hal_t *h, const uint64_t hdr[2], const void *buf, size_t len)
 {
 	const uint8_t *p = buf;
 	size_t full = len / 8, tail = len % 8;
 	uint64_t v;
 
+	h->pio_posted++;
 	if (h->map.ctx_page) {
 		volatile uint64_t *w = (volatile uint64_t *)(h->map.ctx_page + PN_PIO_WINDOW_OFFSET);
-		w[0] = hdr[0];
-		w[1] = hdr[1];
 		for (size_t i = 0; i < full; i++) {
 			memcpy(&v, p + 8 * i, 8);
 			w[2 + i] = v;
@@ -52,12 +58,15 @@ static void pio_stage_ring(pn_hal_t *h, const uint64_t hdr[2], const void *buf, 
 			memcpy(&v, p + 8 * full, tail);
 			w[2 + full] = v;
 		}
-	} else if (h->ops->pio_stage) {
+		w[1] = hdr[1];
+		pn_wmb();
+		*(volatile uint64_t *)(h->map.ctx_page + PN_REG_PIO_SEND) = hdr[0];
+		return;
+	}
+	if (h->ops->pio_stage) {
 		h->ops->pio_stage(h, hdr, buf, len);
 	} else {
 		uint32_t off = PN_PIO_WINDOW_OFFSET;
-		h->ops->mmio_write64(h, off, hdr[0]);
-		h->ops->mmio_write64(h, off + 8, hdr[1]);
 		for (size_t i = 0; i < full; i++) {
 			memcpy(&v, p + 8 * i, 8);
 			h->ops->mmio_write64(h, off + 16 + 8 * (uint32_t)i, v);
@@ -67,10 +76,10 @@ static void pio_stage_ring(pn_hal_t *h, const uint64_t hdr[2], const void *buf, 
 			memcpy(&v, p + 8 * full, tail);
 			h->ops->mmio_write64(h, off + 16 + 8 * (uint32_t)full, v);
 		}
+		h->ops->mmio_write64(h, off + 8, hdr[1]);
 	}
 	pn_wmb();
-	h->pio_posted++;
-	h->ops->mmio_write32(h, PN_REG_PIO_DOORBELL, (uint32_t)(PN_HEADER_BYTES + len));
+	h->ops->mmio_write64(h, PN_REG_PIO_SEND, hdr[0]);
 }
 
 int pn_send_pio(pn_hal_t *h, unsigned dst_node, unsigned dst_ctx, uint64_t tag,

@@ -59,6 +59,7 @@ struct sim_be {
 	uint32_t qmask;
 	uint64_t q_head;
 	uint64_t rseq;
+	uint64_t polls;            /* wait rounds, published in ctl->c_polls (sim_looked) */
 	const struct pn_sim_global *g;
 	size_t g_bytes;
 	/* The global shm's shape, checked once at attach (pn_sim_check_global) and kept
@@ -81,6 +82,16 @@ static struct sim_be *BE(pn_hal_t *h)
 }
 
 /* ---- the MMIO queue ---------------------------------------------------------------------------- */
+
+/* "I have looked": every wait round, after it looked at host memory (an RX valid word,
+ * the status block, a read's answer), bumps the poll counter. The harness does not run
+ * the clock more than a grace past something it made visible to this client until the
+ * counter moved (docs/simulator.md, "The clock"). One store to a line only the client
+ * writes; the harness reads it. */
+static inline void sim_looked(struct sim_be *b)
+{
+	__atomic_store_n(&b->ctl->c_polls, ++b->polls, __ATOMIC_RELEASE);
+}
 
 static void sim_check_alive(struct sim_be *b)
 {
@@ -129,6 +140,7 @@ static uint32_t sim_read(struct sim_be *b, uint32_t kind, uint32_t off)
 
 	sim_push(b, kind, off, seq);
 	while (!b->dead && __atomic_load_n(&b->ctl->r_seq, __ATOMIC_ACQUIRE) != seq) {
+		sim_looked(b);   /* after the look: the answer was not there yet */
 		if ((bo.n & 1023) == 1023) {
 			sim_check_alive(b);
 			if (__atomic_load_n(&b->g->sleeping, __ATOMIC_SEQ_CST))
@@ -279,6 +291,15 @@ static int sim_mem_deregister(pn_hal_t *h, void *va, size_t len)
 static uint64_t sim_cycles(pn_hal_t *h)
 {
 	return __atomic_load_n(&BE(h)->g->cycle, __ATOMIC_ACQUIRE);
+}
+
+/* The HAL's wait loops call this after each look that found nothing (pn_recv_header,
+ * the send side's and the barrier's wait rounds): the simulator has no work to do in the
+ * client, only the poll counter to bump. */
+static int sim_progress(pn_hal_t *h)
+{
+	sim_looked(BE(h));
+	return 0;
 }
 
 static uint64_t sim_now_ns(pn_hal_t *h)
@@ -714,7 +735,7 @@ const struct pn_backend_ops pn_backend_sim = {
 	.dma_free = sim_dma_free,
 	.mem_register = sim_mem_register,
 	.mem_deregister = sim_mem_deregister,
-	.progress = NULL,
+	.progress = sim_progress,
 	.now_ns = sim_now_ns,
 	.cycles = sim_cycles,
 	.counters = sim_counters,

@@ -384,14 +384,15 @@ static void window_store(struct sw_be *be, uint32_t off, const void *v, size_t n
 		__atomic_store_n(&be->pio_staged, words, __ATOMIC_RELAXED);
 }
 
-/* A whole PIO packet staged at once: the same as its 64-bit window stores (hal_send.c
- * pio_stage_ring): the header, the full words, a zero-padded last word. */
+/* A PIO packet but its header word 0 staged at once: the same as its 64-bit window
+ * stores (hal_send.c pio_stage_ring): the tag word, the full words, a zero-padded last
+ * word. Header word 0 follows through PIO_SEND. */
 void pn_sw_pio_stage(pn_hal_t *h, const uint64_t hdr[2], const void *buf, size_t len)
 {
 	struct sw_be *be = h->be;
 	size_t full = len - len % PN_WORD_BYTES;
 
-	window_store(be, PN_PIO_WINDOW_OFFSET, hdr, PN_HEADER_BYTES);
+	window_store(be, PN_PIO_WINDOW_OFFSET + PN_WORD_BYTES, &hdr[1], PN_WORD_BYTES);
 	if (full)
 		window_store(be, PN_PIO_WINDOW_OFFSET + PN_HEADER_BYTES, buf, full);
 	if (len % PN_WORD_BYTES) {
@@ -428,6 +429,13 @@ void pn_sw_mmio_write32(pn_hal_t *h, uint32_t off, uint32_t v)
 	case PN_REG_IRQ_ARM:
 		be->meta->irq_armed = 1;   /* no interrupts in sw: receive is polled */
 		break;
+	case PN_REG_PIO_SEND:          /* store+doorbell, lower half: window word 0's, no ring */
+		window_store(be, PN_PIO_WINDOW_OFFSET, &v, 4);
+		break;
+	case PN_REG_PIO_SEND + 4:      /* upper half: stored, then the doorbell */
+		window_store(be, PN_PIO_WINDOW_OFFSET + 4, &v, 4);
+		sw_pio_doorbell(be);
+		break;
 	default:
 		if (off >= PN_PIO_WINDOW_OFFSET && off + 4 <= PN_PIO_WINDOW_OFFSET + PN_PIO_WINDOW_BYTES)
 			window_store(be, off, &v, 4);
@@ -440,7 +448,10 @@ void pn_sw_mmio_write64(pn_hal_t *h, uint32_t off, uint64_t v)
 	struct sw_be *be = h->be;
 	if (off >= PN_PIO_WINDOW_OFFSET && off + 8 <= PN_PIO_WINDOW_OFFSET + PN_PIO_WINDOW_BYTES && !(off & 7))
 		window_store(be, off, &v, 8);
-	else
+	else if (off == PN_REG_PIO_SEND) {   /* store+doorbell: window word 0, then the ring */
+		window_store(be, PN_PIO_WINDOW_OFFSET, &v, 8);
+		sw_pio_doorbell(be);
+	} else
 		pn_sw_mmio_write32(h, off, (uint32_t)v);
 }
 

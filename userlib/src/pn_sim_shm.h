@@ -74,7 +74,7 @@
 /* Queue entry kinds. */
 enum pn_sim_op_kind {
 	PN_SIM_OP_W32 = 1,          /* 32-bit store at context-page offset `off` */
-	PN_SIM_OP_W64 = 2,          /* 64-bit store (two bus writes, low word first) */
+	PN_SIM_OP_W64 = 2,          /* 64-bit store: one bus beat on the NicCore cluster's 64-bit bus (two 32-bit writes, low word first, on the SoC cluster's) */
 	PN_SIM_OP_R32 = 3,          /* 32-bit load from the context page; value = sequence number */
 	PN_SIM_OP_RCSR = 4,         /* 32-bit load of a read-only CSR word at byte address `off` */
 	PN_SIM_OP_WINDOW = 5,       /* driver call: DMA window = heap base .. + value bytes */
@@ -99,6 +99,14 @@ enum pn_sim_fault_op {
  */
 #define PN_SIM_HELLO_DEVICE 0x1u
 
+/* Latency model corners (paranic-sim --model NAME), in ns:
+ * X(name, mmio_write_ns, mmio_read_ns, dma_read_ns, dma_write_ns, poll_miss_ns, cable_ns) */
+#define PN_SIM_LATENCY_MODELS(X) \
+	X(optimistic, 150, 700, 450, 150, 20, 61.85) \
+	X(realistic, 225, 1000, 550, 225, 40, 102.15) \
+	X(pessimistic, 350, 1500, 1000, 350, 100, 172.877)
+#define PN_SIM_DEFAULT_MODEL "realistic"
+
 /* One MMIO queue entry. */
 struct pn_sim_op {
 	uint32_t kind;                     /* enum pn_sim_op_kind */
@@ -118,7 +126,8 @@ struct pn_sim_ctl {
 	uint64_t queue_off;                /* byte offset of the pn_sim_op array */
 	uint8_t pad0[40];
 	uint64_t q_head;                   /* client: entries pushed (absolute) */
-	uint8_t pad1[56];
+	uint64_t c_polls;                  /* client: wait rounds, bumped after each look at host memory (the harness's pause, docs/simulator.md "The clock") */
+	uint8_t pad1[48];
 	uint64_t q_tail;                   /* harness: entries taken (absolute) */
 	uint8_t pad2[56];
 	uint64_t r_value;                  /* harness: value of the last read ... */
@@ -131,6 +140,7 @@ PN_SIM_STATIC_ASSERT(offsetof(struct pn_sim_ctl, version) == 8, "pn_sim_ctl.vers
 PN_SIM_STATIC_ASSERT(offsetof(struct pn_sim_ctl, qsize) == 12, "pn_sim_ctl.qsize");
 PN_SIM_STATIC_ASSERT(offsetof(struct pn_sim_ctl, queue_off) == 16, "pn_sim_ctl.queue_off");
 PN_SIM_STATIC_ASSERT(offsetof(struct pn_sim_ctl, q_head) == 64, "pn_sim_ctl.q_head");
+PN_SIM_STATIC_ASSERT(offsetof(struct pn_sim_ctl, c_polls) == 72, "pn_sim_ctl.c_polls");
 PN_SIM_STATIC_ASSERT(offsetof(struct pn_sim_ctl, q_tail) == 128, "pn_sim_ctl.q_tail");
 PN_SIM_STATIC_ASSERT(offsetof(struct pn_sim_ctl, r_value) == 192, "pn_sim_ctl.r_value");
 PN_SIM_STATIC_ASSERT(offsetof(struct pn_sim_ctl, r_seq) == 200, "pn_sim_ctl.r_seq");
@@ -281,7 +291,9 @@ struct pn_sim_global {
 	uint64_t dma_refused;              /* DMA requests outside client memory (refused, logged) */
 	uint64_t mmio_ops;                 /* client MMIO operations applied */
 	uint64_t job_nodes;                /* size of the running job (0: none) */
-	uint8_t pad2[32];
+	uint64_t pauses;                   /* times the clock waited for a client to look (docs/simulator.md) */
+	uint64_t pause_caps;               /* ... of which the wall-clock cap ended (the client did not look) */
+	uint8_t pad2[16];
 };
 PN_SIM_STATIC_ASSERT(sizeof(struct pn_sim_global) == 256, "pn_sim_global size");
 PN_SIM_STATIC_ASSERT(offsetof(struct pn_sim_global, magic) == 0, "pn_sim_global.magic");
@@ -309,6 +321,8 @@ PN_SIM_STATIC_ASSERT(offsetof(struct pn_sim_global, clients) == 196, "pn_sim_glo
 PN_SIM_STATIC_ASSERT(offsetof(struct pn_sim_global, dma_refused) == 200, "pn_sim_global.dma_refused");
 PN_SIM_STATIC_ASSERT(offsetof(struct pn_sim_global, mmio_ops) == 208, "pn_sim_global.mmio_ops");
 PN_SIM_STATIC_ASSERT(offsetof(struct pn_sim_global, job_nodes) == 216, "pn_sim_global.job_nodes");
+PN_SIM_STATIC_ASSERT(offsetof(struct pn_sim_global, pauses) == 224, "pn_sim_global.pauses");
+PN_SIM_STATIC_ASSERT(offsetof(struct pn_sim_global, pause_caps) == 232, "pn_sim_global.pause_caps");
 
 /* Fault client -> harness: one request (a cable cut, mended, or its error rate set). */
 struct pn_sim_fault {

@@ -12,7 +12,7 @@
  *   bit  63      FIRST: the packet belongs to the message's first chunk
  *
  * A message up to the PIO threshold is one PIO packet (SOM|EOM). A longer one is
- * sent as DMA chunks (PN_RD_CHUNK bytes through two bounce buffers, or up to
+ * sent as DMA chunks (up to PN_RD_CHUNK bytes through the bounce ring, or up to
  * PN_MAX_DMA_LENGTH in place when the caller's buffer is registered memory); each
  * chunk is one descriptor, so its packets carry SOM on the first and EOM on the
  * last, and the same tag. The message starts at the packet with FIRST and SOM; the
@@ -74,11 +74,20 @@ struct pn_rd {
 	size_t want_cap;
 	struct rd_msg dmsg;             /* the message placed into want_buf */
 	int direct_busy, direct_done;
-	/* DMA bounce buffers, used in turn across messages; ticket: the descriptor count
-	 * that frees each */
-	void *bounce[2];
-	uint32_t ticket[2];
-	unsigned next_bounce;
+	/* The DMA bounce ring (RD_RING_BYTES of DMA memory, allocated at the first bounce
+	 * send): each chunk takes the next contiguous bytes (a chunk that would wrap starts
+	 * at the ring's base; the skipped tail counts as its own), and is given back when
+	 * the NIC has completed its descriptor. Offsets are absolute (mod 2^64): bytes
+	 * [released, alloc) are in flight; slot[i % RD_RING_SLOTS] for in-flight chunks
+	 * oldest..oldest+count-1: the descriptor count that completes it and the end offset
+	 * it frees up to. */
+	uint8_t *ring;
+	uint64_t alloc, released;
+	struct rd_slot {
+		uint32_t ticket;
+		uint64_t end;
+	} slot[64];
+	unsigned oldest, count;
 	int64_t timeout_ns; /* no send progress this long: the call fails (0: never) */
 	int pio_pending;   /* the last send was PIO: a DMA send must wait for it first */
 	int dma_pending;   /* a bounce-buffer DMA may still run: a PIO send must wait for it */
@@ -496,8 +505,34 @@ int pn_rd_set_timeout(pn_rd_t *rd, int64_t timeout_ms)
 
 /* ---- send side ------------------------------------------------------------------------- */
 
+/* The bounce ring: RD_RING_BYTES of DMA memory, at most RD_RING_SLOTS chunks in flight. */
+#define RD_RING_BYTES (2 * (uint64_t)PN_RD_CHUNK)
+#define RD_RING_SLOTS 64u
+_Static_assert(RD_RING_SLOTS == sizeof(((pn_rd_t *)0)->slot) / sizeof(((pn_rd_t *)0)->slot[0]), "slots");
+_Static_assert(RD_RING_BYTES >= 2 * (uint64_t)PN_RD_CHUNK - 1, "a chunk after any skip must fit");
+
+/* Room for c bytes in the bounce ring: wait for the oldest chunks' descriptors to
+ * complete until a contiguous c bytes and a slot are free. Returns the chunk's address
+ * and its span (padding included) in *need, or NULL with *err set. */
+static uint8_t *ring_take(pn_rd_t *rd, size_t c, uint64_t *need, int *err)
+{
+	uint64_t pos = rd->alloc % RD_RING_BYTES;
+	uint64_t pad = pos + c > RD_RING_BYTES ? RD_RING_BYTES - pos : 0;
+
+	*need = pad + c;
+	while (rd->count == RD_RING_SLOTS || rd->alloc + *need - rd->released > RD_RING_BYTES) {
+		struct rd_slot *o = &rd->slot[rd->oldest % RD_RING_SLOTS];
+		if ((*err = rd_wait(rd, PN_WAIT_TX_DONE, o->ticket)) < 0)
+			return NULL;
+		rd->released = o->end;
+		rd->oldest++;
+		rd->count--;
+	}
+	return rd->ring + (pos + pad) % RD_RING_BYTES;
+}
+
 /* A message above the PIO threshold: DMA, in place when buf is registered (and wait
- * for it: the caller may reuse buf on return), else through the bounce buffers. */
+ * for it: the caller may reuse buf on return), else through the bounce ring. */
 static int send_dma(pn_rd_t *rd, unsigned dst_node, uint64_t tag, const void *buf, size_t len)
 {
 	pn_hal_t *h = rd->h;
@@ -516,22 +551,28 @@ static int send_dma(pn_rd_t *rd, unsigned dst_node, uint64_t tag, const void *bu
 			r = rd_wait_all(rd);
 		return r;
 	}
-	/* Two bounce buffers, used in turn: copy a chunk while the NIC sends the previous
-	 * one (of this message or the last). Return once the last chunk is posted: the
-	 * caller's buffer is free, the NIC reads only the bounce buffers. */
+	/* The bounce ring: copy each chunk into the next free bytes and post it; a stream of
+	 * messages keeps up to RD_RING_SLOTS chunks (and the TX ring's room) in flight, and
+	 * waits only when the ring is full, for the oldest chunk's completion. Return once
+	 * the last chunk is posted: the caller's buffer is free, the NIC reads only the ring. */
+	if (!rd->ring) {
+		void *m;
+		if ((r = pn_dma_alloc(h, RD_RING_BYTES, &m)) < 0)
+			return r;
+		rd->ring = m;
+	}
 	for (size_t off = 0; off < len && r == 0; off += PN_RD_CHUNK) {
 		size_t c = len - off < PN_RD_CHUNK ? len - off : PN_RD_CHUNK;
-		unsigned k = rd->next_bounce++ & 1;
+		uint64_t need;
+		uint8_t *b = ring_take(rd, c, &need, &r);
 
-		if (!rd->bounce[k] && (r = pn_dma_alloc(h, PN_RD_CHUNK, &rd->bounce[k])) < 0) {
-			rd->bounce[k] = NULL;
+		if (!b || (r = rd_wait(rd, PN_WAIT_TX_ROOM, 0)) < 0)
 			break;
-		}
-		if ((r = rd_wait(rd, PN_WAIT_TX_DONE, rd->ticket[k])) < 0 || (r = rd_wait(rd, PN_WAIT_TX_ROOM, 0)) < 0)
+		memcpy(b, (const uint8_t *)buf + off, c);
+		if ((r = pn_send_dma(h, dst_node, rd->ctx, off ? tag & ~RD_TAG_FIRST : tag, b, c)) < 0)
 			break;
-		memcpy(rd->bounce[k], (const uint8_t *)buf + off, c);
-		r = pn_send_dma(h, dst_node, rd->ctx, off ? tag & ~RD_TAG_FIRST : tag, rd->bounce[k], c);
-		rd->ticket[k] = pn_tx_posted(h);
+		rd->alloc += need;
+		rd->slot[(rd->oldest + rd->count++) % RD_RING_SLOTS] = (struct rd_slot){pn_tx_posted(h), rd->alloc};
 		rd->dma_pending = 1;
 	}
 	return r;
@@ -600,7 +641,6 @@ static int rd_setup(pn_rd_t **out, pn_hal_t *h, int own)
 		uint32_t x = (uint32_t)getpid() * 2654435761u ^ (uint32_t)t ^ (uint32_t)(t >> 29);
 		rd->epoch = (uint8_t)(x ^ (x >> 8) ^ (x >> 16) ^ (x >> 24));
 	}
-	rd->ticket[0] = rd->ticket[1] = pn_tx_posted(h);
 	rd->timeout_ns = (int64_t)PN_RD_DEFAULT_TIMEOUT_MS * 1000000;
 	{
 		const char *e = getenv("PARANIC_RD_TIMEOUT_MS");
@@ -669,9 +709,8 @@ int pn_rd_close(pn_rd_t *rd)
 	 * deadline: a send that can never finish is abandoned as pn_close does. */
 	int r = rd_wait_all(rd);
 	pn_set_wait_hook(rd->h, NULL, NULL);
-	for (int k = 0; k < 2; k++)
-		if (rd->bounce[k])
-			pn_dma_free(rd->h, rd->bounce[k]);
+	if (rd->ring)
+		pn_dma_free(rd->h, rd->ring);
 	for (uint32_t n = 0; n < rd->nodes; n++)
 		if (rd->peers[n].active && !rd->peers[n].active->discard)
 			msg_free(rd, rd->peers[n].active);

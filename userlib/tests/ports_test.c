@@ -783,7 +783,7 @@ static int case_bench(void)
 				say("{\"bench\": \"ports\", \"backend\": \"%s\", \"eager_max\": %ld, \"bytes\": %zu, "
 				    "\"registered\": %d, \"iters\": %u, \"latency_ns\": %.0f, \"latency_min_ns\": %.0f, "
 				    "\"latency_median_ns\": %.0f, \"latency_p10_ns\": %.0f, \"latency_p90_ns\": %.0f, "
-				    "\"latency_wall_ns\": %.0f, \"MBps\": %.1f, \"MBps_wall\": %.1f}",
+				    "\"latency_wall_ns\": %.0f, \"MBps\": %.3f, \"MBps_wall\": %.3f}",
 				    be, em, n, reg, iters, pp, ppmin, ppmed, pp10, pp90, ppw, n * (double)iters / sn * 1e3,
 				    n * (double)iters / sw * 1e3);
 			free(samp);

@@ -85,11 +85,11 @@ struct bench_opts {
 /* Iteration times. On sim, each iteration is timed too (pn_now_ns is a load from the
  * simulator's shared clock there): the hardware path is deterministic, but simulated
  * time keeps running while a client process is descheduled (a busy 2-core machine),
- * which only ever adds. Reported: the fastest iteration for pingpong (each iteration
- * contains the whole round trip), the median for pairwise and barrier (a node that
- * fell behind finds its peer's message waiting, or the others already in the barrier,
- * and catches up in one short iteration); the barrier's hardware path from trace
- * records. */
+ * which only ever adds. Reported: the median iteration (latency_ns, on sim) with the
+ * spread beside it (iter_p10_ns, iter_p90_ns, min/max, iter_samples); the fastest
+ * iteration only as min_ns_per_iter (the best case, not the figure: a node that fell
+ * behind catches up in one short iteration); the barrier's hardware path from trace
+ * records (median, p10..p90, min..max, samples). */
 struct samples {
 	int on;                  /* --per-iter, or on sim */
 	uint64_t *v;
@@ -166,6 +166,24 @@ static double median_ns(struct samples *s)
 static double min_ns(const struct samples *s)
 {
 	return s->n ? (double)s->v[0] : -1;
+}
+
+/* The p-th percentile (nearest rank) of n sorted values, or -1. */
+static double pct_sorted(const uint64_t *v, unsigned n, unsigned p)
+{
+	if (!n)
+		return -1;
+	unsigned k = (unsigned)(((uint64_t)p * n + 99) / 100);
+	return (double)v[k ? k - 1 : 0];
+}
+
+/* The spread of the samples beside their median (after median_ns()): p10, p90, slowest
+ * and the number of samples, as JSON members (docs/benchmarks.md, "Statistics"). */
+static void spread_json(char *out, size_t len, const char *pre, const uint64_t *v, unsigned n, double scale)
+{
+	snprintf(out, len, ", \"%sp10_ns\": %.1f, \"%sp90_ns\": %.1f, \"%smax_ns\": %.1f, \"%ssamples\": %u", pre,
+		 n ? pct_sorted(v, n, 10) * scale : -1, pre, n ? pct_sorted(v, n, 90) * scale : -1, pre,
+		 n ? v[n - 1] * scale : -1, pre, n);
 }
 
 static inline void sample(struct bench *b, uint64_t *last, unsigned i, unsigned warm)
@@ -389,10 +407,12 @@ static void report(struct bench *b, const char *bench, const char *layer, size_t
 		   uint64_t wall, uint64_t cyc, double latency, double mbps)
 {
 	double med = median_ns(&b->s);
+	char spread[256];
+	spread_json(spread, sizeof(spread), "iter_", b->s.v, b->s.n, 1.0);
 	say("{\"bench\": \"%s\", \"layer\": \"%s\", \"backend\": \"%s\", \"bytes\": %zu, \"iters\": %u, "
-	    "\"ns_per_iter\": %.1f, \"median_ns_per_iter\": %.1f, \"min_ns_per_iter\": %.1f, "
+	    "\"ns_per_iter\": %.1f, \"median_ns_per_iter\": %.1f, \"min_ns_per_iter\": %.1f%s, "
 	    "\"wall_ns_per_iter\": %.1f, \"cycles_per_iter\": %.1f, \"latency_ns\": %.1f, \"MBps\": %.2f%s}",
-	    bench, layer, pn_backend_name(b->h), n, it, (double)ns / it, med, min_ns(&b->s), (double)wall / it,
+	    bench, layer, pn_backend_name(b->h), n, it, (double)ns / it, med, min_ns(&b->s), spread, (double)wall / it,
 	    (double)cyc / it, latency, mbps, b->row_extra);
 	b->row_extra[0] = 0;
 }
@@ -494,7 +514,7 @@ static void run(struct bench *b, const char *bench, const struct layer *L, size_
 		return;
 	double med = median_ns(&b->s), per = (double)ns / it;   /* one iteration */
 	if (b->s.n && b->on_sim)
-		per = !strcmp(bench, "pairwise") ? med : min_ns(&b->s);
+		per = med;   /* the median iteration; the fastest is min_ns_per_iter, beside it */
 	if (per <= 0)
 		per = 0.001;
 	if (!strcmp(bench, "pairwise"))
@@ -538,7 +558,7 @@ static void overhead(struct bench *b, const struct layer *L, size_t n)
  * episode done in host memory. After each episode the other nodes wait for node 0's
  * go (a 0-byte PIO packet) so that no one enters the next and overwrites its record
  * before node 0 has read them. Returns the median in ns (sorted in v[]), or -1. */
-static double barrier_trace(struct bench *b, unsigned episodes, double *lo, double *hi)
+static double barrier_trace(struct bench *b, unsigned episodes, double *lo, double *hi, char *spread, size_t len)
 {
 	pn_sim_info_t info;
 	pn_sim_trace_t t;
@@ -584,6 +604,7 @@ static double barrier_trace(struct bench *b, unsigned episodes, double *lo, doub
 		med = (k & 1 ? (double)v[k / 2] : (v[k / 2 - 1] + v[k / 2]) / 2.0) * ns;
 		*lo = v[0] * ns;
 		*hi = v[k - 1] * ns;
+		spread_json(spread, len, "hw_path_", v, k, ns);
 	}
 	free(v);
 	return med;
@@ -594,6 +615,7 @@ static void barriers(struct bench *b, unsigned count)
 	uint64_t t0, w0, c0, ns, wall, cyc, last;
 	unsigned warm = count / 10 + 1;
 	double path = -1, path_lo = -1, path_hi = -1;
+	char path_spread[256] = "", spread[256];
 
 	b->s.n = 0;
 	for (unsigned i = 0; i < warm; i++)
@@ -613,14 +635,15 @@ static void barriers(struct bench *b, unsigned count)
 	 * makes the next one look short, so not the fastest), the mean natively. */
 	double med = median_ns(&b->s), per = b->s.n && b->on_sim ? med : (double)ns / count;
 	if (b->on_sim)
-		path = barrier_trace(b, count < 20 ? count : 20, &path_lo, &path_hi);
+		path = barrier_trace(b, count < 20 ? count : 20, &path_lo, &path_hi, path_spread, sizeof(path_spread));
+	spread_json(spread, sizeof(spread), "iter_", b->s.v, b->s.n, 1.0);
 	if (b->me == 0)
 		say("{\"bench\": \"barrier\", \"layer\": \"hal\", \"backend\": \"%s\", \"nodes\": %u, "
-		    "\"iters\": %u, \"ns_per_iter\": %.1f, \"median_ns_per_iter\": %.1f, \"min_ns_per_iter\": %.1f, "
+		    "\"iters\": %u, \"ns_per_iter\": %.1f, \"median_ns_per_iter\": %.1f, \"min_ns_per_iter\": %.1f%s, "
 		    "\"wall_ns_per_iter\": %.1f, \"cycles_per_iter\": %.1f, \"latency_ns\": %.1f, "
-		    "\"hw_path_ns\": %.1f, \"hw_path_min_ns\": %.1f, \"hw_path_max_ns\": %.1f}",
-		    pn_backend_name(b->h), b->N, count, (double)ns / count, med, min_ns(&b->s),
-		    (double)wall / count, (double)cyc / count, per, path, path_lo, path_hi);
+		    "\"hw_path_ns\": %.1f, \"hw_path_min_ns\": %.1f, \"hw_path_max_ns\": %.1f%s}",
+		    pn_backend_name(b->h), b->N, count, (double)ns / count, med, min_ns(&b->s), spread,
+		    (double)wall / count, (double)cyc / count, per, path, path_lo, path_hi, path_spread);
 }
 
 /* ---- set-up --------------------------------------------------------------------------------- */

@@ -13,7 +13,8 @@
  * and benchmark, as pn_bench does:
  *
  *   {"bench": "pingpong", "layer": "sockets", "backend": "sw", "bytes": 8, "iters": 20000,
- *    "ns_per_iter": ..., "min_ns_per_iter": ..., "wall_ns_per_iter": ..., "latency_ns": ...,
+ *    "ns_per_iter": ..., "median_ns_per_iter": ..., "min_ns_per_iter": ..., "iter_p10_ns": ...,
+ *    "iter_p90_ns": ..., "iter_max_ns": ..., "iter_samples": ..., "wall_ns_per_iter": ..., "latency_ns": ...,
  *    "MBps": ..., "clock": "backend"|"monotonic", "fd_kind": 4}
  *
  * --mode cluster: node 1 binds its cluster address (PARANIC_SOCK_NET, as the library
@@ -27,9 +28,10 @@
  *
  * Time. Under the preload library the program looks up pn_sock_now_ns (dlsym): the
  * socket port's backend time, simulated time on the sim backend. There (clock
- * "backend", backend "sim") each ping-pong iteration is timed and the fastest is
- * reported, as pn_bench does (simulated time runs on while a process waits for a core);
- * stream reports the mean. Elsewhere the monotonic clock, mean over the iterations.
+ * "backend", backend "sim") each ping-pong iteration is timed and the median is
+ * reported with its spread (iter_p10_ns, iter_p90_ns, min_ns_per_iter, iter_max_ns,
+ * iter_samples), as pn_bench does (simulated time runs on while a process waits for a
+ * core, so the fastest is only the best case); stream reports the mean. Elsewhere the monotonic clock, mean over the iterations.
  * fd_kind is pn_sock_fd_kind of the connection (4: a ParaNIC connection; -1 without the
  * library): the caller checks that the sockets layer was really measured.
  * Iterations per size: scale * clamp(64 MiB / (bytes + 64), 8, 20000), as pn_bench.
@@ -181,11 +183,18 @@ static int dial(struct sockaddr_in *a)
 static void report(const char *bench, const char *layer, const char *backend, int kind, size_t n, unsigned it,
 		   uint64_t ns, uint64_t wall, double latency, double mbps)
 {
+	/* samples[] is sorted (pingpong): median, p10, p90 (nearest rank), slowest */
+	unsigned k = nsamples;
+#define PCT(p) (k ? (double)samples[((uint64_t)(p) * k + 99) / 100 - 1] : -1.0)
 	say("{\"bench\": \"%s\", \"layer\": \"%s\", \"backend\": \"%s\", \"bytes\": %zu, \"iters\": %u, "
-	    "\"ns_per_iter\": %.1f, \"min_ns_per_iter\": %.1f, \"wall_ns_per_iter\": %.1f, \"latency_ns\": %.1f, "
-	    "\"MBps\": %.2f, \"clock\": \"%s\", \"fd_kind\": %d}",
-	    bench, layer, backend, n, it, (double)ns / it, nsamples ? (double)samples[0] : -1.0, (double)wall / it,
-	    latency, mbps, backend_clock ? "backend" : "monotonic", kind);
+	    "\"ns_per_iter\": %.1f, \"median_ns_per_iter\": %.1f, \"min_ns_per_iter\": %.1f, \"iter_p10_ns\": %.1f, "
+	    "\"iter_p90_ns\": %.1f, \"iter_max_ns\": %.1f, \"iter_samples\": %u, \"wall_ns_per_iter\": %.1f, "
+	    "\"latency_ns\": %.1f, \"MBps\": %.2f, \"clock\": \"%s\", \"fd_kind\": %d}",
+	    bench, layer, backend, n, it, (double)ns / it,
+	    k ? (k & 1 ? (double)samples[k / 2] : (samples[k / 2 - 1] + samples[k / 2]) / 2.0) : -1.0,
+	    k ? (double)samples[0] : -1.0, PCT(10), PCT(90), k ? (double)samples[k - 1] : -1.0, k,
+	    (double)wall / it, latency, mbps, backend_clock ? "backend" : "monotonic", kind);
+#undef PCT
 }
 
 static void pingpong(int fd, unsigned me, size_t n, const char *layer, const char *backend, int kind)
@@ -216,9 +225,10 @@ static void pingpong(int fd, unsigned me, size_t n, const char *layer, const cha
 	if (me != 0)
 		return;
 	double per = (double)ns / it;
-	if (nsamples) {
+	if (nsamples) {   /* the median iteration; the fastest (best case) beside it */
 		qsort(samples, nsamples, sizeof(*samples), cmp_u64);
-		per = (double)samples[0];
+		per = nsamples & 1 ? (double)samples[nsamples / 2]
+				   : (samples[nsamples / 2 - 1] + samples[nsamples / 2]) / 2.0;
 	}
 	if (per <= 0)
 		per = 0.001;

@@ -33,7 +33,7 @@
 #define PN_BAR0_SOC_CSR_OFFSET 0x80000
 #define PN_BAR0_SOC_CSR_BYTES 0x10000
 #define PN_NIC_IDENT 0x504e4943u
-#define PN_NIC_VERSION 3
+#define PN_NIC_VERSION 4
 
 /* Packet types a user context may send, as a mask of 1 << type */
 #define PN_USER_TYPE_MASK 0x39
@@ -53,6 +53,7 @@
 #define PN_TYPE_RMA_PUT 0x3
 #define PN_TYPE_RMA_GET 0x4
 #define PN_TYPE_RMA_RESP 0x5
+#define PN_TYPE_COLLECTIVE 0x6
 
 /* Flags */
 #define PN_FLAG_SOM 0x1
@@ -73,6 +74,7 @@
 #define PN_REG_RX_HEAD 0x10
 #define PN_REG_BARRIER 0x18
 #define PN_REG_IRQ_ARM 0x20
+#define PN_REG_PIO_SEND 0x28
 #define PN_REG_STATUS 0x40
 #define PN_REG_RX_TAIL 0x48
 #define PN_REG_TX_HEAD 0x50

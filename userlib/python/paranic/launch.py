@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from paranic.paths import BIN, LIBRARY, TESTS, USERLIB, USERLIB_BUILD
+from paranic.sim.paths import build_lock
 
 __all__ = ["BIN", "LIBRARY", "TESTS", "USERLIB_BUILD", "BuildError", "build_userlib", "tool", "Run",
            "clean_env", "cluster_name", "launch_cmd", "launch", "set_parent_death_signal"]
@@ -53,7 +54,8 @@ def build_userlib(quiet: bool = True, jobs: int = 2) -> Path:
     the build directory. Raises :class:`BuildError` with the compiler output."""
     if not quiet:
         print("paranic: building libparanic (make -C userlib)", file=sys.stderr, flush=True)
-    r = subprocess.run(["make", "-C", str(USERLIB), f"-j{jobs}"], capture_output=True, text=True)
+    with build_lock("userlib"):
+        r = subprocess.run(["make", "-C", str(USERLIB), f"-j{jobs}"], capture_output=True, text=True)
     if r.returncode != 0:
         raise BuildError(f"make -C userlib failed:\n{r.stdout[-4000:]}\n{r.stderr[-4000:]}")
     return USERLIB_BUILD

@@ -47,6 +47,7 @@ from typing import Mapping, Sequence, TextIO
 from paranic import cliopts
 from paranic import launch as L
 from paranic import runjob
+from paranic.sim.paths import build_lock
 
 #: Open MPI's mpirun (Debian's alternatives may point ``mpirun`` at MPICH's).
 MPIRUN = "mpirun.openmpi"
@@ -107,7 +108,8 @@ def build(quiet: bool = True) -> Path:
         L.build_userlib(quiet=quiet)
     except L.BuildError as e:
         raise MpiError(str(e)) from None
-    r = subprocess.run(["make", "-C", str(L.USERLIB), "-j2", "mpi"], capture_output=True, text=True)
+    with build_lock("userlib"):
+        r = subprocess.run(["make", "-C", str(L.USERLIB), "-j2", "mpi"], capture_output=True, text=True)
     if r.returncode != 0:
         raise MpiError(f"make -C userlib mpi failed:\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
     return MPI_BUILD

@@ -33,6 +33,7 @@ from typing import Sequence
 from paranic.spec import protocol as P
 
 from paranic.paths import DRIVER, INCLUDE, SCRIPTS, TREE, USERLIB, USERLIB_BUILD
+from paranic.sim.paths import build_lock
 
 BUILD = TREE / "build" / "qemu"
 KVER = subprocess.run([str(SCRIPTS / "kver.sh")], capture_output=True,
@@ -94,7 +95,8 @@ def build_driver(csr_json: Path | None = None, out: Path | None = None) -> Path:
     """``paranic.ko`` for the simulator's gateware (its own build dir under build/qemu)."""
     csr_json = csr_json or default_csr_json()
     out = out or BUILD / "driver"
-    _run(["make", "-s", "-C", DRIVER, f"OUT={out}", f"PY={PY}", f"CSR_JSON={csr_json}"])
+    with build_lock("qemu-driver"):
+        _run(["make", "-s", "-C", DRIVER, f"OUT={out}", f"PY={PY}", f"CSR_JSON={csr_json}"])
     return out / "paranic.ko"
 
 
@@ -122,6 +124,11 @@ def build_guest_progs(drv_out: Path) -> dict[str, Path]:
 
 def build_initramfs(csr_json: Path | None = None) -> Path:
     """Build (or reuse) ``build/qemu/initramfs.cpio.gz``; returns its path."""
+    with build_lock("qemu-initramfs"):
+        return _build_initramfs(csr_json)
+
+
+def _build_initramfs(csr_json: Path | None) -> Path:
     ko = build_driver(csr_json)
     progs = build_guest_progs(ko.parent)
     out = BUILD / "initramfs.cpio.gz"
@@ -163,9 +170,10 @@ def build_proxydev(drv_out: Path | None = None) -> Path:
     exe = BUILD / "bin/pn_proxydev"
     exe.parent.mkdir(parents=True, exist_ok=True)
     deps = [src, USERLIB / "src/pn_sim_shm.h", drv_out / "pn_csr.h"]
-    if not exe.exists() or any(d.stat().st_mtime > exe.stat().st_mtime for d in deps):
-        _run(["gcc", "-std=gnu11", "-O2", "-g", "-Wall", "-Wextra", "-Werror", f"-I{INCLUDE}",
-              f"-I{USERLIB / 'src'}", f"-I{drv_out}", "-o", exe, src])
+    with build_lock("qemu-proxydev"):
+        if not exe.exists() or any(d.stat().st_mtime > exe.stat().st_mtime for d in deps):
+            _run(["gcc", "-std=gnu11", "-O2", "-g", "-Wall", "-Wextra", "-Werror", f"-I{INCLUDE}",
+                  f"-I{USERLIB / 'src'}", f"-I{drv_out}", "-o", exe, src])
     return exe
 
 

@@ -55,7 +55,9 @@ from typing import Callable, Iterable, Optional
 
 from paranic import launch as L
 from paranic.paths import USERLIB
+from paranic.sim.paths import build_lock
 from paranic.spec import protocol as P
+from paranic.spec import sim as S
 from . import msg, plots
 
 #: The message sizes of the table (bytes): latency of a small message, bandwidth of a
@@ -63,10 +65,12 @@ from . import msg, plots
 LAT_BYTES = 8
 BW_BYTES = 1 << 20
 
-#: Runs per layer and backend (the fastest counts; 1 with --quick): two busy-polling
-#: processes on a small machine are easily disturbed natively, and on the simulator
-#: simulated time runs on while a client waits for a core; a disturbance only ever adds.
-REPEATS = {"sw": 3, "sim": 2}
+#: Runs per layer and backend (1 with --quick). The figure is the median run (of an even
+#: count the lower middle one), with the runs' spread (fastest..slowest, their number)
+#: beside it and the fastest run as the best case: two busy-polling processes on a small
+#: machine are easily disturbed natively. On the simulator one run: its figure is
+#: already the median iteration, with that run's spread.
+REPEATS = {"sw": 3, "sim": 1}
 
 Pair = tuple[dict, dict]                       # (ping-pong row, stream row) of one backend
 Measure = Callable[[msg.Session, str], Pair]
@@ -141,11 +145,12 @@ def pvm_missing() -> Optional[str]:
 def build_pvm_bench() -> Path:
     """Build pn_pvm_bench against Debian's libpvm3 (as tests/userlib/test_pvm.py builds
     pn_pvm_ring), unless it is newer than its source."""
-    if PVM_BENCH.exists() and PVM_BENCH.stat().st_mtime >= PVM_BENCH_SRC.stat().st_mtime:
-        return PVM_BENCH
     PVM_BENCH.parent.mkdir(parents=True, exist_ok=True)
-    r = subprocess.run(["gcc", "-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-o", str(PVM_BENCH),
-                        str(PVM_BENCH_SRC), "-lpvm3"], capture_output=True, text=True)
+    with build_lock("pvm-bench"):
+        if PVM_BENCH.exists() and PVM_BENCH.stat().st_mtime >= PVM_BENCH_SRC.stat().st_mtime:
+            return PVM_BENCH
+        r = subprocess.run(["gcc", "-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-o", str(PVM_BENCH),
+                            str(PVM_BENCH_SRC), "-lpvm3"], capture_output=True, text=True)
     if r.returncode != 0:
         raise msg.BenchError(f"building pn_pvm_bench failed:\n{r.stderr[-2000:]}")
     return PVM_BENCH
@@ -243,7 +248,8 @@ def measure_layers(sess: msg.Session, layers: Iterable[str] = READY,
                    backends: Iterable[str] = msg.BACKENDS, repeats: int | None = None) -> list[dict]:
     """One row per layer: ``{layer, latency_ns, MBps, hw_ns, sw_ns, added_ns, ...}``.
     Every layer is measured ``repeats`` times per backend (default REPEATS, 1 with
-    ``quick``), round robin over the layers, and the fastest run counts. A layer that
+    ``quick``), round robin over the layers, and the median run counts (``runs``: the
+    spread of the runs per backend, ``best_latency_ns``: the fastest runs). A layer that
     cannot run here (:func:`skipped_layers`) is left out with a message."""
     layers, backends = parse_layers(",".join(layers)), list(backends)
     skipped = skipped_layers(layers)
@@ -257,21 +263,46 @@ def measure_layers(sess: msg.Session, layers: Iterable[str] = READY,
             for rep in range(reps(be))
             for name in layers
             if (be == "sw" and BY_NAME[name].native_only) or (be in backends and not BY_NAME[name].native_only)]
-    got: dict[str, dict[str, Pair]] = {}
+    runs: dict[str, dict[str, list[Pair]]] = {}
     for name, be, rep in plan:
         measure = BY_NAME[name].measure
         assert measure is not None
         t0 = time.time()
         msg._log(f"paranic bench layers: {name} on {be}" + (f" (run {rep + 1} of {reps(be)})" if reps(be) > 1 else ""))
-        pp, st = measure(sess, be)
-        old = got.setdefault(name, {}).get(be)
-        if old:   # the fastest of the runs
-            pp = min(old[0], pp, key=lambda r: r["latency_ns"])
-            st = min(old[1], st, key=lambda r: r["latency_ns"])
-        got[name][be] = (pp, st)
+        runs.setdefault(name, {}).setdefault(be, []).append(measure(sess, be))
         msg._log(f"paranic bench layers: {name} on {be} done in {time.time() - t0:.0f} s")
-    rows = [_row(BY_NAME[name], got.get(name, {})) for name in layers]
+    rows = []
+    for name in layers:
+        by_be = runs.get(name, {})
+        row = _row(BY_NAME[name], {be: _median_run(p) for be, p in by_be.items()})
+        row["runs"] = {be: _runs_spread(p) for be, p in by_be.items()}
+        best = {be: _median_run(p, best=True) for be, p in by_be.items()}
+        row["best_latency_ns"] = _row(BY_NAME[name], best)["latency_ns"]
+        rows.append(row)
     return _added(rows)
+
+
+def _median_run(pairs: list[Pair], best: bool = False) -> Pair:
+    """The run whose ping-pong (and, separately, stream) figure is the median of the runs
+    (the lower middle one of an even count); ``best``: the fastest instead."""
+    def pick(rows: list[dict]) -> dict:
+        rows = sorted(rows, key=lambda r: r["latency_ns"])
+        return rows[0] if best else rows[(len(rows) - 1) // 2]
+    return pick([p for p, _ in pairs]), pick([s for _, s in pairs])
+
+
+def _runs_spread(pairs: list[Pair]) -> dict:
+    """Per backend: the runs' ping-pong latency and stream ns per message, median
+    [min..max] and their number; on sim also the median run's per-iteration spread."""
+    out = {}
+    for i, what in ((0, "pingpong_ns"), (1, "stream_ns")):
+        v = sorted(float(p[i]["latency_ns"]) for p in pairs)
+        out[what] = {"median": msg._r(v[(len(v) - 1) // 2]), "min": msg._r(v[0]), "max": msg._r(v[-1]),
+                     "runs": len(v)}
+    it = msg.spread(_median_run(pairs)[0], per=0.5)
+    if it:
+        out["pingpong_iterations"] = it
+    return out
 
 
 def _row(lay: Layer, by_be: dict[str, Pair]) -> dict:
@@ -339,6 +370,20 @@ def table(rows: list[dict], backends: Iterable[str] = msg.BACKENDS, skipped: dic
                    f"{r['below'] or '':>6s} {_f(r['MBps']):>8s}   {ps:>12s} "
                    f"{_f(r['parastation_latency_us'], '{:.2f}'):>6s} {_f(r['parastation_added_us'], '{:.2f}'):>6s} "
                    f"{_f(r['parastation_MBps']):>6s}")
+    out.append("(spread of the latency, medians above: sw runs fastest..slowest (n runs); hw iterations "
+               "p10..p90 [fastest..slowest] (n); best = the fastest runs' latency)")
+    for r in rows:
+        parts = []
+        for be, sp in sorted((r.get("runs") or {}).items()):
+            pp = sp["pingpong_ns"]
+            it = sp.get("pingpong_iterations")
+            if it:
+                parts.append(f"{be} {it['p10']:.1f}..{it['p90']:.1f} [{it['min']:.1f}..{it['max']:.1f}] "
+                             f"(n={it['samples']})")
+            else:
+                parts.append(f"{be} {pp['min']:.1f}..{pp['max']:.1f} (n={pp['runs']})")
+        if parts:
+            out.append(f"  {r['layer']:8s} {'; '.join(parts)}; best {_f(r.get('best_latency_ns'))}")
     for x in LAYERS:
         if not x.measure:
             out.append(f"{x.name:8s} {'not yet':>10s}   ({x.title})")
@@ -409,14 +454,14 @@ def run(a: argparse.Namespace) -> int:
     skipped = skipped_layers(layers)
     t0 = time.time()
     try:
-        with msg.Session(quick=a.quick) as sess:
+        with msg.Session(quick=a.quick, model=getattr(a, "model", None)) as sess:
             rows = measure_layers(sess, layers, backends)
     except (ValueError, msg.BenchError, TimeoutError) as e:
         print(f"paranic bench layers: {e}", file=sys.stderr)
         return 1
     if a.json:
         print(json.dumps({"bench": "layers", "rows": rows, "not_yet": list(NOT_YET), "skipped": skipped,
-                          "config": {"backend": a.backend, "quick": a.quick, "latency_bytes": LAT_BYTES,
+                          "config": {"backend": a.backend, "quick": a.quick, "model": getattr(a, "model", None) or S.DEFAULT_MODEL, "latency_bytes": LAT_BYTES,
                                      "bandwidth_bytes": BW_BYTES, "clock_mhz": P.TARGET_CLK_HZ / 1e6,
                                      "seconds": round(time.time() - t0, 1)}}))
     else:

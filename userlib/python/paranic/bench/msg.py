@@ -10,12 +10,13 @@ library) and then combined:
 * ``sw_ns`` — on the ``sw`` backend, natively: the same code path with a software
   NIC in shared memory. It includes the software NIC's own copying, so it is an upper
   bound of what the host spends in the library.
-  On sim, pingpong and barrier report the fastest iteration, pairwise the median
-  one: the hardware path is deterministic, but simulated time keeps running while a
-  client process is descheduled (a busy machine with few cores), which only ever
-  adds (in pairwise, a node that fell behind catches up in one short iteration, so
-  there the median); stream reports the mean (messages overlap). Measure on an
-  idle machine for figures to publish.
+  On sim, pingpong, pairwise and barrier report the median iteration, with its spread
+  beside it (``hw_spread``: p10, p90, fastest, slowest and the number of samples,
+  per message); the fastest iteration is only the best case (``hw_best_ns``): the
+  hardware path is deterministic, but simulated time keeps running while a client
+  process is descheduled (a busy machine with few cores), which only ever adds, and a
+  node that fell behind catches up in one short iteration. Stream reports the mean
+  (messages overlap). Measure on an idle machine for figures to publish.
 * ``total_ns`` — latency benchmarks (pairwise, pingpong, barrier): ``hw_ns + sw_ns``
   (the host's work and the NIC's are in series). ``stream``: ``max(hw_ns, sw_ns)``
   (the host prepares the next message while the NIC sends the last).
@@ -48,6 +49,7 @@ from typing import Callable, Iterable, Sequence
 
 from paranic import launch as L
 from paranic.spec import protocol as P
+from paranic.spec import sim as S
 from paranic.sim import run as simrun
 
 MSG_BENCHES = ("pairwise", "pingpong", "stream")
@@ -105,6 +107,12 @@ class Session:
 
     quick: bool = False
     sims: dict[str, simrun.SimCluster] = field(default_factory=dict)
+    #: The simulator's latency model corner (paranic.spec.sim.LATENCY_MODELS; None: the default).
+    model: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.model is not None:
+            S.latency_model(self.model)   # a clear error before anything runs
 
     def __enter__(self) -> "Session":
         L.build_userlib(quiet=False)
@@ -126,7 +134,7 @@ class Session:
                 self.sims.pop(other).stop()
             _log(f"paranic bench: starting the {topo} simulator (built once, then cached)")
             sock = simrun.RUN_DIR / f"bench-{os.getpid()}-{topo.replace(':', '')}.sock"
-            self.sims[topo] = simrun.start(topo, socket=sock, timeout=300)
+            self.sims[topo] = simrun.start(topo, socket=sock, timeout=300, model=self.model)
         return self.sims[topo]
 
     def pn_bench(self, backend: str, nodes: int, args: Sequence[str], *, topo: str = "ring:4",
@@ -170,7 +178,10 @@ def _wait_job_ended(sim: simrun.SimCluster, timeout: float = 60.0) -> None:
 
 def _show_msg(row: dict) -> str:
     what = "ns one way" if row["bench"] == "pingpong" else "ns/message" if row["bench"] == "stream" else "ns/iter"
-    return (f"{row['bench']:8s} {row['layer']:7s} {row['bytes']:>8d} B  {row['latency_ns']:>12.1f} {what}"
+    sp = spread(row, per=0.5 if row["bench"] == "pingpong" else 1.0) if row["bench"] != "stream" else None
+    extra = (f" median, p10..p90 {sp['p10']:.1f}..{sp['p90']:.1f}, best {sp['min']:.1f}, n={sp['samples']}"
+             if sp else "")
+    return (f"{row['bench']:8s} {row['layer']:7s} {row['bytes']:>8d} B  {row['latency_ns']:>12.1f} {what}{extra}"
             f"  ({row['iters']} iterations)")
 
 
@@ -220,7 +231,9 @@ def measure_messages(sess: Session, benches: Iterable[str] = MSG_BENCHES, layers
         hw_ns = _per_msg(hw)
         sw_ns = _per_msg(sw)
         total = _combine(bench, hw_ns, sw_ns)
+        hw_spread = spread(hw, per=0.5 if bench == "pingpong" else 1.0) if bench != "stream" else None
         out.append({"bench": bench, "layer": layer, "bytes": nbytes,
+                    "hw_spread": hw_spread, "hw_best_ns": hw_spread and hw_spread["min"],
                     "hw_ns": _r(hw_ns), "sw_ns": _r(sw_ns), "total_ns": _r(total),
                     "MBps": round(_mbps(bench, nbytes, total), 3),
                     "hw_cycles": _r(hw_ns and hw_ns / P.TARGET_CLK_NS),
@@ -229,10 +242,25 @@ def measure_messages(sess: Session, benches: Iterable[str] = MSG_BENCHES, layers
     return out
 
 
+def spread(row: dict | None, prefix: str = "iter_", per: float = 1.0) -> dict | None:
+    """The spread beside a median from pn_bench's row (``<prefix>p10_ns`` ...), scaled by
+    ``per`` (0.5: a ping-pong iteration is two messages): ``{median, p10, p90, min, max,
+    samples}`` in ns, or None when the row has no samples (sw without --per-iter)."""
+    if not row or row.get(f"{prefix}samples", 0) <= 0:
+        return None
+    if prefix == "iter_":
+        med, lo = row["median_ns_per_iter"], row["min_ns_per_iter"]
+    else:
+        med, lo = row[f"{prefix}ns"], row[f"{prefix}min_ns"]
+    return {"median": _r(med * per), "p10": _r(row[f"{prefix}p10_ns"] * per),
+            "p90": _r(row[f"{prefix}p90_ns"] * per), "min": _r(lo * per),
+            "max": _r(row[f"{prefix}max_ns"] * per), "samples": int(row[f"{prefix}samples"])}
+
+
 def _per_msg(row: dict | None) -> float | None:
     """Nanoseconds per message: pn_bench's latency_ns (one way for pingpong, one
     iteration for pairwise, one message for stream; on sim the median iteration for
-    pairwise, the fastest for pingpong, the mean for stream)."""
+    pingpong and pairwise, the mean for stream)."""
     if row is None:
         return None
     return float(row["latency_ns"])
@@ -256,7 +284,7 @@ def measure_barrier(sess: Session, nodes: Iterable[int] = (2, 4, 8), backends: I
         sw_ns = float(r[0]["latency_ns"])
     out = []
     for n in nodes:
-        hw_ns = b2b = None
+        hw_ns = b2b = r = None
         topo = barrier_topology(n)
         if "sim" in backends:
             c = count or (20 if sess.quick else 200 if n <= 8 else 40)
@@ -269,14 +297,17 @@ def measure_barrier(sess: Session, nodes: Iterable[int] = (2, 4, 8), backends: I
         out.append({"bench": "barrier", "layer": "hal", "nodes": n, "topology": topo if hw_ns else None,
                     "hw_ns": _r(hw_ns), "sw_ns": _r(sw_ns), "total_ns": _r(total), "MBps": None,
                     "hw_cycles": _r(hw_ns and hw_ns / P.TARGET_CLK_NS),
-                    "hw_path_range_ns": [r["hw_path_min_ns"], r["hw_path_max_ns"]] if hw_ns else None,
+                    "hw_path_range_ns": [r["hw_path_min_ns"], r["hw_path_max_ns"]] if r else None,
+                    "hw_spread": spread(r, "hw_path_"), "back_to_back_spread": spread(r),
                     "back_to_back_ns": _r(b2b_total),
                     "per_s": round(1e9 / b2b_total) if b2b_total else None})
     return out
 
 
 def _show_barrier(row: dict) -> str:
-    path = f", hardware path {row['hw_path_ns']:.1f} ns" if row.get("hw_path_ns", -1) > 0 else ""
+    sp = spread(row, "hw_path_")
+    path = (f", hardware path {row['hw_path_ns']:.1f} ns median (p10..p90 {sp['p10']:.1f}..{sp['p90']:.1f}, "
+            f"min {sp['min']:.1f}, n={sp['samples']})" if sp else "")
     return (f"barrier {row['nodes']:>2d} nodes  {row['latency_ns']:>10.1f} ns/episode back to back{path}"
             f"  ({row['iters']} episodes)")
 

@@ -12,6 +12,7 @@ import time
 from typing import Iterable
 
 from paranic.spec import protocol as P
+from paranic.spec import sim as S
 from . import msg
 
 TITLES = {
@@ -54,8 +55,18 @@ def message_table(rows: list[dict], bench: str, layer: str) -> str:
         if r["bytes"] in ps:
             us, mb = ps[r["bytes"]]
             line += f"   {us:>18.2f} {mb:>7.3f}"
+        line += _spread_cell(r.get("hw_spread"))
         out.append(line)
+    if any(r.get("hw_spread") for r in sel):
+        out.append("(hw_ns: the median iteration; [p10..p90, fastest, n iterations] of the hardware path)")
     return "\n".join(out)
+
+
+def _spread_cell(sp: dict | None) -> str:
+    """``  [p10..p90, best B, n=N]`` beside a median, or nothing."""
+    if not sp:
+        return ""
+    return f"  [{sp['p10']:.1f}..{sp['p90']:.1f}, best {sp['min']:.1f}, n={sp['samples']}]"
 
 
 def overhead_table(rows: list[dict]) -> str:
@@ -121,9 +132,10 @@ def barrier_table(rows: list[dict]) -> str:
                 f"{_f(r['per_s'], '{:.0f}'):>9s}")
         if r["nodes"] in ps:
             line += f"   {ps[r['nodes']]:>14.2f} {1e6 / ps[r['nodes']]:>7.0f}"
+        line += _spread_cell(r.get("hw_spread"))
         out.append(line)
     out.append("(hw_ns: the hardware path of an isolated episode, last node's BARRIER store to the last "
-               "status block, PCIe model included; sw_ns: a 1-node job's pn_barrier natively; b2b_ns and "
+               "status block, latency model included, the median of the episodes [p10..p90, fastest, n]; sw_ns: a 1-node job's pn_barrier natively; b2b_ns and "
                "per s: back-to-back calls, median episode + sw_ns)")
     return "\n".join(out)
 
@@ -302,7 +314,7 @@ def _backends(a: argparse.Namespace) -> tuple[str, ...]:
 
 def collect(what: str, a: argparse.Namespace) -> list[dict]:
     layers = [x.strip() for x in a.layer.split(",") if x.strip()]
-    with msg.Session(quick=a.quick) as sess:
+    with msg.Session(quick=a.quick, model=getattr(a, "model", None)) as sess:
         if what in msg.MSG_BENCHES or what == "messages":
             benches = msg.MSG_BENCHES if what == "messages" else (what,)
             return msg.measure_messages(sess, benches, layers, a.min, a.max, _backends(a), topo=a.topo)
@@ -328,7 +340,7 @@ def measure_overhead(sess: msg.Session, layers: Iterable[str] = msg.LAYERS) -> l
 
 def result(rows: list[dict], what: str, a: argparse.Namespace, seconds: float) -> dict:
     return {"bench": what, "rows": rows, "hierarchy": hierarchy(rows), "targets": targets(rows),
-            "config": {"backend": a.backend, "quick": a.quick, "clock_mhz": P.TARGET_CLK_HZ / 1e6,
+            "config": {"backend": a.backend, "quick": a.quick, "model": getattr(a, "model", None) or S.DEFAULT_MODEL, "clock_mhz": P.TARGET_CLK_HZ / 1e6,
                        "link_payload_MBps": round(link_payload_MBps(), 1), "seconds": round(seconds, 1)}}
 
 

@@ -58,6 +58,8 @@ def _hw_sources() -> list[Path]:
     files = [sim / n for n in ("testnet.py", "traffic.py", "channels.py", "cable.py")]
     for pkg in (paranic.hw, paranic.spec):
         files += sorted(Path(pkg.__file__).parent.rglob("*.py"))
+    # the routing function (tables are computed at elaboration) is C
+    files += sorted((Path(paranic.spec.__file__).parent / "c").glob("*.[ch]"))
     return files
 
 
@@ -107,14 +109,17 @@ def router_build(n_links: int = 4) -> tuple[list[Path], str]:
                    lambda: router_verilog(VERILOG_DIR, n_links=n_links, name=name))
 
 
-def network_build(topo: str, traffic: bool = True, **params: Any) -> tuple[list[Path], str]:
-    """Verilog of a RouterNetwork (``traffic``: generators/checkers, else local ports)."""
+def network_build(topo: str, traffic: bool = True, ties: str = "split",
+                  **params: Any) -> tuple[list[Path], str]:
+    """Verilog of a RouterNetwork (``traffic``: generators/checkers, else local ports;
+    ``ties``: the routing function's tie rule, :class:`~paranic.spec.topo.Topology`)."""
     from paranic.sim.testnet import network_verilog
 
+    t = Topology.parse(topo, ties)
     name = _name(topo, "net" if traffic else "ports") + "".join(
-        f"_{k}{v}" for k, v in sorted(params.items()))
-    return _cached(name, f"net {topo} {traffic} {sorted(params.items())}",
-                   lambda: network_verilog(Topology.parse(topo), VERILOG_DIR, name=name,
+        f"_{k}{v}" for k, v in sorted(params.items())) + ("" if ties == "split" else f"_ties{ties}")
+    return _cached(name, f"net {topo} {traffic} {ties} {sorted(params.items())}",
+                   lambda: network_verilog(t, VERILOG_DIR, name=name,
                                            with_traffic=traffic, **params))
 
 
@@ -170,13 +175,49 @@ def hop_latency(progress: Callable[..., Any] = print) -> dict:
 
 def sweep(topo: str, loads: list[float], length: int = P.DEFAULT_MTU, warmup: int = 20_000,
           measure_cycles: int = 50_000, pattern: str = "uniform",
-          progress: Callable[..., Any] = print, **params: Any) -> dict:
-    """Offered-load sweep on ``topo`` (RouterNetwork ``params``, e.g. bubble, buf_words)."""
-    src, top = network_build(topo, traffic=True, **params)
+          progress: Callable[..., Any] = print, ties: str = "split", seed: int = 1000,
+          bubble_en: bool = True, **params: Any) -> dict:
+    """Offered-load sweep on ``topo`` (RouterNetwork ``params``, e.g. bubble, buf_words;
+    ``ties``: tie rule; ``seed``: the traffic seed of the first point, +2 per point;
+    ``bubble_en=False`` switches the bubble rule off, only to measure its cost: a torus
+    can deadlock, and the run then fails)."""
+    src, top = network_build(topo, traffic=True, ties=ties, **params)
     progress(f"router: {topo} {pattern} sweep, {length}-byte packets, {len(loads)} points")
-    env = {"TOPO": topo, "PATTERN": pattern, "LEN": str(length), "WARMUP": str(warmup),
+    env = {"TOPO": topo, "SEED": str(seed), "BUBBLE": str(int(bubble_en)), "PATTERN": pattern, "LEN": str(length), "WARMUP": str(warmup),
            "MEASURE": str(measure_cycles), "LOADS": ",".join(f"{x:g}" for x in loads)}
     return run_tb(src, top, TB_MODULE, "test_sweep", env, log=_log(top))
+
+
+#: Traffic patterns of the pattern benchmark (paranic.sim.traffic.PATTERNS, uniform first).
+PATTERNS = ("uniform", "transpose", "tornado", "bitcomp", "all-to-one")
+
+
+def saturation(topo: str, pattern: str = "uniform", samples: int = 3,
+               length: int = P.DEFAULT_MTU, warmup: int = 10_000, measure_cycles: int = 30_000,
+               ties: str = "split", progress: Callable[..., Any] = print, seed: int = 2000,
+               bubble_en: bool = True, **params: Any) -> dict:
+    """Saturation throughput of ``pattern`` on ``topo``: ``samples`` runs at offered load
+    1.0 (every node always has a packet waiting), each with its own traffic seed, beside
+    the channel-load bound of the routing function
+    (:meth:`paranic.spec.topo.Topology.saturation_bound`, self traffic as the generator
+    sends it). Accepted words/cycle per node; ``median``, ``min``, ``max`` of the samples."""
+    import statistics
+
+    r = sweep(topo, [1.0] * samples, length, warmup, measure_cycles, pattern=pattern,
+              progress=progress, ties=ties, seed=seed, bubble_en=bubble_en, **params)
+    acc = [p[1] for p in r["points"]]
+    return {"topo": topo, "pattern": pattern, "ties": ties, "packet_bytes": length,
+            "bubble_en": bubble_en,
+            "params": params, "samples": acc, "median": statistics.median(acc),
+            "min": min(acc), "max": max(acc),
+            "latency": statistics.median(p[2] for p in r["points"]),
+            "bound": round(Topology.parse(topo, ties).saturation_bound(pattern), 4)}
+
+
+def patterns(topo: str, samples: int = 3, progress: Callable[..., Any] = print,
+             pats: tuple[str, ...] = PATTERNS, **kw: Any) -> list[dict]:
+    """:func:`saturation` of every pattern in ``pats`` on ``topo`` (one build)."""
+    return [saturation(topo, p, samples, progress=progress, **kw) for p in pats]
 
 
 def measure(progress: Callable[..., Any] = print, quick: bool = False) -> dict:
@@ -214,6 +255,9 @@ def measure(progress: Callable[..., Any] = print, quick: bool = False) -> dict:
             short = sweep(topo, loads, 64, warm, meas, progress=progress)
             res[f"{key}_sweep_64B"] = short["points"]
             res[f"{key}_saturation_64B"] = max(p[1] for p in short["points"])
+        # every pattern at saturation, beside its bound (1 sample each when quick)
+        res[f"{key}_patterns"] = patterns(topo, 1 if quick else 3, progress,
+                                          warmup=warm // 2, measure_cycles=meas // 2)
     from paranic.hw.router import default_buf_words
 
     res["buf_words"] = default_buf_words(P.DEFAULT_MTU)

@@ -52,7 +52,61 @@ def table(res: dict) -> str:
     out.append(f"(clock {res['clock_mhz']:.0f} MHz; link inputs are cut-through (virtual cut-through, "
                "whole-packet credits), the injection input store-and-forward; saturation: uniform random traffic, "
                f"{res.get('packet_bytes', '?')}-byte packets)")
+    pat = pattern_table(res)
+    if pat:
+        out += ["", pat]
     return "\n".join(out)
+
+
+def pattern_table(res: dict) -> str:
+    """Saturation per traffic pattern beside the routing function's channel-load bound."""
+    rows = [r for key in ("ring_patterns", "torus_patterns") for r in res.get(key) or []]
+    if not rows:
+        return ""
+    out = [f"{'topology':10s} {'pattern':11s} {'measured (median [min, max], n)':34s} "
+           f"{'bound':>6s} {'of bound':>8s}"]
+    out.append("-" * len(out[0]))
+    for r in rows:
+        meas = f"{r['median']:.3f} [{r['min']:.3f}, {r['max']:.3f}], {len(r['samples'])}"
+        out.append(f"{r['topo']:10s} {r['pattern']:11s} {meas:34s} {r['bound']:6.3f} "
+                   f"{r['median'] / r['bound']:8.0%}")
+    out.append("(accepted words/cycle per node at offered load 1.0, "
+               f"{res.get('packet_bytes', '?')}-byte packets; bound = min(1, 1 / max channel "
+               "load) of the routing function, injection and ejection included)")
+    return "\n".join(out)
+
+
+def plot_patterns(res: dict, path: str) -> None:
+    """Bars: measured saturation per pattern (median, min..max as error bar) beside
+    the bound, one panel per topology."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    keys = [k for k in ("ring_patterns", "torus_patterns") if res.get(k)]
+    if not keys:
+        return
+    fig, axes = plt.subplots(1, len(keys), figsize=(5.5 * len(keys), 4), squeeze=False)
+    for ax, key in zip(axes[0], keys):
+        rows = res[key]
+        xs = range(len(rows))
+        med = [r["median"] for r in rows]
+        err = [[r["median"] - r["min"] for r in rows], [r["max"] - r["median"] for r in rows]]
+        ax.bar([x - 0.2 for x in xs], [r["bound"] for r in rows], 0.4, color="lightgray",
+               label="bound (channel load)")
+        ax.bar([x + 0.2 for x in xs], med, 0.4, yerr=err, capsize=3, label="measured")
+        ax.set_xticks(list(xs))
+        ax.set_xticklabels([r["pattern"] for r in rows], fontsize=8)
+        ax.set_ylim(0, 1.05)
+        ax.set_ylabel("saturation, words/cycle/node")
+        ax.set_title(f"{rows[0]['topo']} ({rows[0]['ties']} ties)")
+        ax.grid(True, axis="y", alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
 
 
 def plot(res: dict, path: str) -> None:
@@ -93,6 +147,10 @@ def run(a: argparse.Namespace) -> int:
     if a.plot:
         plot(res, a.plot)
         progress(f"plot written to {a.plot}")
+        if any(res.get(k) for k in ("ring_patterns", "torus_patterns")):
+            pp = str(Path(a.plot).with_name(Path(a.plot).stem + "_patterns.png"))
+            plot_patterns(res, pp)
+            progress(f"plot written to {pp}")
     if a.json:
         print(json.dumps(res))
     else:

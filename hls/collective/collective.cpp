@@ -1,0 +1,333 @@
+// SPDX-License-Identifier: BSD-2-Clause
+// ParaNIC HLS kernel `collective` (see collective.h, docs/hls.md). Top function: collective.
+#include <cstdint>
+#include <cstring>
+
+#include "collective.h"
+
+/* A field of the collective header word / of network header word 0, as an lvalue range. */
+#define CF(w, F) (w).range(PN_COLLHDR_##F##_SHIFT + PN_COLLHDR_##F##_WIDTH - 1, PN_COLLHDR_##F##_SHIFT)
+#define HF(w, F) (w).range(PN_HDR_##F##_SHIFT + PN_HDR_##F##_WIDTH - 1, PN_HDR_##F##_SHIFT)
+#define CMASK(F) ((uint64_t)PN_COLLHDR_##F##_MASK << PN_COLLHDR_##F##_SHIFT)
+
+/* Header bits every contribution of one operation must agree on. */
+static const uint64_t AGREE = ~(CMASK(PHASE) | CMASK(ERR) | CMASK(NODATA) | (0x7ull << (PN_COLLHDR_NODATA_SHIFT + 1)));
+
+/* ---- element operations ------------------------------------------------------------- */
+
+static float as_f32(ap_uint<32> v) { uint32_t u = v.to_uint(); float f; std::memcpy(&f, &u, 4); return f; }
+static ap_uint<32> bits32(float f) { uint32_t u; std::memcpy(&u, &f, 4); return u; }
+static double as_f64(ap_uint<64> v) { uint64_t u = v.to_uint64(); double f; std::memcpy(&f, &u, 8); return f; }
+static ap_uint<64> bits64(double f) { uint64_t u; std::memcpy(&u, &f, 8); return u; }
+
+/* a op b. MIN/MAX return one of the two operands' bits unchanged (b only when strictly
+ * better), so the choice between -0.0 and +0.0 or a NaN is defined too. AND/OR on a
+ * float type are refused as BAD_ARGS before any data is combined. */
+static ap_uint<32> op32(ap_uint<32> a, ap_uint<32> b, bool flt, ap_uint<3> red)
+{
+#pragma HLS INLINE
+	if (flt) {
+		float x = as_f32(a), y = as_f32(b);
+		if (red == PN_COLL_RED_SUM) return bits32(x + y);
+		if (red == PN_COLL_RED_MIN) return y < x ? b : a;
+		if (red == PN_COLL_RED_MAX) return y > x ? b : a;
+		return a;
+	}
+	ap_int<32> x = a, y = b;
+	if (red == PN_COLL_RED_SUM) return ap_uint<32>(x + y);   /* wraps */
+	if (red == PN_COLL_RED_MIN) return y < x ? b : a;
+	if (red == PN_COLL_RED_MAX) return y > x ? b : a;
+	if (red == PN_COLL_RED_AND) return a & b;
+	if (red == PN_COLL_RED_OR) return a | b;
+	return a;
+}
+
+static ap_uint<64> op64(ap_uint<64> a, ap_uint<64> b, bool flt, ap_uint<3> red)
+{
+#pragma HLS INLINE
+	if (flt) {
+		double x = as_f64(a), y = as_f64(b);
+		if (red == PN_COLL_RED_SUM) return bits64(x + y);
+		if (red == PN_COLL_RED_MIN) return y < x ? b : a;
+		if (red == PN_COLL_RED_MAX) return y > x ? b : a;
+		return a;
+	}
+	ap_int<64> x = a, y = b;
+	if (red == PN_COLL_RED_SUM) return ap_uint<64>(x + y);
+	if (red == PN_COLL_RED_MIN) return y < x ? b : a;
+	if (red == PN_COLL_RED_MAX) return y > x ? b : a;
+	if (red == PN_COLL_RED_AND) return a & b;
+	if (red == PN_COLL_RED_OR) return a | b;
+	return a;
+}
+
+word_t coll_combine(word_t a, word_t b, ap_uint<2> dtype, ap_uint<3> red)
+{
+#pragma HLS INLINE
+	bool flt = dtype == PN_COLL_T_F32 || dtype == PN_COLL_T_F64;
+	if (PN_COLL_TYPE_BYTES(dtype) == 4) {
+		word_t r;
+		r.range(31, 0) = op32(a.range(31, 0), b.range(31, 0), flt, red);
+		r.range(63, 32) = op32(a.range(63, 32), b.range(63, 32), flt, red);
+		return r;
+	}
+	return op64(a, b, flt, red);
+}
+
+/* ---- the tree ------------------------------------------------------------------------ */
+
+/* (a - b) mod n and (a + b) mod n for a, b < n. */
+static node_t sub_mod(node_t a, node_t b, ap_uint<PN_DIM_BITS> n) { return a >= b ? node_t(a - b) : node_t(a + n - b); }
+static node_t add_mod(ap_uint<PN_DIM_BITS + PN_COLL_MAX_RADIX_LOG2 + 1> a, node_t b, ap_uint<PN_DIM_BITS> n)
+{
+	ap_uint<PN_DIM_BITS + PN_COLL_MAX_RADIX_LOG2 + 2> s = a + b;
+	return s >= n ? node_t(s - n) : node_t(s);
+}
+
+/* The operation's arguments make no sense (BAD_ARGS), or this node has no place in it. */
+static bool bad_args(word_t h)
+{
+	ap_uint<2> op = CF(h, OP), dtype = CF(h, DTYPE);
+	ap_uint<3> red = CF(h, RED);
+	ap_uint<PN_COLLHDR_NBYTES_WIDTH> nbytes = CF(h, NBYTES);
+	bool flt = dtype == PN_COLL_T_F32 || dtype == PN_COLL_T_F64;
+	unsigned esz = PN_COLL_TYPE_BYTES(dtype);
+	return op > PN_COLL_OP_BCAST || nbytes > PN_COLL_MAX_BYTES || (nbytes & (esz - 1)) != 0 ||
+	       (op != PN_COLL_OP_BCAST && (red > PN_COLL_RED_OR || (flt && red >= PN_COLL_RED_AND)));
+}
+
+static unsigned data_words(word_t h)
+{
+	unsigned nw = (unsigned(CF(h, NBYTES)) + 7) >> 3;
+	return nw > PN_COLL_MAX_WORDS ? PN_COLL_MAX_WORDS : nw;
+}
+
+static void send(hls::stream<word_t> &net_out, node_t src, node_t dst, word_t h, const word_t *data, unsigned dw)
+{
+	word_t w0 = 0;
+	HF(w0, DST_NODE) = dst;
+	HF(w0, SRC_NODE) = src;
+	HF(w0, TYPE) = PN_TYPE_COLLECTIVE;
+	HF(w0, LENGTH) = 8 * (1 + dw);
+	HF(w0, FLAGS) = PN_FLAG_SOM | PN_FLAG_EOM;
+	net_out.write(w0);
+	net_out.write(0);          /* tag: unused */
+	net_out.write(h);
+send_data:
+	for (unsigned i = 0; i < dw; i++) {
+#pragma HLS LOOP_TRIPCOUNT max = 32
+#pragma HLS PIPELINE II = 1
+		net_out.write(data[i]);
+	}
+}
+
+static void deliver(hls::stream<word_t> &host_out, word_t h, const word_t *data)
+{
+	host_out.write(h);
+	unsigned dw = CF(h, NODATA) ? 0u : data_words(h);
+deliver_data:
+	for (unsigned i = 0; i < dw; i++) {
+#pragma HLS LOOP_TRIPCOUNT max = 32
+#pragma HLS PIPELINE II = 1
+		host_out.write(data[i]);
+	}
+}
+
+/* Send `h` (phase DOWN) with `data` to every child of this node. */
+static void send_down(hls::stream<word_t> &net_out, node_t node, ap_uint<2> radix_log2, word_t h, const word_t *data)
+{
+	ap_uint<PN_DIM_BITS> nodes = CF(h, NODES);
+	node_t root = CF(h, ROOT);
+	node_t rel = sub_mod(node, root, nodes);
+	ap_uint<PN_DIM_BITS + PN_COLL_MAX_RADIX_LOG2 + 1> first = (ap_uint<PN_DIM_BITS + PN_COLL_MAX_RADIX_LOG2 + 1>(rel) << radix_log2) + 1;
+	unsigned dw = CF(h, NODATA) ? 0u : data_words(h);
+down_kids:
+	for (unsigned j = 0; j < PN_COLL_MAX_KIDS; j++) {
+		if (j < (1u << radix_log2) && first + j < nodes)
+			send(net_out, node, add_mod(first + j, root, nodes), h, data, dw);
+	}
+}
+
+/* Own vector and every child's present: combine in the fixed order and pass it on. */
+static void try_complete(coll_state &st, hls::stream<word_t> &host_out, hls::stream<word_t> &net_out,
+			 node_t node, ap_uint<2> radix_log2)
+{
+	if (!st.own_valid)
+		return;
+	word_t h = st.own_hdr;
+	ap_uint<PN_DIM_BITS> nodes = CF(h, NODES);
+	node_t root = CF(h, ROOT);
+	node_t rel = sub_mod(node, root, nodes);
+	ap_uint<PN_DIM_BITS + PN_COLL_MAX_RADIX_LOG2 + 1> first = (ap_uint<PN_DIM_BITS + PN_COLL_MAX_RADIX_LOG2 + 1>(rel) << radix_log2) + 1;
+	ap_uint<PN_COLL_MAX_KIDS> need = 0;
+	for (unsigned j = 0; j < PN_COLL_MAX_KIDS; j++) {
+#pragma HLS UNROLL
+		need[j] = j < (1u << radix_log2) && first + j < nodes;
+	}
+	if ((st.kid_valid & need) != need)
+		return;
+	ap_uint<2> err = ap_uint<2>(CF(h, ERR)) | st.stray;
+	for (unsigned j = 0; j < PN_COLL_MAX_KIDS; j++) {
+#pragma HLS UNROLL
+		if (need[j]) {
+			err |= ap_uint<2>(CF(st.kid_hdr[j], ERR));
+			if ((st.kid_hdr[j] ^ h) & word_t(AGREE))
+				err |= PN_COLL_ERR_MISMATCH;
+		}
+	}
+	ap_uint<2> dtype = CF(h, DTYPE);
+	ap_uint<3> red = CF(h, RED);
+	unsigned dw = data_words(h);
+combine:
+	for (unsigned w = 0; w < dw; w++) {
+#pragma HLS LOOP_TRIPCOUNT max = 32
+#pragma HLS PIPELINE II = 1
+		word_t acc = st.own[w];
+		for (unsigned j = 0; j < PN_COLL_MAX_KIDS; j++) {   /* children in increasing id */
+#pragma HLS UNROLL
+			if (need[j])
+				acc = coll_combine(acc, st.kid[j][w], dtype, red);
+		}
+		st.own[w] = acc;
+	}
+	st.own_valid = false;
+	st.kid_valid &= ~need;
+	st.stray = 0;
+	CF(h, ERR) = err;
+	if (rel == 0) {                              /* the root: the result */
+		CF(h, PHASE) = PN_COLL_PHASE_DOWN;
+		deliver(host_out, h, st.own);
+		if (CF(h, OP) == PN_COLL_OP_REDUCE)
+			CF(h, NODATA) = 1;               /* the others only learn it is done */
+		send_down(net_out, node, radix_log2, h, st.own);
+	} else {
+		CF(h, PHASE) = PN_COLL_PHASE_UP;
+		node_t parent = add_mod((rel - 1) >> radix_log2, root, nodes);
+		send(net_out, node, parent, h, st.own, dw);
+	}
+}
+
+void coll_reset(coll_state &st)
+{
+	st.own_valid = false;
+	st.kid_valid = 0;
+	st.stray = 0;
+}
+
+static void host_command(coll_state &st, hls::stream<word_t> &host_in, hls::stream<word_t> &host_out,
+			 hls::stream<word_t> &net_out, node_t node, ap_uint<2> radix_log2)
+{
+	word_t h = host_in.read();
+	unsigned nw = (unsigned(CF(h, NBYTES)) + 7) >> 3;     /* what follows, stored or not */
+read_cmd:
+	for (unsigned i = 0; i < nw; i++) {
+#pragma HLS LOOP_TRIPCOUNT max = 64
+#pragma HLS PIPELINE II = 1
+		word_t w = host_in.read();
+		if (i < PN_COLL_MAX_WORDS)
+			st.own[i] = w;
+	}
+	ap_uint<PN_DIM_BITS> nodes = CF(h, NODES);
+	node_t root = CF(h, ROOT);
+	CF(h, NODATA) = 0;
+	if (bad_args(h))
+		CF(h, ERR) = ap_uint<2>(CF(h, ERR)) | PN_COLL_ERR_BAD_ARGS;
+	if (nodes == 0 || node >= nodes || root >= nodes) {
+		/* No tree to take part in: refused here and now. */
+		CF(h, ERR) = ap_uint<2>(CF(h, ERR)) | PN_COLL_ERR_BAD_ARGS;
+		CF(h, PHASE) = PN_COLL_PHASE_DOWN;
+		CF(h, NODATA) = 1;
+		deliver(host_out, h, st.own);
+		return;
+	}
+	if (CF(h, OP) == PN_COLL_OP_BCAST) {
+		if (node == root) {              /* the root's vector is the result */
+			CF(h, PHASE) = PN_COLL_PHASE_DOWN;
+			deliver(host_out, h, st.own);
+			send_down(net_out, node, radix_log2, h, st.own);
+		}
+		return;                          /* elsewhere: the parent's DOWN brings it */
+	}
+	st.own_hdr = h;
+	st.own_valid = true;
+	try_complete(st, host_out, net_out, node, radix_log2);
+}
+
+static void net_packet(coll_state &st, hls::stream<word_t> &host_out, hls::stream<word_t> &net_in,
+		       hls::stream<word_t> &net_out, node_t node, ap_uint<2> radix_log2)
+{
+	word_t w0 = net_in.read();
+	net_in.read();                                   /* tag */
+	unsigned len = HF(w0, LENGTH);
+	unsigned nw = (len + 7) >> 3;
+	if (nw == 0) {                                   /* no collective header: nothing to do */
+		st.stray |= PN_COLL_ERR_MISMATCH;
+		return;
+	}
+	word_t h = net_in.read();
+	ap_uint<PN_DIM_BITS> nodes = CF(h, NODES);
+	node_t root = CF(h, ROOT);
+	node_t src = HF(w0, SRC_NODE);
+	bool ok = HF(w0, TYPE) == PN_TYPE_COLLECTIVE && nodes != 0 && node < nodes && root < nodes && src < nodes;
+	bool up = CF(h, PHASE) == PN_COLL_PHASE_UP;
+	/* UP: which child slot (relative id of the sender minus our first child's). */
+	node_t rel = sub_mod(node, root, nodes);
+	ap_uint<PN_DIM_BITS + PN_COLL_MAX_RADIX_LOG2 + 1> first = (ap_uint<PN_DIM_BITS + PN_COLL_MAX_RADIX_LOG2 + 1>(rel) << radix_log2) + 1;
+	ap_uint<PN_DIM_BITS + PN_COLL_MAX_RADIX_LOG2 + 1> rs = sub_mod(src, root, nodes);
+	unsigned j = unsigned(rs - first);
+	if (up)
+		ok = ok && rs >= first && j < (1u << radix_log2) && !st.kid_valid[j];
+	word_t *buf = up && ok ? st.kid[j] : st.down;
+read_pkt:
+	for (unsigned i = 0; i + 1 < nw; i++) {
+#pragma HLS LOOP_TRIPCOUNT max = 32
+#pragma HLS PIPELINE II = 1
+		word_t w = net_in.read();
+		if (i < PN_COLL_MAX_WORDS)
+			buf[i] = w;
+	}
+	if (!ok) {                                       /* fits no slot: reported with the next result */
+		st.stray |= PN_COLL_ERR_MISMATCH;
+		return;
+	}
+	if (up) {
+		st.kid_hdr[j] = h;
+		st.kid_valid[j] = 1;
+		try_complete(st, host_out, net_out, node, radix_log2);
+	} else {
+		deliver(host_out, h, st.down);
+		send_down(net_out, node, radix_log2, h, st.down);
+	}
+}
+
+bool coll_step(coll_state &st, hls::stream<word_t> &host_in, hls::stream<word_t> &host_out,
+	       hls::stream<word_t> &net_in, hls::stream<word_t> &net_out, node_t node, ap_uint<2> radix_log2)
+{
+#pragma HLS INLINE
+	if (radix_log2 > PN_COLL_MAX_RADIX_LOG2)
+		radix_log2 = PN_COLL_MAX_RADIX_LOG2;
+	if (!net_in.empty()) {           /* the network first: it must never wait on a host */
+		net_packet(st, host_out, net_in, net_out, node, radix_log2);
+		return true;
+	}
+	if (!host_in.empty()) {
+		host_command(st, host_in, host_out, net_out, node, radix_log2);
+		return true;
+	}
+	return false;
+}
+
+void collective(hls::stream<word_t> &host_in, hls::stream<word_t> &host_out,
+		hls::stream<word_t> &net_in, hls::stream<word_t> &net_out, node_t node, ap_uint<2> radix_log2)
+{
+#pragma HLS INTERFACE mode=axis port=host_in
+#pragma HLS INTERFACE mode=axis port=host_out
+#pragma HLS INTERFACE mode=axis port=net_in
+#pragma HLS INTERFACE mode=axis port=net_out
+#pragma HLS INTERFACE mode=ap_none port=node
+#pragma HLS INTERFACE mode=ap_none port=radix_log2
+#pragma HLS INTERFACE mode=ap_ctrl_hs port=return
+	static coll_state st = {};
+#pragma HLS ARRAY_PARTITION variable=st.kid dim=1 type=complete
+	coll_step(st, host_in, host_out, net_in, net_out, node, radix_log2);
+}

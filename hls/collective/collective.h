@@ -1,0 +1,68 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * ParaNIC HLS kernel `collective`: in-network reduce, allreduce and broadcast of small
+ * vectors (up to PN_COLL_MAX_BYTES), combined hop by hop on a tree over node ids, as the
+ * barrier unit (hw/barrier.py) combines barrier packets. docs/hls.md describes it whole.
+ *
+ * Streams of 64-bit words:
+ *   host_in   a command from this node's host: the collective header word (PN_COLLHDR_*,
+ *             paranic.spec.kernels.COLL_FIELDS), then ceil(nbytes / 8) vector words
+ *   host_out  a result: the header word (phase DOWN, err), then the vector unless `nodata`
+ *   net_in    a collective packet for this node: two network header words (type
+ *             PN_TYPE_COLLECTIVE), the collective header word, the vector words
+ *   net_out   collective packets this node sends (to its parent or its children)
+ *
+ * The tree: the k-ary heap (k = 2^radix_log2) over relative ids r = (node - root) mod
+ * nodes. The reduction order is fixed, whatever order packets arrive in:
+ *   partial(r) = ((own(r) op partial(c0)) op partial(c1)) ... op partial(c_last),
+ * children in increasing relative id; the root's partial is the result, which goes
+ * down the same tree unchanged, so every node receives the same bits.
+ *
+ * Every operation ends with a DOWN phase from the root (REDUCE: a header-only
+ * completion to non-root nodes), so a host enters its next operation only after the
+ * whole tree has finished its child slots for this one: one buffer per child suffices.
+ */
+#ifndef PN_HLS_COLLECTIVE_H
+#define PN_HLS_COLLECTIVE_H
+
+#include <ap_int.h>
+#include <hls_stream.h>
+
+#include "paranic/pn_protocol.h"
+#include "pn_hls.h"
+
+typedef ap_uint<64> word_t;
+typedef ap_uint<PN_NODE_BITS> node_t;
+
+#define PN_COLL_MAX_KIDS (1 << PN_COLL_MAX_RADIX_LOG2)
+
+/* The state of one node's collective unit (the top function keeps one; the
+ * testbench one per simulated node). */
+struct coll_state {
+	word_t own_hdr;                                   /* this host's command header */
+	bool own_valid;
+	word_t own[PN_COLL_MAX_WORDS];                    /* this host's vector */
+	word_t kid_hdr[PN_COLL_MAX_KIDS];                 /* child j's UP header */
+	ap_uint<PN_COLL_MAX_KIDS> kid_valid;
+	word_t kid[PN_COLL_MAX_KIDS][PN_COLL_MAX_WORDS];  /* child j's subtree vector */
+	word_t down[PN_COLL_MAX_WORDS];                   /* a DOWN packet's vector, passed on */
+	ap_uint<2> stray;                                 /* err bits for a packet that fit nowhere */
+};
+
+void coll_reset(coll_state &st);
+
+/* Handle at most one message: a packet from net_in if one waits, else a command from
+ * host_in. Returns true when it handled one. */
+bool coll_step(coll_state &st, hls::stream<word_t> &host_in, hls::stream<word_t> &host_out,
+	       hls::stream<word_t> &net_in, hls::stream<word_t> &net_out,
+	       node_t node, ap_uint<2> radix_log2);
+
+/* The top function Vitis synthesizes: coll_step on a static state. */
+void collective(hls::stream<word_t> &host_in, hls::stream<word_t> &host_out,
+		hls::stream<word_t> &net_in, hls::stream<word_t> &net_out,
+		node_t node, ap_uint<2> radix_log2);
+
+/* One element-wise combination of two vector words (both lanes of a 32-bit type). */
+word_t coll_combine(word_t a, word_t b, ap_uint<2> dtype, ap_uint<3> red);
+
+#endif

@@ -1,0 +1,123 @@
+"""The HLS kernel `collective` in C simulation: a cluster of kernels joined by a network
+that delivers in random orders (hls/collective/collective_tb.cpp), against the numpy
+reference of the defined reduction order (paranic.hls.reduce_ref): docs/hls.md."""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+import numpy as np
+
+from paranic import hls
+from paranic.spec import kernels as K
+
+F = K.CollType
+R = K.CollRed
+
+
+def _check(cases):
+    results = hls.run_collective(cases)
+    for c, r in zip(cases, results):
+        o = c.ops[0]
+        assert not r.hangs, (c.nodes, o.op, r.hangs)
+        assert r.results == hls.coll_expected(c), (c.nodes, c.radix_log2, o.op, o.dtype, o.red, o.root)
+    return results
+
+
+def test_every_op_type_reduction_size():
+    cases = hls.sweep_cases(seed=1)
+    seen = {(c.ops[0].op, c.ops[0].dtype, c.ops[0].red, len(c.ops[0].vectors[0])) for c in cases}
+    for op, dt in itertools.product(K.CollOp, K.CollType):
+        for red in ([R.SUM] if op == K.CollOp.BCAST else
+                    [r for r in R if dt in (F.I32, F.I64) or r < R.AND]):
+            for size in (K.COLL_TYPE_BYTES[dt], 64, K.COLL_MAX_BYTES):
+                assert (op, dt, red, size) in seen
+    _check(cases)
+
+
+def _float_case(rng, dtype, nodes, radix, seed, op=K.CollOp.ALLREDUCE):
+    vecs = [hls.random_vector(rng, dtype, K.COLL_MAX_BYTES) for _ in range(nodes)]
+    return hls.CollCase(nodes, radix, seed, [hls.CollOpCase(op, dtype, R.SUM, rng.randrange(nodes), vecs, 7)])
+
+
+def test_float_results_bit_identical_whatever_the_order():
+    """Floating-point sums over 16 nodes: every node receives the same bits, the same in
+    every arrival order (10 schedules), equal to the tree order's, which differs from
+    a plain left-to-right sum over node ids (so the order is really the defined one)."""
+    rng = random.Random(5)
+    differs_from_linear = 0
+    for dtype in (F.F32, F.F64):
+        for radix in (0, 1, 2):
+            base = _float_case(rng, dtype, 16, radix, 0)
+            runs = [hls.CollCase(16, radix, seed, base.ops) for seed in range(1, 11)]
+            texts = [hls.run_tb("collective", hls.coll_stdin([c])) for c in runs]
+            if radix:   # a chain (fan-out 1) has one schedule; a tree many
+                assert len(set(texts)) > 1, "the schedules did not vary"
+            results = _check(runs)
+            bits = {data for r in results for rs in r.results.values() for _, data in rs}
+            assert len(bits) == 1
+            o = base.ops[0]
+            lin = np.frombuffer(o.vectors[0], dtype=hls.NP_TYPES[dtype]).copy()
+            for v in o.vectors[1:]:
+                lin = lin + np.frombuffer(v, dtype=hls.NP_TYPES[dtype])
+            differs_from_linear += lin.tobytes() != bits.pop()
+    assert differs_from_linear > 0
+
+
+def test_operations_back_to_back():
+    """Several operations in a row on each cluster (mixed kinds, roots, types): each
+    result right, no host left waiting; a broadcast's result may overtake."""
+    cases = hls.sequence_cases(40, seed=9)
+    for c, r in zip(cases, hls.run_collective(cases)):
+        assert not r.hangs
+        assert r.results == hls.coll_expected(c)
+
+
+def _one(nodes, op, dtype, red, vecs, override=None, root=0, radix=2, seed=3):
+    c = hls.CollCase(nodes, radix, seed, [hls.CollOpCase(op, dtype, red, root, vecs, 1, override or {})])
+    r = hls.run_collective([c])[0]
+    return c, r
+
+
+def test_mismatched_sizes_give_an_error_on_every_node():
+    vecs = [bytes(64)] * 6
+    vecs[4] = bytes(32)
+    for op in (K.CollOp.ALLREDUCE, K.CollOp.REDUCE):
+        _, r = _one(6, op, F.I64, R.SUM, vecs, root=1)
+        assert not r.hangs and sorted(r.results) == list(range(6))
+        for n, [(h, _)] in r.results.items():
+            assert h["err"] & K.CollErr.MISMATCH, (op, n, h)
+
+
+def test_mismatched_types_give_an_error_on_every_node():
+    vecs = [bytes(16)] * 5
+    _, r = _one(5, K.CollOp.ALLREDUCE, F.I32, R.MAX, vecs, override={3: {"dtype": int(F.F32)}})
+    assert not r.hangs and all(rs[0][0]["err"] & K.CollErr.MISMATCH for rs in r.results.values())
+
+
+def test_bad_arguments():
+    """AND on floats, a size beyond 256 bytes or not a multiple of the element: BAD_ARGS
+    on every node, no hang; the kernel swallowed the whole command (the next works)."""
+    for dtype, red, nbytes in ((F.F32, R.AND, 16), (F.I32, R.SUM, 264), (F.I64, R.SUM, 12)):
+        vecs = [bytes(nbytes)] * 4
+        c = hls.CollCase(4, 2, 1, [hls.CollOpCase(K.CollOp.ALLREDUCE, dtype, red, 0, vecs, 1),
+                                   hls.CollOpCase(K.CollOp.ALLREDUCE, F.I32, R.SUM, 2, [b"\1\0\0\0"] * 4, 2)])
+        r = hls.run_collective([c])[0]
+        assert not r.hangs
+        for n, (bad, good) in r.results.items():
+            assert bad[0]["err"] & K.CollErr.BAD_ARGS, (dtype, red, nbytes, n)
+            assert good[0]["err"] == 0 and good[1] == (4).to_bytes(4, "little")
+
+
+def test_node_outside_the_operation_is_refused_at_once():
+    vecs = [bytes(8)] * 3
+    _, r = _one(3, K.CollOp.ALLREDUCE, F.I64, R.SUM, vecs, override={n: {"nodes": 2} for n in range(3)})
+    assert not r.hangs
+    assert r.results[2][0][0]["err"] & K.CollErr.BAD_ARGS and r.results[2][0][0]["nodata"]
+    assert r.results[0][0][0]["err"] == 0 and r.results[1][0][0]["err"] == 0
+
+
+def test_header_word_round_trips():
+    h = dict(op=1, dtype=3, red=2, phase=1, nbytes=256, root=4095, nodes=4096, err=3, nodata=1, episode=65535)
+    assert K.unpack_coll(K.pack_coll(**h)) == {**h, "rsvd": 0}

@@ -1,0 +1,187 @@
+"""`paranic bench simspeed`: how fast the cluster simulator runs, and how much its
+simulated latencies depend on the machine's load (docs/simulator.md, "Speed").
+
+* **speed**: cycles of the whole cluster per wall second for each topology, with the
+  clock free-running and nobody attached (``paranic-sim --free-run --max-cycles N``, the
+  harness's own figure), and under traffic (a ``pn_bench`` stream of 64 KiB HAL DMA
+  messages between nodes 0 and 1 while the cluster's cycle counter is sampled).
+* **load** (``--load``): the 8-byte ping-pong's one-way latency (``--lat-layer`` hal or am;
+  pn_bench's fastest iteration and the mean) in simulated time on ring:4, with the pause off (``--pause-cap-ms 0``) and on, on the machine as it is and
+  with ``--busy`` extra busy-loop processes running: median and spread over
+  ``--samples`` runs.
+
+``--sim-args "..."`` passes options to every simulator started (e.g. ``--threads 2``).
+Every figure is a measurement on this machine; the load average is printed with it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import resource
+import shlex
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Sequence
+
+from paranic import launch as L
+from paranic.sim import build as simbuild
+from paranic.sim import run as simrun
+from . import msg
+
+DEFAULT_TOPOS = "ring:4,ring:8"
+_RATE = re.compile(r"after ([\d.]+) s: (\d+) cycles/s")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("simspeed")
+    g.add_argument("--topos", default=DEFAULT_TOPOS, metavar="T,T,...",
+                   help=f"simspeed: topologies (default {DEFAULT_TOPOS})")
+    g.add_argument("--samples", type=int, default=3, help="simspeed: runs per figure (default 3)")
+    g.add_argument("--cycles", type=int, default=200_000,
+                   help="simspeed: cycles per free-running sample (default 200000)")
+    g.add_argument("--sim-args", default="", metavar="'ARGS'", help="simspeed: extra paranic-sim options")
+    g.add_argument("--load", action="store_true",
+                   help="simspeed: latency (HAL 8 B, simulated) with the pause off/on, idle and under load")
+    g.add_argument("--lat-layer", choices=("hal", "am"), default="hal",
+                   help="simspeed --load: pn_bench layer of the ping-pong (default hal)")
+    g.add_argument("--busy", type=int, default=2, help="simspeed --load: busy-loop processes (default 2)")
+    g.add_argument("--split", action="store_true", help="simspeed: the split build (one model per node)")
+    g.add_argument("--no-traffic", action="store_true", help="simspeed: free-running figures only")
+
+
+def _stats(xs: Sequence[float]) -> dict:
+    return {"median": statistics.median(xs), "min": min(xs), "max": max(xs), "n": len(xs)}
+
+
+def free_run(binary: Path, cycles: int, sim_args: Sequence[str]) -> tuple[float, float]:
+    """One free-running sample, nobody attached: the harness's cycles per wall second,
+    and cycles per CPU second of the simulator process (user + system; on a loaded
+    machine the wall figure mostly measures the load)."""
+    ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    with tempfile.TemporaryDirectory(prefix="pn-simspeed-") as d:
+        r = subprocess.run([str(binary), "--socket", f"{d}/s.sock", "--shm", f"{d}/shm", "--free-run",
+                            "--max-cycles", str(cycles), *sim_args],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=3600)
+    ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    rates = _RATE.findall(r.stdout)
+    if r.returncode != 0 or not rates:
+        raise msg.BenchError(f"{binary} exited with {r.returncode}:\n{r.stdout[-2000:]}")
+    cpu = (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)
+    done = int(re.findall(r"cycle (\d+) \(", r.stdout)[-1])
+    return float(rates[-1][1]), done / cpu if cpu > 0 else float("nan")
+
+
+def _pn_bench(sim: simrun.SimCluster, args: Sequence[str], tag: str) -> list[dict]:
+    msg._wait_job_ended(sim)
+    sink = msg._Rows(tag, msg._show_msg)
+    run = L.launch([str(L.tool("pn_bench")), *args], 2, L.cluster_name(f"simspeed-{os.getpid()}"),
+                   backend="sim", timeout=1800, env=sim.env(L.clean_env()), stream=sink)
+    if run.rc != 0:
+        raise msg.BenchError(f"pn_bench on {tag} failed (exit {run.rc}):\n" + "\n".join(sink.lines[-20:]))
+    return sink.rows
+
+
+def traffic(topo: str, sim_args: Sequence[str], split: bool = False) -> float:
+    """Cycles per wall second while a HAL DMA stream runs between nodes 0 and 1."""
+    with simrun.start(topo, socket=simrun.RUN_DIR / f"simspeed-{os.getpid()}.sock", extra_args=sim_args,
+                      timeout=600, split=split) as sim:
+        samples: list[tuple[float, int, int]] = []
+        stop = threading.Event()
+
+        def sample():
+            while not stop.is_set():
+                samples.append((time.time(), sim.cycle(), sim.counters()["clients"]))
+                time.sleep(0.1)
+
+        t = threading.Thread(target=sample, daemon=True)
+        t.start()
+        try:
+            _pn_bench(sim, ["--bench", "stream", "--layer", "hal", "--min", "65536", "--max", "65536",
+                            "--scale", "0.002"], f"sim {topo}")
+        finally:
+            stop.set()
+            t.join()
+    busy = [s for s in samples if s[2] >= 2]     # both processes attached
+    if len(busy) < 2 or busy[-1][0] - busy[0][0] < 0.5:
+        raise msg.BenchError(f"{topo}: the traffic ran too briefly to measure ({len(busy)} samples)")
+    return (busy[-1][1] - busy[0][1]) / (busy[-1][0] - busy[0][0])
+
+
+def latency(layer: str, pause: bool, busy: int, samples: int, sim_args: Sequence[str]) -> list[dict]:
+    """pn_bench's 8-byte ping-pong rows on ``layer`` (ring:4), ``samples`` runs, with
+    ``busy`` busy-loop processes running meanwhile. Each row's ``latency_ns`` is its
+    fastest iteration (pn_bench on sim), ``ns_per_iter / 2`` the mean one way."""
+    args = [*sim_args, *([] if pause else ["--pause-cap-ms", "0"])]
+    simbuild.build("ring:4")   # built (or found) before the load starts
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(busy)]
+    try:
+        with simrun.start("ring:4", socket=simrun.RUN_DIR / f"simspeed-lat-{os.getpid()}.sock",
+                          extra_args=args, timeout=600) as sim:
+            out = []
+            for _ in range(samples):
+                rows = _pn_bench(sim, ["--bench", "pingpong", "--layer", layer, "--min", "8", "--max", "8",
+                                       "--scale", "0.003"], "sim ring:4")
+                out += [r for r in rows if r.get("bench") == "pingpong"]
+            return out
+    finally:
+        for h in hogs:
+            h.kill()
+            h.wait()
+
+
+def run(a: argparse.Namespace) -> int:
+    sim_args = shlex.split(a.sim_args)
+    if a.samples < 1 or a.cycles < 1000:
+        print("paranic bench simspeed: --samples >= 1 and --cycles >= 1000", file=sys.stderr)
+        return 2
+    rows: list[dict] = []
+    try:
+        L.build_userlib(quiet=False)
+        if a.load:
+            for busy in (0, a.busy):
+                for pause in (False, True):
+                    got = latency(a.lat_layer, pause, busy, a.samples, sim_args)
+                    for fig, xs in (("min", [r["latency_ns"] for r in got]),
+                                    ("mean", [r["ns_per_iter"] / 2 for r in got])):
+                        rows.append({"what": f"latency_{a.lat_layer}_8B_{fig}_ns", "layer": a.lat_layer,
+                                     "figure": fig, "pause": pause, "busy": busy,
+                                     "loadavg": round(os.getloadavg()[0], 1), **_stats(xs), "samples": xs})
+                        msg._log(f"paranic bench simspeed: {rows[-1]}")
+        else:
+            for topo in a.topos.split(","):
+                binary = simbuild.build(topo, split=a.split)
+                got = [free_run(binary, a.cycles, sim_args) for _ in range(a.samples)]
+                rows.append({"what": "cycles_per_s", "topo": topo, "split": a.split, "traffic": False,
+                             "loadavg": round(os.getloadavg()[0], 1), **_stats([w for w, _ in got]),
+                             "per_cpu_s": _stats([c for _, c in got])})
+                msg._log(f"paranic bench simspeed: {rows[-1]}")
+                if not a.no_traffic:
+                    xs = [traffic(topo, sim_args, a.split) for _ in range(a.samples)]
+                    rows.append({"what": "cycles_per_s", "topo": topo, "split": a.split, "traffic": True,
+                                 "loadavg": round(os.getloadavg()[0], 1), **_stats(xs)})
+                    msg._log(f"paranic bench simspeed: {rows[-1]}")
+    except (ValueError, msg.BenchError, TimeoutError, subprocess.TimeoutExpired) as e:
+        print(f"paranic bench simspeed: {e}", file=sys.stderr)
+        return 1
+    if a.json:
+        print(json.dumps({"bench": "simspeed", "rows": rows, "config": {"sim_args": sim_args}}))
+    else:
+        for r in rows:
+            label = (f"{r['topo']:10s} {'split' if r['split'] else 'one-model':9s} "
+                     f"{'traffic' if r['traffic'] else 'idle':8s} cycles/s"
+                     if r["what"] == "cycles_per_s" else
+                     f"{r['layer']} 8 B one-way ns ({r['figure']} iteration), pause {'on ' if r['pause'] else 'off'}, "
+                     f"{r['busy']} busy loops")
+            cpu = r.get("per_cpu_s")
+            print(f"{label}: median {r['median']:.0f} (min {r['min']:.0f}, max {r['max']:.0f}, n={r['n']})"
+                  + (f"; per CPU second {cpu['median']:.0f} ({cpu['min']:.0f}-{cpu['max']:.0f})" if cpu else "")
+                  + f", load average {r['loadavg']}")
+    return 0
