@@ -216,7 +216,14 @@ void Harness::try_attach(Client *cl)
 	if (job_pending)
 		return;   /* a job is being set up: retried when it is */
 	if (job_nodes && want != job_nodes) {
-		reject(cl, -EBUSY);   /* another job (of another size) is running */
+		/* Another job (of another size): busy while any of its clients is attached; one
+		 * whose clients are all being torn down (they exited) ends soon, and this client
+		 * is retried then (free_client). */
+		for (const Client *c : clients)
+			if (c->st == CState::Config || c->st == CState::Active) {
+				reject(cl, -EBUSY);
+				return;
+			}
 		return;
 	}
 	if (h.node >= want) {   /* a job spans node ids 0 .. want-1 */

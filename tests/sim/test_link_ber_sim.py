@@ -35,7 +35,9 @@ def test_ber_1e3_delivers_or_fails_in_bounded_time(sim_binary, userlib_build):
         assert dst["received"] == 60, res
     else:
         assert src["error"] in errs and dst["error"] in errs, res
-        assert dst["received"] <= src["sent_ok"] < 60, res
+        # sent_ok counts sends the NIC took; with the bounce ring all 60 may be taken
+        # before the link goes DOWN, and the error comes at the final wait.
+        assert dst["received"] <= src["sent_ok"] <= 60 and dst["received"] < 60, res
         # Bounded: the deadline after the last progress, not a stall.
         assert src["seconds"] < 120 and dst["seconds"] < 120, res
 
