@@ -1,26 +1,3 @@
-# Vitis HLS flow of the `route` kernel (docs/hls.md): C simulation, C synthesis, C/RTL
-# co-simulation and IP export. `make hls` (python -m paranic.hls) runs it when vitis_hls
-# or vitis-run is on PATH, from build/hls/route, with the environment:
-#   PN_TREE         the source tree
-#   PN_HLS_VECTORS  the testbench's self-checking vectors (written by paranic.hls)
-#   PN_HLS_PART     the FPGA part (default: the KC705's xc7k325tffg900-2)
-#   PN_HLS_CLOCK_NS the clock period (default 8: the NIC's 125 MHz)
-set tree $::env(PN_TREE)
-set vectors $::env(PN_HLS_VECTORS)
-set part [expr {[info exists ::env(PN_HLS_PART)] ? $::env(PN_HLS_PART) : "xc7k325tffg900-2"}]
-set period [expr {[info exists ::env(PN_HLS_CLOCK_NS)] ? $::env(PN_HLS_CLOCK_NS) : 8}]
-set cflags "-I$tree/hls/include -I$tree/userlib/include"
-
-open_project -reset pn_route
-set_top route
-add_files $tree/hls/route/route.cpp -cflags $cflags
-add_files -tb $tree/hls/route/route_tb.cpp -cflags $cflags
-open_solution -reset solution1 -flow_target vivado
-set_part $part
-create_clock -period $period -name default
-
-csim_design -argv $vectors
-csynth_design
-cosim_design -argv $vectors -rtl verilog
-export_design -format ip_catalog -rtl verilog -vendor paranic.org -library hls -version 1.0 -ipname pn_route
-exit
+# Vitis HLS flow of the `route` kernel: hls/flow.tcl (docs/hls.md).
+source [file join [file dirname [file normalize [info script]]] .. flow.tcl]
+pn_hls_flow route

@@ -1,0 +1,31 @@
+# The Vitis HLS flow of one kernel (docs/hls.md): C simulation, C synthesis, C/RTL
+# co-simulation and IP export of hls/<kernel>/<kernel>.cpp with its testbench
+# <kernel>_tb.cpp. Each kernel's run_hls.tcl sources this file and calls pn_hls_flow.
+# `make hls` (python -m paranic.hls) runs it when vitis_hls or vitis-run is on PATH, from
+# build/hls/<kernel>, with the environment:
+#   PN_TREE         the source tree
+#   PN_HLS_VECTORS  the testbench's self-checking vectors (written by paranic.hls)
+#   PN_HLS_PART     the FPGA part (default: the KC705's xc7k325tffg900-2)
+#   PN_HLS_CLOCK_NS the clock period (default 8: the NIC's 125 MHz)
+proc pn_hls_flow {kernel} {
+    set tree $::env(PN_TREE)
+    set vectors $::env(PN_HLS_VECTORS)
+    set part [expr {[info exists ::env(PN_HLS_PART)] ? $::env(PN_HLS_PART) : "xc7k325tffg900-2"}]
+    set period [expr {[info exists ::env(PN_HLS_CLOCK_NS)] ? $::env(PN_HLS_CLOCK_NS) : 8}]
+    set cflags "-I$tree/hls/include -I$tree/userlib/include"
+
+    open_project -reset pn_$kernel
+    set_top $kernel
+    add_files $tree/hls/$kernel/$kernel.cpp -cflags $cflags
+    add_files -tb $tree/hls/$kernel/${kernel}_tb.cpp -cflags $cflags
+    open_solution -reset solution1 -flow_target vivado
+    set_part $part
+    create_clock -period $period -name default
+
+    csim_design -argv $vectors
+    csynth_design
+    cosim_design -argv $vectors -rtl verilog
+    export_design -format ip_catalog -rtl verilog -vendor paranic.org -library hls -version 1.0 \
+        -ipname pn_$kernel
+    exit
+}
