@@ -103,19 +103,7 @@ class Bar0Master(LiteXModule):
                 NextState("COMPLETE"),
             ),
         )
-        self.comb += [
-            source.first.eq(1), source.last.eq(1), source.len.eq(1), source.err.eq(0),
-            source.end.eq(1),
-            source.tag.eq(sink.tag), source.adr.eq(sink.adr), source.req_id.eq(sink.req_id),
-            source.cmp_id.eq(cmp_id), source.dat.eq(rdata),
-        ]
-        fsm.act("COMPLETE",
-            source.valid.eq(1),
-            If(source.ready,
-                sink.ready.eq(1),                    # the read request's (only) beat
-                If(sink.last, NextState("IDLE")).Else(NextState("DRAIN")),
-            ),
-        )
+        self._complete(fsm, sink, source, cmp_id, rdata)
 
     def _wide(self, port, cmp_id, data_width: int, base_address: int) -> None:
         """The 64-bit Wishbone side: one write per 8-byte-aligned qword of a request."""
@@ -203,6 +191,11 @@ class Bar0Master(LiteXModule):
                 NextState("COMPLETE"),
             ),
         )
+        self._complete(fsm, sink, source, cmp_id, rdata)
+
+    def _complete(self, fsm, sink, source, cmp_id, rdata) -> None:
+        """A read's completion (both bus widths): one dword, ``rdata``, answering the
+        request at the head of ``sink``; then the request's beat is taken (state COMPLETE)."""
         self.comb += [
             source.first.eq(1), source.last.eq(1), source.len.eq(1), source.err.eq(0),
             source.end.eq(1),
@@ -212,7 +205,7 @@ class Bar0Master(LiteXModule):
         fsm.act("COMPLETE",
             source.valid.eq(1),
             If(source.ready,
-                sink.ready.eq(1),
+                sink.ready.eq(1),                    # the read request's (only) beat
                 If(sink.last, NextState("IDLE")).Else(NextState("DRAIN")),
             ),
         )
