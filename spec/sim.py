@@ -45,7 +45,7 @@ from .cstruct import CStruct, Member as M
 from . import protocol as P
 from .link import LINE_WORD_BITS
 
-VERSION = 1
+VERSION = 2
 MAGIC_HELLO = 0x4F4C4C45484D4953    #: "SIMHELLO"
 MAGIC_WELCOME = 0x454D4F434C574D53  #: "SMWLCOME"
 MAGIC_CTL = 0x4C54434D49534E50      #: "PNSIMCTL"
@@ -231,7 +231,9 @@ GLOBAL = CStruct("pn_sim_global", (
     M("job_nodes", "u64", doc="size of the running job (0: none)"),
     M("pauses", "u64", doc="times the clock waited for a client to look (docs/simulator.md)"),
     M("pause_caps", "u64", doc="... of which the wall-clock cap ended (the client did not look)"),
-    M("pad2", "u8", 64 - 48),
+    M("work_ns", "u64", doc="the clock of the library's deadlines: the harness's CPU time plus its idle "
+                            "sleeps, not its pauses nor its waits for a CPU (docs/simulator.md)"),
+    M("pad2", "u8", 64 - 56),
 ), 256, "The harness's global shared memory (read-only for clients).")
 
 #: Link ports a node status record has room for (a torus router has 4).
@@ -265,7 +267,7 @@ Read it as a seqlock: seq even and unchanged around the copy.""")
 
 #: The global counters a tool reads.
 GLOBAL_COUNTERS = ("cycle", "sleeping", "clients", "dma_refused", "mmio_ops", "job_nodes", "pauses",
-                   "pause_caps")
+                   "pause_caps", "work_ns")
 
 FAULT = CStruct("pn_sim_fault", (
     M("magic", "u64", doc="PN_SIM_MAGIC_FAULT"),

@@ -336,6 +336,7 @@ private:
 	void setup_shm();
 	void setup_socket();
 	void poll_sockets(int timeout_ms);
+	void idle_sockets(int timeout_ms);   /* poll_sockets, the wait counted as idle (pause.cpp) */
 	void step();
 	bool anything_in_flight() const;
 	void cleanup();
@@ -394,6 +395,7 @@ private:
 	void owe(Client *cl);
 	bool pause_scan();
 	void pause_wait();
+	void work_tick();
 	/* report.cpp */
 	void write_ready();
 	void print_stats(double wall);
@@ -437,4 +439,5 @@ private:
 	uint64_t status_due = UINT64_MAX;    /* the earliest status_next not under way */
 	uint64_t pause_at = UINT64_MAX;      /* pause.cpp: the earliest owed_cycle + grace */
 	double pause_wall = 0;               /* seconds spent paused */
+	uint64_t idle_ns = 0;                /* pause.cpp: wall time slept with nothing to do */
 };

@@ -14,6 +14,12 @@
  * of this version, a QEMU device client) or that did not look within `pause_cap_ms` of
  * wall time (it computes, sleeps or was stopped) is left alone until its counter moves
  * again, so it can delay the cluster by one cap at most. See docs/simulator.md, "The clock".
+ *
+ * The work clock (pn_sim_global.work_ns), which libparanic's own deadlines read on the
+ * sim backend instead of the wall clock: the harness thread's CPU time plus the wall
+ * time it slept with nothing to do. Neither a pause nor a wait for a CPU advances it, so
+ * a loaded machine stretches the deadlines as much as it slows the cluster down, while a
+ * cluster that has nothing in flight (a peer that died, a link DOWN) still reaches them.
  */
 #include <algorithm>
 #include <ctime>
@@ -27,6 +33,13 @@ static double pause_now()
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static uint64_t clock_ns(clockid_t id)
+{
+	struct timespec ts;
+	clock_gettime(id, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 static uint64_t polls_of(const Client *cl)
@@ -113,4 +126,18 @@ void Harness::pause_wait()
 		}
 	}
 	pause_wall += pause_now() - t0;
+}
+
+/* ---- the work clock ---------------------------------------------------------------------- */
+
+void Harness::idle_sockets(int timeout_ms)
+{
+	uint64_t t0 = clock_ns(CLOCK_MONOTONIC);
+	poll_sockets(timeout_ms);
+	idle_ns += clock_ns(CLOCK_MONOTONIC) - t0;
+}
+
+void Harness::work_tick()
+{
+	store64(&g->work_ns, clock_ns(CLOCK_THREAD_CPUTIME_ID) + idle_ns);
 }

@@ -256,7 +256,7 @@ int Harness::run()
 			ctx_tick();
 			poll_sockets(0);
 		} else if (links_up && !busy && !attached) {
-			poll_sockets(200);   /* nobody attached: the clock stands still */
+			idle_sockets(200);   /* nobody attached: the clock stands still */
 		} else if (links_up && attached && !busy && cycle - last_activity > cfg.idle_cycles) {
 			/* Nothing in flight for a while: tick slowly until a client wakes us. */
 			__atomic_store_n(&g->sleeping, 1, __ATOMIC_SEQ_CST);
@@ -266,7 +266,7 @@ int Harness::run()
 				    __atomic_load_n(&cl->ctl->q_head, __ATOMIC_SEQ_CST) != cl->q_tail)
 					pending = true;
 			if (!pending)
-				poll_sockets((int)(cfg.idle_tick_us / 1000) ? (int)(cfg.idle_tick_us / 1000) : 1);
+				idle_sockets((int)(cfg.idle_tick_us / 1000) ? (int)(cfg.idle_tick_us / 1000) : 1);
 			__atomic_store_n(&g->sleeping, 0, __ATOMIC_SEQ_CST);
 			idle_ticks++;
 			for (uint32_t i = 0; i < cfg.idle_burst && !stop; i++)
@@ -284,6 +284,7 @@ int Harness::run()
 			ctx_tick();
 			poll_sockets(0);
 		}
+		work_tick();
 		if (cfg.max_cycles && cycle >= cfg.max_cycles)
 			break;
 		if (cfg.stats_s > 0) {

@@ -59,3 +59,15 @@ def test_request_reply_latency(sim4):
     print("\n" + "\n".join(json.dumps(d) for d in rows.values()))
     assert 0 < rows[8]["latency_ns"] < 20000, rows
     assert rows[4096]["latency_ns"] > rows[8]["latency_ns"] and rows[4096]["put_MBps"] > 0, rows
+
+
+def test_peers_timing_out_on_each_other_both_exit(sim4):
+    """A liveness timeout far below what the simulated cluster needs (30 ms of the
+    simulator's work clock, while 64 KiB messages queue ahead of the PONGs): both nodes
+    give up on each other with -ETIMEDOUT, and both close and exit, where the closes
+    waited for ever on sends the other side no longer received."""
+    _quiet(sim4)
+    r = launch(sim4, [AM_TEST, "pingpong", "sim"], 2, "am-giveup", timeout=120,
+               env={"PARANIC_PORT_TIMEOUT_MS": "30"})
+    assert r.rc == 1 and not any("timeout after" in ln for ln in r.launch), r.out
+    assert "returned -110 (Connection timed out)" in r.out, r.out

@@ -42,6 +42,7 @@
 #include <time.h>
 
 #include "am_wire.h"
+#include "hal_backend.h"
 #include "paranic/pn_am.h"
 
 struct rec {                 /* one outstanding window message to a peer */
@@ -163,6 +164,7 @@ static inline int am_alive(pn_am_t *am, uint32_t *spins)
 int am_send_msg(pn_am_t *am, unsigned node, unsigned ctx, const struct paw_hdr *hdr, const uint64_t *args,
 		const void *payload, size_t len);
 void am_reap_sends(pn_am_t *am);
+int am_drain_sends(pn_am_t *am);
 struct rec am_take_rec(pn_am_t *am, struct peer *p, uint32_t seq);
 void am_peer_fail(pn_am_t *am, unsigned node, unsigned ctx, int err);
 int am_slot_wait(pn_am_t *am, struct peer *p);
@@ -187,6 +189,12 @@ static inline uint64_t now_ns(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* The clock of liveness (pn_deadline_ns: the simulator's work clock on sim). */
+static inline uint64_t am_deadline_ns(pn_am_t *am)
+{
+	return pn_deadline_ns(pn_port_hal(am->port));
 }
 
 static inline struct peer *peer_of(pn_am_t *am, unsigned node, unsigned ctx)

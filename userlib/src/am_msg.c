@@ -308,6 +308,7 @@ int pn_am_open(pn_am_t **out, pn_port_t *port, const pn_am_opts_t *opts)
 
 int pn_am_close(pn_am_t *am)
 {
+	int rc;
 	if (!am)
 		return -EINVAL;
 	if (am->depth)
@@ -315,10 +316,7 @@ int pn_am_close(pn_am_t *am)
 	/* answers owed to us, data moving into or out of our regions: bounded by liveness */
 	while (am->st.outstanding || am->tops)
 		pn_am_poll(am);
-	while (am->sends) {
-		am_reap_sends(am);
-		am_liveness(am);
-	}
+	rc = am_drain_sends(am);
 	for (unsigned i = 0; i < 2; i++)
 		if (am->rreq[i] && pn_port_cancel(am->port, &am->rreq[i]) != 0)
 			pn_port_wait(am->port, &am->rreq[i], NULL, -1);
@@ -341,7 +339,7 @@ int pn_am_close(pn_am_t *am)
 	free(am->rbuf[1]);
 	free(am->sbuf);
 	free(am);
-	return 0;
+	return rc;
 }
 
 int pn_am_register(pn_am_t *am, unsigned index, pn_am_handler_t fn, void *arg)

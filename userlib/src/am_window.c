@@ -94,6 +94,39 @@ void am_reap_sends(pn_am_t *am)
 	}
 }
 
+/* At close: wait for our sends, receiving meanwhile (a peer that closes at the same time
+ * waits for our receives to free its credits), but give up once none completed for the
+ * timeout (a peer that stopped reading). What is left is withdrawn; a send the port has
+ * started keeps its buffer (the port may still read it: left allocated). 0, or
+ * -ETIMEDOUT when something was given up. */
+int am_drain_sends(pn_am_t *am)
+{
+	uint64_t t0 = am_deadline_ns(am);
+	struct psend *oldest = am->sends;
+	int r = 0;
+
+	while (am->sends) {
+		pn_am_poll(am);
+		am_reap_sends(am);
+		if (am->sends != oldest) {
+			oldest = am->sends;
+			t0 = am_deadline_ns(am);
+		} else if (am_deadline_ns(am) - t0 >= am->timeout_ns) {
+			break;
+		}
+	}
+	while (am->sends) {
+		struct psend *ps = am->sends;
+		am->sends = ps->next;
+		if (pn_port_cancel(am->port, &ps->req) == 0)
+			buf_done(am, ps->buf, ps->small);
+		free(ps);
+		r = -ETIMEDOUT;
+	}
+	am->sends_tail = &am->sends;
+	return r;
+}
+
 /* ---- window ------------------------------------------------------------------------------- */
 
 /* Take the window entry `seq` of the peer; returns it (copied) or used=0. */
@@ -217,7 +250,7 @@ void am_liveness(pn_am_t *am)
 	uint64_t now;
 	if (!am->st.outstanding && !am->tops)
 		return;
-	now = now_ns();
+	now = am_deadline_ns(am);
 	if (now < am->live_next)
 		return;
 	am->live_next = now + am->timeout_ns / 64;

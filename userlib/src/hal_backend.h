@@ -82,6 +82,9 @@ struct pn_backend_ops {
 	/* Time base: ns and target-clock cycles (simulated time for sim). */
 	uint64_t (*now_ns)(pn_hal_t *h);
 	uint64_t (*cycles)(pn_hal_t *h);
+	/* Optional (NULL: the wall clock): the clock of the library's own deadlines, in ns
+	 * (pn_deadline_ns). */
+	uint64_t (*deadline_ns)(pn_hal_t *h);
 	/* Optional: fill backend counters of pn_status_t (node_dropped ...). */
 	void (*counters)(pn_hal_t *h, pn_status_t *st);
 	/* Optional, for paranicd (NULL: not known / done by the backend itself): the pid
@@ -205,6 +208,13 @@ static inline int pn_wait_alive(pn_hal_t *h, uint32_t *spins)
 }
 
 uint64_t pn_monotonic_ns(void);
+
+/* The clock of the library's own deadlines (liveness, connect, a send that stopped
+ * moving), in ns: the wall clock, but on the sim backend the simulator's work clock,
+ * which stands still while the simulator waits for a CPU or for a client to look, so a
+ * loaded machine does not turn a slow cluster into a dead one (docs/userlib.md,
+ * "Deadlines"). A time limit the caller passes (pn_rd_recv_timeout ...) is wall time. */
+uint64_t pn_deadline_ns(pn_hal_t *h);
 
 /* 0 when the process pid is gone or a zombie (killed, not yet reaped), or pid is 0;
  * 1 otherwise. Used wherever a context, ring, lock or

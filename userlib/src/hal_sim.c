@@ -308,6 +308,11 @@ static uint64_t sim_now_ns(pn_hal_t *h)
 	return sim_cycles(h) * 1000000000ull / b->g_clk_hz;
 }
 
+static uint64_t sim_deadline_ns(pn_hal_t *h)
+{
+	return __atomic_load_n(&BE(h)->g->work_ns, __ATOMIC_RELAXED);
+}
+
 static void sim_counters(pn_hal_t *h, pn_status_t *st)
 {
 	st->node_dropped = sim_read(BE(h), PN_SIM_OP_RCSR, BE(h)->csr_dropped);
@@ -737,6 +742,7 @@ const struct pn_backend_ops pn_backend_sim = {
 	.mem_deregister = sim_mem_deregister,
 	.progress = sim_progress,
 	.now_ns = sim_now_ns,
+	.deadline_ns = sim_deadline_ns,
 	.cycles = sim_cycles,
 	.counters = sim_counters,
 	.node_status = sim_node_status,

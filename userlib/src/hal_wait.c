@@ -42,7 +42,7 @@ int pn_hal_wait_slow(pn_hal_t *h, enum pn_wait_for what, uint32_t count, int64_t
 	while (!pn_hal_ready(h, what, count)) {
 		if (stall_ns > 0 && stalled) {
 			uint32_t tx = sts_load(h, PN_STS_TX_DONE_WORD), pio = sts_load(h, PN_STS_PIO_DONE_WORD);
-			uint64_t now = pn_monotonic_ns();
+			uint64_t now = pn_deadline_ns(h);
 			if (tx != last_tx || pio != last_pio) {   /* progress: the clock starts again */
 				last_tx = tx;
 				last_pio = pio;
@@ -91,6 +91,13 @@ uint64_t pn_now_ns(pn_hal_t *h)
 {
 	if (h && h->magic == PN_HAL_MAGIC && h->ops->now_ns)
 		return h->ops->now_ns(h);
+	return pn_monotonic_ns();
+}
+
+uint64_t pn_deadline_ns(pn_hal_t *h)
+{
+	if (h && h->magic == PN_HAL_MAGIC && h->ops->deadline_ns)
+		return h->ops->deadline_ns(h);
 	return pn_monotonic_ns();
 }
 

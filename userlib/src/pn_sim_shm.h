@@ -44,7 +44,7 @@
 #define PN_SIM_STATIC_ASSERT _Static_assert
 #endif
 
-#define PN_SIM_VERSION 1u
+#define PN_SIM_VERSION 2u
 #define PN_SIM_MAGIC_HELLO 0x4f4c4c45484d4953ull
 #define PN_SIM_MAGIC_WELCOME 0x454d4f434c574d53ull
 #define PN_SIM_MAGIC_CTL 0x4c54434d49534e50ull
@@ -293,7 +293,8 @@ struct pn_sim_global {
 	uint64_t job_nodes;                /* size of the running job (0: none) */
 	uint64_t pauses;                   /* times the clock waited for a client to look (docs/simulator.md) */
 	uint64_t pause_caps;               /* ... of which the wall-clock cap ended (the client did not look) */
-	uint8_t pad2[16];
+	uint64_t work_ns;                  /* the clock of the library's deadlines: the harness's CPU time plus its idle sleeps, not its pauses nor its waits for a CPU (docs/simulator.md) */
+	uint8_t pad2[8];
 };
 PN_SIM_STATIC_ASSERT(sizeof(struct pn_sim_global) == 256, "pn_sim_global size");
 PN_SIM_STATIC_ASSERT(offsetof(struct pn_sim_global, magic) == 0, "pn_sim_global.magic");
@@ -323,6 +324,7 @@ PN_SIM_STATIC_ASSERT(offsetof(struct pn_sim_global, mmio_ops) == 208, "pn_sim_gl
 PN_SIM_STATIC_ASSERT(offsetof(struct pn_sim_global, job_nodes) == 216, "pn_sim_global.job_nodes");
 PN_SIM_STATIC_ASSERT(offsetof(struct pn_sim_global, pauses) == 224, "pn_sim_global.pauses");
 PN_SIM_STATIC_ASSERT(offsetof(struct pn_sim_global, pause_caps) == 232, "pn_sim_global.pause_caps");
+PN_SIM_STATIC_ASSERT(offsetof(struct pn_sim_global, work_ns) == 240, "pn_sim_global.work_ns");
 
 /* Fault client -> harness: one request (a cable cut, mended, or its error rate set). */
 struct pn_sim_fault {

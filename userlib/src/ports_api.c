@@ -99,7 +99,7 @@ int pn_port_isendx(pn_port_t *p, unsigned node, unsigned ctx, int channel, uint6
 		return -EINVAL;
 	if ((rc = check_dst(p, node, ctx, channel)) < 0 || (rc = check_buf(buf, len)) < 0)
 		return rc;
-	p->now = pn_monotonic_ns();
+	p->now = pn_deadline_ns(p->h);
 	if (!(pe = pt_peer_get(p, node, ctx)) || !(r = malloc(sizeof(*r))))
 		return -ENOMEM;
 	req_init_send(r, pe, channel, tag, buf, len, p);
@@ -155,7 +155,7 @@ int pn_port_send(pn_port_t *p, unsigned node, unsigned ctx, int channel, uint64_
 		return -EINVAL;
 	if ((rc = check_dst(p, node, ctx, channel)) < 0 || (rc = check_buf(buf, len)) < 0)
 		return rc;
-	p->now = pn_monotonic_ns();
+	p->now = pn_deadline_ns(p->h);
 	if (!(pe = pt_peer_get(p, node, ctx)))
 		return -ENOMEM;
 	req_init_send(&r, pe, channel, tag, buf, len, p);
@@ -428,7 +428,7 @@ int pn_port_open(pn_port_t **out, const pn_port_opts_t *opts)
 	p->timeout_ns = (uint64_t)o.timeout_ms * 1000000ull;
 	p->ping_ns = p->timeout_ns / 4;
 	p->ctl_tail = &p->ctl_peers;
-	p->now = pn_monotonic_ns();
+	p->now = pn_deadline_ns(p->h);
 	p->peers = calloc(p->nodes, sizeof(*p->peers));
 	if (!p->peers) {
 		pn_close(p->h);
@@ -527,9 +527,9 @@ int pn_port_close(pn_port_t *p)
 	if (!p)
 		return -EINVAL;
 	h = p->h;
-	t0 = pn_monotonic_ns();
+	t0 = pn_deadline_ns(h);
 	/* DMA in flight first (a CLOSE must not overtake data), at most the timeout. */
-	while (!(tx_reached(h, h->tx_tail) && pio_free(h)) && pn_monotonic_ns() - t0 < p->timeout_ns && !h->dead) {
+	while (!(tx_reached(h, h->tx_tail) && pio_free(h)) && pn_deadline_ns(h) - t0 < p->timeout_ns && !h->dead) {
 		if (progress(p))
 			pn_backoff_reset(&b);
 		else
@@ -539,7 +539,7 @@ int pn_port_close(pn_port_t *p)
 		struct pw_ctl c;
 		if (pe->tx_state == TX_NONE && !pe->rx_known)
 			continue;
-		while (!pt_pkt_ready(p, pe, sizeof(c)) && pn_monotonic_ns() - t0 < p->timeout_ns && !h->dead) {
+		while (!pt_pkt_ready(p, pe, sizeof(c)) && pn_deadline_ns(h) - t0 < p->timeout_ns && !h->dead) {
 			progress(p);
 			pn_backoff_step(&b);
 		}
@@ -559,7 +559,7 @@ int pn_port_close(pn_port_t *p)
 	pn_shm_close(p->shm);
 	p->shm = NULL;
 	p->shm_on = 0;
-	while (!pio_free(h) && pn_monotonic_ns() - t0 < p->timeout_ns && !h->dead) {
+	while (!pio_free(h) && pn_deadline_ns(h) - t0 < p->timeout_ns && !h->dead) {
 		pn_progress(h);
 		pn_backoff_step(&b);
 	}

@@ -505,7 +505,7 @@ int pt_progress_round(pn_port_t *p)
 {
 	int n = 0;
 	p->in_progress = 1;
-	p->now = pn_monotonic_ns();
+	p->now = pn_deadline_ns(p->h);
 	while (n < PROGRESS_BUDGET && poll_one(p))
 		n++;
 	if (p->shm_on && !pn_shm_idle(p->shm)) {   /* no call while no port of our node sends to us */

@@ -386,7 +386,7 @@ int pn_rd_recv_timeout(pn_rd_t *rd, int src, void *buf, size_t cap, unsigned *sr
 			/* Waiting for ever, but not on a network that cannot deliver: nothing for
 			 * the deadline, a link DOWN and no firmware to route around it. */
 			if (timeout_ns < 0 && rd->timeout_ns > 0) {
-				uint64_t now = pn_monotonic_ns();
+				uint64_t now = pn_deadline_ns(rd->h);
 				int fw;
 				if (!quiet) {
 					quiet = now;

@@ -117,8 +117,10 @@ void pn_am_opts_init(pn_am_opts_t *opts);
  * 0 .. 65535. */
 int pn_am_open(pn_am_t **out, pn_port_t *port, const pn_am_opts_t *opts);
 /* Waits (bounded by the liveness timeout) for this endpoint's outstanding requests
- * and RMA operations and for data moving into or out of its regions, then frees it.
- * RMA requests nobody tested are freed. */
+ * and RMA operations and for data moving into or out of its regions, then for its sends
+ * (receiving meanwhile; given up once none completed for the timeout), then frees it.
+ * RMA requests nobody tested are freed. 0, or -ETIMEDOUT when sends were given up (it is
+ * closed all the same). */
 int pn_am_close(pn_am_t *am);
 
 /* Install (fn NULL: remove) the handler at index 0 .. PN_AM_MAX_HANDLERS-1. */
