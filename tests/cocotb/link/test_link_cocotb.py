@@ -25,7 +25,8 @@ class LinkBench(Module):
 
     Pins: ``{a,b}_tx_*`` (router source into the channel), ``{a,b}_rx_*`` (channel
     into the router's input buffer), ``{a,b}_credit_valid/_credit_words``,
-    ``{a,b}_drained``, ``{a,b}_up``, ``{a,b}_<counter>``, ``{a,b}_downs``,
+    ``{a,b}_drained``, ``{a,b}_up``, ``{a,b}_rx_words`` (the SOF's length beside a
+    packet's first word), ``{a,b}_buf_free`` (input: free words in the buffer model), ``{a,b}_<counter>``, ``{a,b}_downs``,
     ``{a,b}_link_state``, ``ber_threshold`` (input),
     ``ab_/ba_errors_injected``, and the words entering the a->b wire
     (``ab_ctrl``, ``ab_data``).
@@ -58,6 +59,8 @@ class LinkBench(Module):
                 pin(f"{side}_credit_words", 16).eq(port.credit_words),
                 port.drained.eq(pin(f"{side}_drained")),
                 pin(f"{side}_up").eq(port.up),
+                pin(f"{side}_rx_words", len(port.sink_words)).eq(port.sink_words),
+                port.buf_free.eq(pin(f"{side}_buf_free", 16)),
             ]
             for name, width, _ in COUNTERS:
                 self.comb += pin(f"{side}_{name}", width).eq(getattr(link, name))
