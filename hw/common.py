@@ -5,7 +5,7 @@ Field positions come from :mod:`paranic.spec.protocol`, never re-typed here.
 
 from __future__ import annotations
 
-from migen import Signal
+from migen import Signal, bits_for
 from litex.soc.interconnect import stream
 
 from paranic.spec import protocol as P
@@ -52,8 +52,16 @@ class LinkPortIf:
     * ``source``: packets leaving the router. The router starts a packet only when
       the far end's input buffer has room for all of it (credits), and then sends it
       at one word per cycle while ``ready`` is high.
-    * ``sink``: packets arriving. Written into the router's input ``PacketFifo``;
-      ``error`` on the last beat discards the packet (CRC or sequence failure).
+    * ``sink``: packets arriving. Written into the router's input ``PacketFifo``
+      (cut-through: forwarded before the tail is in); ``error`` on the last beat marks
+      the packet bad (CRC or sequence failure, or stomped upstream): it is dropped by
+      the next store-and-forward buffer or stomped on the next link.
+    * ``sink_words`` (channel -> router, beside ``sink``, read with a packet's first
+      word): the packet's length in words as the channel knows it independently of
+      the header (a link layer: the SOF control word's CRC-16-protected length). The
+      router reserves buffer room and credits by it, never by a header that only
+      the CRC at the tail checks. 0: unknown (wire channels, which cannot corrupt a
+      header): the router takes the header's length.
     * ``credit_valid``/``credit_words``: words freed in the far end's input buffer.
     * ``drained``: one strobe per word read out of *this* router's input buffer for
       this port; the channel carries these credits to the far end.
@@ -64,14 +72,19 @@ class LinkPortIf:
       layer's replay buffer has room); the router starts a packet only then.
     * ``buf_empty`` (router -> channel): this port's input buffer is empty; a link
       layer completes training only then.
+    * ``buf_free`` (router -> channel): free words in this port's input buffer; a
+      link layer accepts a frame only when it fits (cut-through: a bad copy that will
+      be replayed takes room the far end's credits do not know of).
     """
 
     def __init__(self) -> None:
         self.source = stream.Endpoint(packet_layout())
         self.sink = stream.Endpoint(packet_layout())
+        self.sink_words = Signal(bits_for(P.packet_words(P.MAX_MTU)))
         self.credit_valid = Signal()
         self.credit_words = Signal(16)
         self.drained = Signal()
         self.up = Signal(reset=1)
         self.tx_room = Signal(reset=1)
         self.buf_empty = Signal(reset=1)
+        self.buf_free = Signal(16, reset=2**16 - 1)

@@ -1,22 +1,37 @@
-"""Packet FIFO with store-and-forward commit, status flags and a packet-ready FIFO.
+"""Packet FIFO: store-and-forward or cut-through, status flags and a packet-ready FIFO.
 
 :class:`PacketFifo` is the buffer of every router port (link inputs, injection,
-ejection). A packet written into ``sink`` becomes visible at ``source`` only when
-its last beat has been written and committed; a packet whose last beat carries
-``error``, that does not fit into the free space, or that is longer than
-``max_packet_words`` is discarded whole (the write pointer rolls back) and counted
-in ``aborted``. Committed packets are never touched by a later abort.
+ejection) and of a few host-side paths. Two ways of making a packet visible:
+
+* **store-and-forward** (default; injection, ejection, host side): a packet written
+  into ``sink`` becomes visible at ``source`` only when its last beat has been written
+  and committed; a packet whose last beat carries ``error``, that does not fit into the
+  free space, or that is longer than ``max_packet_words`` is discarded whole (the write
+  pointer rolls back) and counted in ``aborted``. Committed packets are never touched
+  by a later abort.
+* **cut-through** (``cut_through=True``; the router's link inputs): the writer
+  declares the packet's length on its first beat (``sink_words``, the link layer's
+  CRC-16-protected SOF length), the packet is visible at once (its packet-ready entry
+  is written with the first beat) and each word can be read two cycles after it was
+  written. Nothing can be rolled back, so the packet always leaves with exactly the
+  declared number of words: ``error`` on the last beat is stored and passed on (the
+  reader drops or stomps it), a packet that ends early is padded by the reader with
+  zero words (the last one with ``error``), and one that runs longer is cut at the
+  declared length (``error`` on its last word; the excess is discarded and counted in
+  ``aborted``). The declared words are reserved at the first beat: a packet for which
+  they are not free is refused whole (counted in ``aborted``; the sender's credits
+  make this a fault).
 
 Besides the word-level status (``empty``, ``half_full``, ``full``, ``level``,
-``free``) the FIFO keeps ParaStation's *packet-ready FIFO*: one entry per committed
-packet holding its word count, so the reader (the router's arbiter, or the host
-side) sees ``packets`` (complete packets waiting) and ``head_words`` (length of the
-head packet) without looking into the data.
+``free``) the FIFO keeps ParaStation's *packet-ready FIFO*: one entry per packet
+holding its word count (and, with ``head_word=True``, its header word 0), so the
+reader (the router's arbiter, or the host side) sees ``packets`` and ``head_words``
+(length of the head packet) without looking into the data.
 """
 
 from __future__ import annotations
 
-from migen import Cat, If, Memory, Signal, bits_for, log2_int
+from migen import Cat, If, Memory, Mux, Signal, bits_for, log2_int
 from migen.fhdl.specials import READ_FIRST
 from migen.genlib.fifo import SyncFIFO
 from litex.gen import LiteXModule
@@ -27,48 +42,71 @@ from .common import packet_layout
 
 
 class PacketFifo(LiteXModule):
-    """Store-and-forward packet FIFO.
+    """Packet FIFO (store-and-forward, or cut-through for link inputs).
 
     Parameters
     ----------
     depth_words:
         Data storage in 64-bit words (a power of two, >= ``max_packet_words``).
     max_packet_words:
-        Longest packet accepted; longer ones are aborted. Sets ``head_words``' width.
+        Longest packet accepted; longer ones are aborted (store-and-forward) or cut
+        (cut-through). Sets ``head_words``' width.
     packets:
         Depth of the packet-ready FIFO (default ``depth_words``: every packet holds
         at least one word, so it can never fill). With a smaller depth a packet
-        that completes while the packet-ready FIFO is full is aborted.
+        that completes (starts, cut-through) while the packet-ready FIFO is full is
+        aborted (refused).
     backpressure:
         ``False`` (default, link inputs): ``sink.ready`` is always 1 and a packet
         that meets a full FIFO is aborted (the sender's credits make this a fault).
         ``True`` (injection side): ``sink.ready`` drops while the FIFO is full and
         the packet being written fits into ``max_packet_words``, so a producer can
         simply stream; only oversized or ``error`` packets are aborted.
+        Store-and-forward only.
+    cut_through:
+        Cut-through mode (see the module docstring); needs ``sink_words``.
+    lookahead:
+        The reader takes packet-ready entries itself (``head_take``, one pulse when it
+        starts reading a packet) instead of at the packet's last word, so ``head_words``
+        and ``head_word`` show the *next* packet while the current one streams (the
+        router decides the next grant meanwhile). ``waiting`` counts the entries not
+        yet taken; ``packets`` still counts every packet not wholly read.
+    head_word:
+        Keep each packet's header word 0 in its packet-ready entry (``head_word``).
 
     Interface
     ---------
-    ``sink``/``source``: :func:`~paranic.hw.common.packet_layout` streams.
-    ``source`` carries committed packets only, one word per cycle, with ``first``
-    and ``last`` set; its ``valid`` rises in the cycle in which ``packets`` turns
-    non-zero (no extra read latency). ``drained`` pulses once per word read.
+    ``sink``/``source``: :func:`~paranic.hw.common.packet_layout` streams. ``source``
+    carries one word per cycle with ``first`` and ``last`` set; store-and-forward: only
+    committed packets, ``valid`` rising in the cycle in which ``packets`` turns
+    non-zero. ``drained`` pulses once per word read (cut-through: also per pad word, so
+    it counts exactly the declared words of every packet, as the sender's credits do).
+    ``sink_words``: declared length, sampled on a packet's first beat (cut-through).
     ``packets``/``head_words``: the packet-ready FIFO. ``level``/``free``: words
-    held (including a packet being written) and free. ``empty``/``half_full``
-    (``level >= depth/2``)/``full``. ``aborted``: 32-bit count of discarded packets.
+    held (including a packet being written or reserved) and free.
+    ``empty``/``half_full`` (``level >= depth/2``)/``full``. ``aborted``: 32-bit count
+    of discarded (refused, cut) packets. ``abort_words``: beats of the packet discarded
+    in this cycle (store-and-forward; 0 otherwise), so a credit-keeping writer gets
+    back the room of a packet it will never see drained.
     """
 
     def __init__(self, depth_words: int, max_packet_words: int, packets: int | None = None,
-                 backpressure: bool = False) -> None:
+                 backpressure: bool = False, cut_through: bool = False, lookahead: bool = False,
+                 head_word: bool = False) -> None:
         if depth_words < 2 or depth_words & (depth_words - 1):
             raise ValueError("depth_words must be a power of two >= 2")
         if not 1 <= max_packet_words <= depth_words:
             raise ValueError("max_packet_words must be in 1..depth_words")
+        if cut_through and backpressure:
+            raise ValueError("a cut-through FIFO takes no back-pressure (credits guarantee room)")
         packets = depth_words if packets is None else packets
         self.depth_words = depth_words
         self.max_packet_words = max_packet_words
+        self.cut_through = cut_through
 
         self.sink = sink = stream.Endpoint(packet_layout())
         self.source = source = stream.Endpoint(packet_layout())
+        self.sink_words = Signal(bits_for(max_packet_words))
 
         abits = log2_int(depth_words)
         self.level = Signal(abits + 1)
@@ -77,67 +115,165 @@ class PacketFifo(LiteXModule):
         self.half_full = Signal()
         self.full = Signal()
         self.packets = Signal(max=packets + 1)
+        self.waiting = Signal(max=packets + 1)
         self.head_words = Signal(bits_for(max_packet_words))
+        self.head_word = Signal(len(sink.data))
+        self.head_take = Signal()
         self.drained = Signal()
         self.aborted = Signal(32)
-        self.committed = Signal()  # strobe: a packet was committed this cycle
+        self.abort_words = Signal(bits_for(max_packet_words + 1))
+        self.committed = Signal()  # strobe: a packet was committed (cut-through: started)
 
         # # #
 
         wptr = Signal(abits + 1)   # next word to write (may run ahead of cptr)
-        cptr = Signal(abits + 1)   # end of the committed packets
+        cptr = Signal(abits + 1)   # end of the readable words
         rptr = Signal(abits + 1)   # next word to read
         wcnt = Signal(bits_for(max_packet_words))  # words of the packet being written
         drop = Signal()            # the packet being written is already lost
+        resv = Signal(abits + 1)   # cut-through: declared words not yet written
 
-        # Data memory: 64-bit word + last flag.
-        mem = Memory(len(sink.data) + 1, depth_words)
+        # Data memory: 64-bit word + last flag + error flag.
+        dw = len(sink.data)
+        mem = Memory(dw + 2, depth_words)
         wr = mem.get_port(write_capable=True)
         rd = mem.get_port(mode=READ_FIRST)  # synchronous read (block RAM)
         self.specials += mem, wr, rd
 
-        # Packet-ready FIFO: one word count per committed packet.
-        self.pfifo = pfifo = SyncFIFO(len(self.head_words), packets, fwft=True)
+        # Packet-ready FIFO: one word count (and header word 0) per packet.
+        hw = len(self.head_words)
+        self.pfifo = pfifo = SyncFIFO(hw + (dw if head_word else 0), packets, fwft=True)
+        pf_words = Signal(hw)
+        pf_hword = Signal(dw)
+        self.comb += pfifo.din.eq(Cat(pf_words, pf_hword) if head_word else pf_words)
 
         self.comb += [
-            self.level.eq(wptr - rptr),
+            self.level.eq(wptr - rptr + resv),
             self.free.eq(depth_words - self.level),
             self.empty.eq(self.level == 0),
             self.full.eq(self.level == depth_words),
             self.half_full.eq(self.level >= depth_words // 2),
-            self.packets.eq(pfifo.level),
-            self.head_words.eq(pfifo.dout),
+            self.waiting.eq(pfifo.level),
+            self.head_words.eq(pfifo.dout[:hw]),
+            self.head_word.eq(pfifo.dout[hw:] if head_word else 0),
         ]
 
-        # -- write side ------------------------------------------------------
         beat = Signal()
+        pop = Signal()        # a word (or pad word) leaves at source
+        last_out = Signal()   # ... and it is the packet's last
+        if cut_through:
+            self._cut_through_write(sink, wr, pfifo, pf_words, pf_hword, beat, wptr, cptr,
+                                    wcnt, drop, resv, max_packet_words)
+        else:
+            self._store_write(sink, wr, pfifo, pf_words, pf_hword, beat, wptr, cptr, wcnt,
+                              drop, max_packet_words, backpressure, head_word)
+
+        # -- packet count: every packet not wholly read -------------------------------
+        if lookahead:
+            cnt = Signal(max=packets + 1)
+            self.sync += cnt.eq(cnt + pfifo.we - (pop & last_out))
+            self.comb += [self.packets.eq(cnt), pfifo.re.eq(self.head_take)]
+        else:
+            self.comb += [self.packets.eq(pfifo.level), pfifo.re.eq(pop & last_out)]
+
+        # -- read side -------------------------------------------------------
+        rnext = Signal(abits + 1)
+        at_first = Signal(reset=1)
+        m_data = Signal(dw)
+        m_last = Signal()
+        m_err = Signal()
+        self.comb += [
+            m_data.eq(rd.dat_r[:dw]),
+            m_last.eq(rd.dat_r[dw]),
+            m_err.eq(rd.dat_r[dw + 1]),
+            source.first.eq(at_first),
+            pop.eq(source.valid & source.ready),
+            last_out.eq(source.last),
+            rd.adr.eq(rnext[:abits]),
+            self.drained.eq(pop),
+        ]
+        self.sync += If(pop, at_first.eq(last_out))
+        if cut_through:
+            # The reader sends exactly the declared words of each packet: ``cur`` is the
+            # declared length of the packet being read, ``rcnt`` its words sent so far;
+            # a packet stored short (its last word before the declared length) is
+            # padded with zero words, the last of them carrying ``error``.
+            cur = Signal(hw)
+            rcnt = Signal(hw)
+            padding = Signal()
+            short = Signal()
+            if lookahead:
+                self.sync += If(self.head_take, cur.eq(self.head_words))
+            else:
+                self.comb += cur.eq(self.head_words)
+            self.comb += [
+                short.eq(m_last & (rcnt + 1 < cur)),
+                If(padding,
+                    source.valid.eq(1),
+                    source.data.eq(0),
+                    source.last.eq(rcnt + 1 >= cur),
+                    source.error.eq(rcnt + 1 >= cur),
+                ).Else(
+                    source.valid.eq(rptr != cptr),
+                    source.data.eq(m_data),
+                    source.last.eq(m_last & ~short),
+                    source.error.eq(m_err & ~short),
+                ),
+                rnext.eq(rptr + (pop & ~padding)),
+            ]
+            self.sync += If(pop,
+                rcnt.eq(Mux(last_out, 0, rcnt + 1)),
+                If(last_out, padding.eq(0)).Elif(~padding & short, padding.eq(1)),
+            )
+        else:
+            self.comb += [
+                source.valid.eq((rptr != cptr) & ~(self._fresh & (rptr == cptr - 1))),
+                source.data.eq(m_data),
+                source.last.eq(m_last),
+                rnext.eq(rptr + pop),
+            ]
+        self.sync += rptr.eq(rnext)
+
+    # ------------------------------------------------------------------------
+    def _store_write(self, sink, wr, pfifo, pf_words, pf_hword, beat, wptr, cptr, wcnt, drop,
+                     max_packet_words, backpressure, head_word):
+        """Store-and-forward write side: commit at the last beat, roll back on abort."""
         fits = Signal()      # this beat can be stored
         too_long = Signal()  # the packet already holds max_packet_words
         lost = Signal()      # the packet (with this beat) must be discarded
         stall = Signal()
+        bcnt = Signal(len(self.abort_words))   # beats of the packet so far
         self.comb += [
             too_long.eq(wcnt == max_packet_words),
             fits.eq(~self.full & ~too_long & ~drop),
             stall.eq(self.full & ~too_long & ~drop) if backpressure else stall.eq(0),
             sink.ready.eq(~stall),
             beat.eq(sink.valid & sink.ready),
-            wr.adr.eq(wptr[:abits]),
-            wr.dat_w.eq(Cat(sink.data, sink.last)),
+            wr.adr.eq(wptr[:len(wptr) - 1]),
+            wr.dat_w.eq(Cat(sink.data, sink.last, 0)),
             wr.we.eq(beat & fits),
             lost.eq(drop | ~fits | sink.error | ~pfifo.writable),
-            pfifo.din.eq(wcnt + 1),
+            pf_words.eq(wcnt + 1),
             pfifo.we.eq(beat & sink.last & ~lost),
             self.committed.eq(pfifo.we),
+            self.abort_words.eq(Mux(beat & sink.last & lost, bcnt + 1, 0)),
         ]
+        if head_word:
+            # header word 0 of the packet being written, for its packet-ready entry
+            w0 = Signal(len(sink.data))
+            self.sync += If(beat & (bcnt == 0), w0.eq(sink.data))
+            self.comb += pf_hword.eq(Mux(bcnt == 0, sink.data, w0))
         # A one-word packet committed at edge k is read at edge k as well (its only
         # word is written then): hold its valid back one cycle. Longer packets have
         # their first word written at least one edge before their commit.
-        fresh = Signal()
+        self._fresh = fresh = Signal()
         self.sync += [
             fresh.eq(0),
             If(beat,
+                If(bcnt != max_packet_words + 1, bcnt.eq(bcnt + 1)),
                 If(sink.last,
                     wcnt.eq(0),
+                    bcnt.eq(0),
                     drop.eq(0),
                     If(lost,
                         wptr.eq(cptr),
@@ -158,24 +294,60 @@ class PacketFifo(LiteXModule):
             )
         ]
 
-        # -- read side -------------------------------------------------------
-        rnext = Signal(abits + 1)
-        pop = Signal()
-        at_first = Signal(reset=1)
+    def _cut_through_write(self, sink, wr, pfifo, pf_words, pf_hword, beat, wptr, cptr, wcnt,
+                           drop, resv, max_packet_words):
+        """Cut-through write side: announce at the first beat, never roll back."""
+        self._fresh = Signal()
+        decl = Signal(len(self.sink_words))   # declared words of this packet (first beat)
+        cur = Signal(len(self.sink_words))    # ... latched for the rest of it
+        starting = Signal()                   # this beat is a packet's first
+        refused = Signal()                    # the first beat found no room: drop it all
+        inpkt = Signal()                      # part-way through a packet
+        at_end = Signal()                     # this beat fills the declared length
+        n = Signal(len(self.sink_words))      # declared words of the current packet
         self.comb += [
-            source.valid.eq((rptr != cptr) & ~(fresh & (rptr == cptr - 1))),
-            source.data.eq(rd.dat_r[:len(sink.data)]),
-            source.last.eq(rd.dat_r[len(sink.data)]),
-            source.first.eq(at_first),
-            pop.eq(source.valid & source.ready),
-            rnext.eq(rptr + pop),
-            rd.adr.eq(rnext[:abits]),
-            self.drained.eq(pop),
-            pfifo.re.eq(pop & source.last),
+            sink.ready.eq(1),
+            beat.eq(sink.valid),
+            starting.eq(beat & ~inpkt),
+            decl.eq(Mux(self.sink_words > max_packet_words, max_packet_words,
+                        Mux(self.sink_words == 0, 1, self.sink_words))),
+            refused.eq((decl > self.free) | ~pfifo.writable),
+            n.eq(Mux(starting, decl, cur)),
+            at_end.eq(wcnt + 1 == n),
+            pf_words.eq(decl),
+            pf_hword.eq(sink.data),
+            pfifo.we.eq(starting & ~refused),
+            self.committed.eq(pfifo.we),
+            wr.adr.eq(wptr[:len(wptr) - 1]),
+            # last word of the packet: its own last beat, or cut at the declared length
+            # (then it carries error: the packet was longer than its SOF said).
+            wr.dat_w.eq(Cat(sink.data, sink.last | at_end,
+                            sink.error | (at_end & ~sink.last) | (sink.last & ~at_end))),
+            wr.we.eq(beat & Mux(starting, ~refused, ~drop)),
         ]
+        wrote = Signal()
+        self.comb += wrote.eq(wr.we)
+        # Reservation: the declared words are counted in ``level`` from the first beat.
         self.sync += [
-            rptr.eq(rnext),
-            If(pop, at_first.eq(source.last)),
+            cptr.eq(wptr),  # a word written in cycle t is readable from t+2 (block RAM)
+            If(beat,
+                inpkt.eq(~sink.last),
+                If(starting, cur.eq(decl), drop.eq(refused)),
+                If(wrote,
+                    wptr.eq(wptr + 1),
+                    If(sink.last | at_end,
+                        wcnt.eq(0), drop.eq(~sink.last),
+                        resv.eq(0),
+                    ).Else(
+                        wcnt.eq(wcnt + 1),
+                        resv.eq(n - wcnt - 1),
+                    ),
+                ).Elif(sink.last,
+                    wcnt.eq(0), drop.eq(0),
+                ),
+                If((starting & refused) | (wrote & at_end & ~sink.last),
+                    self.aborted.eq(self.aborted + 1)),
+            ),
         ]
 
     def add_csrs(self) -> None:

@@ -47,7 +47,7 @@ def link_buf_words(mtu: int) -> int:
 
     A packet entering a ring needs two free packet slots in the next router's input
     buffer, and a slot comes back only after its packet has crossed the link, been
-    received whole (store-and-forward), forwarded out of the buffer and its credits
+    received (cut-through: credited once its CRC verdict is in), forwarded out of the buffer and its credits
     returned: about 290 cycles, 2.2 frame times at MTU 1024. With the router's default
     (two packets, 3 slots) only two packets are in flight, and a one-hop DMA stream
     runs at 145 cycles per MTU packet instead of the link's 132; with four packets per

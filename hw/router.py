@@ -1,27 +1,34 @@
 """The ParaNIC router: one local port plus 2 (ring) or 4 (torus) link ports.
 
-Table-based self-routing with a routing table in block RAM, store-and-forward per
-hop (a packet is routed once all of it is in its input FIFO) with whole-packet
-credits, round-robin arbitration with in-transit traffic first, and bubble flow
-control for deadlock freedom (see docs/architecture.md, "Router" and "Deadlock
-freedom"). The table holds two sets; a packet is routed by the set in its header's
-``rt``, and while divert is on, packets of one set whose route is a link that is not
-up take the other set's route with ``rt`` flipped (ordered route changes:
-docs/architecture.md, "Two table sets and divert").
+Table-based self-routing with a routing table in block RAM, virtual cut-through on
+link inputs (a packet is routed and forwarded from its header while its tail still
+arrives; the room it reserves is the length its link layer declared from the SOF)
+with whole-packet credits, store-and-forward injection and ejection, round-robin
+arbitration with in-transit traffic first, and bubble flow control for deadlock
+freedom (see docs/architecture.md, "Router" and "Deadlock freedom"). A packet whose
+last word carries ``error`` (its CRC failed at the tail, or it was stomped upstream)
+is passed on with it: the next link stomps it, the ejection FIFO drops it. The table
+holds two sets; a packet is routed by the set in its header's ``rt``, and while
+divert is on, packets of one set whose route is a link that is not up take the other
+set's route with ``rt`` flipped (ordered route changes: docs/architecture.md, "Two
+table sets and divert").
 
-Pipeline of one packet (cycles relative to the cycle ``T`` in which it is complete
-at the head of its input FIFO, ``packets > 0``)::
+Pipeline of one packet (cycles relative to the cycle ``T`` in which its
+packet-ready entry is at the head of its input FIFO: one cycle after its first word
+was written on a link input, one cycle after its last on the injection input)::
 
-    T    header word 0 at the FIFO head; table read address = dst_node;
+    T    header word 0 of the entry; table read address = dst_node;
          length check and word count registered
     T+1  route from the table (set ``rt``, or the other one when diverted); request,
          credit check, arbitration (combinational); grant (and divert flip) registered
-         at the end of the cycle
+         at the end of the cycle; the input takes the entry (the next one's lookup
+         starts while this packet streams)
     T+2  the input streams into the output's pipeline register
     T+3  header word valid on the output ``source`` (link port or ejection FIFO)
 
-so a complete packet's header leaves 3 cycles after it is complete (target: <= 4);
-a packet of n words therefore takes n + 3 cycles from its header in to its header out.
+so a link input's header leaves 4 cycles after it came in, whatever the packet's
+length. An output is granted its next packet in the cycle in which the last word of
+the current one passes, so back-to-back packets leave without idle cycles.
 """
 
 from __future__ import annotations
@@ -51,10 +58,17 @@ def default_buf_words(mtu: int, packets: int = 2) -> int:
 
 
 def needs_bubble(in_port: int, out_port: int) -> bool:
-    """Bubble rule: injection and dimension changes need room for one more packet."""
+    """Bubble rule: entering a ring needs room for one more packet.
+
+    A packet enters a (unidirectional) ring when it is injected, when it changes
+    dimension, and when it turns back on the cable it came in on (``in_port ==
+    out_port``: it changes from the X+ to the X- ring). No route of a routing table
+    turns back, but under cut-through a packet is routed by a header the CRC has not
+    yet checked, so a corrupted destination may (docs/architecture.md, "Deadlock
+    freedom"). Only continuing straight (XP in, XM out and so on) stays in a ring."""
     if out_port == P.Port.LOCAL:
         return False
-    if in_port == P.Port.LOCAL:
+    if in_port == P.Port.LOCAL or in_port == out_port:
         return True
     return P.port_dimension(in_port) != P.port_dimension(out_port)
 
@@ -175,9 +189,21 @@ class Router(LiteXModule):
         self._table = table
 
         # -- buffers -----------------------------------------------------------
-        self.inject = PacketFifo(inject_words, max_pkt, backpressure=True)
+        # Injection: store-and-forward (the host side streams it in at its own pace;
+        # its length is checked once the packet is complete). Link inputs: cut-through,
+        # each packet's length declared by the link layer with its first word (the
+        # SOF's CRC-16-protected length). Both with lookahead: the arbiter decides a
+        # packet's output while the one before it still streams. Ejection:
+        # store-and-forward, so that a packet whose last word carries ``error`` (a
+        # stomped or cut packet) is dropped before the host side sees any of it.
+        self.inject = PacketFifo(inject_words, max_pkt, backpressure=True, lookahead=True,
+                                 head_word=True)
         self.eject = PacketFifo(eject_words, max_pkt)
-        self.inputs = [self.inject] + [PacketFifo(buf_words, max_pkt) for _ in range(n_links)]
+        # every packet holds at least the header words: depth // HEADER_WORDS entries
+        self.inputs = [self.inject] + [
+            PacketFifo(buf_words, max_pkt, packets=buf_words // P.HEADER_WORDS,
+                       cut_through=True, lookahead=True, head_word=True)
+            for _ in range(n_links)]
         for i, f in enumerate(self.inputs[1:]):
             setattr(self, f"in_{PORT_NAMES[i + 1]}", f)
         self.comb += [
@@ -187,8 +213,13 @@ class Router(LiteXModule):
             self.err_aborted.eq(sum(f.aborted for f in self.inputs)),
         ]
         for link, f in zip(self.links, self.inputs[1:]):
+            # Declared length: the link layer's (SOF) when it gives one, else (wire
+            # channels, which cannot corrupt a header) from the header's length field.
+            hl = packet_words(hdr(link.sink.data, "length"))
             self.comb += [link.sink.connect(f.sink), link.drained.eq(f.drained),
-                          link.buf_empty.eq(f.empty)]
+                          link.buf_empty.eq(f.empty), link.buf_free.eq(f.free),
+                          f.sink_words.eq(Mux(link.sink_words != 0, link.sink_words,
+                                              Mux(hl > max_pkt, max_pkt, hl)))]
 
         # Output pipeline registers: [0] feeds the ejection FIFO, [i] link i.
         self.pipes = pipes = [stream.PipeValid(packet_layout()) for _ in range(nports)]
@@ -223,7 +254,7 @@ class Router(LiteXModule):
         for k, f in enumerate(self.inputs):
             rp = table.get_port(mode=READ_FIRST)
             self.specials += rp
-            w0 = f.source.data
+            w0 = f.head_word           # header word 0 of the next packet not yet started
             dst = hdr(w0, "dst_node")
             length = hdr(w0, "length")
             head = Signal(name=f"head_{PORT_NAMES[k]}")
@@ -232,7 +263,7 @@ class Router(LiteXModule):
             nw = Signal(len(f.head_words), name=f"words_{PORT_NAMES[k]}")
             pw = Signal(len(length) + 1)
             self.comb += [
-                head.eq(f.source.valid & (f.packets != 0)),
+                head.eq(f.waiting != 0),
                 rp.adr.eq(dst[:tbits]),
                 pw.eq(packet_words(length)),
             ]
@@ -291,6 +322,18 @@ class Router(LiteXModule):
         # -- arbitration per output --------------------------------------------
         grant = [[Signal(name=f"grant_{PORT_NAMES[o]}_{PORT_NAMES[k]}") for k in range(nports)]
                  for o in range(nports)]
+        # An input can start its next packet in a cycle in which it is idle or in which
+        # the last word of its current packet leaves; an output takes a new packet in a
+        # cycle in which it is free or its current packet's last word passes. So the
+        # next packet follows the last word of the one before without an idle cycle.
+        ends = [f.source.valid & f.source.ready & f.source.last for f in self.inputs]
+        can_start = [Signal(name=f"canstart_{PORT_NAMES[k]}") for k in range(nports)]
+        ended = [Signal(name=f"ended_{PORT_NAMES[o]}") for o in range(nports)]
+        for k in range(nports):
+            self.comb += can_start[k].eq((~fwd[k] & ~drain[k]) | ends[k])
+        for o in range(nports):
+            p = pipes[o]
+            self.comb += ended[o].eq(busy[o] & p.sink.valid & p.sink.ready & p.sink.last)
         self.rr = rr = [Signal(max=max(n_links, 2), name=f"rr_{PORT_NAMES[o]}") for o in range(nports)]
         for o in range(nports):
             elig = []
@@ -306,7 +349,8 @@ class Router(LiteXModule):
                 else:
                     self.comb += room.eq(self.credits[o] >= words[k])
                 e = Signal(name=f"elig_{PORT_NAMES[k]}_{PORT_NAMES[o]}")
-                self.comb += e.eq(req[k] & (route[k] == o) & ~busy[o] & up[o] & room)
+                self.comb += e.eq(req[k] & (route[k] == o) & (~busy[o] | ended[o]) & can_start[k] &
+                                  up[o] & room)
                 elig.append(e)
             link_req = Signal(name=f"linkreq_{PORT_NAMES[o]}")
             self.comb += link_req.eq(reduce(or_, [req[k] & (route[k] == o) for k in range(1, nports)]))
@@ -326,25 +370,35 @@ class Router(LiteXModule):
             ]
 
         # -- state updates -----------------------------------------------------
+        # An input takes its packet-ready entry when it starts forwarding or draining
+        # the packet; the next entry's table read follows (``look`` is 0 for a cycle).
         granted = []
+        dropping = []
+        cur_direct = []
         for k, f in enumerate(self.inputs):
             gk = Signal(name=f"granted_{PORT_NAMES[k]}")
-            self.comb += gk.eq(reduce(or_, [grant[o][k] for o in range(nports)]))
+            dk = Signal(name=f"dropping_{PORT_NAMES[k]}")
+            take = Signal(name=f"take_{PORT_NAMES[k]}")
+            cd = Signal(len(directs[k]), name=f"curdirect_{PORT_NAMES[k]}")
+            self.comb += [
+                gk.eq(reduce(or_, [grant[o][k] for o in range(nports)])),
+                dk.eq(drop_now[k] & can_start[k]),
+                take.eq(gk | dk),
+                f.head_take.eq(take),
+            ]
             granted.append(gk)
-            idle = ~fwd[k] & ~drain[k]
+            dropping.append(dk)
+            cur_direct.append(cd)
             head = getattr(self, f"_head_{k}")
-            end = f.source.valid & f.source.ready & f.source.last
             self.sync += [
-                look[k].eq(idle & head & self.ready & ~gk & ~drop_now[k]),
+                look[k].eq(head & self.ready & ~take),
                 If(gk,
-                    fwd[k].eq(1), sel[k].eq(route[k]), flip[k].eq(flips[k]),
-                ).Elif(fwd[k] & end,
-                    fwd[k].eq(0),
-                ),
-                If(drop_now[k],
-                    drain[k].eq(1),
-                ).Elif(drain[k] & end,
-                    drain[k].eq(0),
+                    fwd[k].eq(1), drain[k].eq(0), sel[k].eq(route[k]), flip[k].eq(flips[k]),
+                    cd.eq(directs[k]),
+                ).Elif(dk,
+                    fwd[k].eq(0), drain[k].eq(1),
+                ).Elif(ends[k],
+                    fwd[k].eq(0), drain[k].eq(0),
                 ),
             ]
             # FIFO read: drain freely, or forward into the allocated output
@@ -358,8 +412,8 @@ class Router(LiteXModule):
         n_len = Signal(bits_for(nports))
         n_unk = Signal(bits_for(nports))
         self.comb += [
-            n_len.eq(reduce(add, [drop_now[k] & badlen[k] for k in range(nports)])),
-            n_unk.eq(reduce(add, [drop_now[k] & ~badlen[k] for k in range(nports)])),
+            n_len.eq(reduce(add, [dropping[k] & badlen[k] for k in range(nports)])),
+            n_unk.eq(reduce(add, [dropping[k] & ~badlen[k] for k in range(nports)])),
         ]
         n_div = Signal(bits_for(nports))
         self.comb += n_div.eq(reduce(add, [granted[k] & diverts[k] for k in range(nports)]))
@@ -390,19 +444,22 @@ class Router(LiteXModule):
                 if o == 0 and k != 0:
                     data = Signal(P.WORD_BITS, name=f"eject_data_{PORT_NAMES[k]}")
                     self.comb += [data.eq(out_data[k]),
-                                  If(f.source.first & (directs[k] != 0), data[dlo:dhi].eq(k))]
+                                  If(f.source.first & (cur_direct[k] != 0), data[dlo:dhi].eq(k))]
+                # ``error`` on a last word passes on: the packet is stomped on the next
+                # link, or dropped by the ejection FIFO (store-and-forward).
                 src[k] = [p.sink.valid.eq(f.source.valid), p.sink.data.eq(data),
-                          p.sink.first.eq(f.source.first), p.sink.last.eq(f.source.last)]
+                          p.sink.first.eq(f.source.first), p.sink.last.eq(f.source.last),
+                          p.sink.error.eq(f.source.error & f.source.last)]
             self.comb += If(busy[o], Case(owner[o], src))
-            ended = Signal(name=f"ended_{PORT_NAMES[o]}")
-            self.comb += ended.eq(busy[o] & p.sink.valid & p.sink.ready & p.sink.last)
             any_g = Signal(name=f"anygrant_{PORT_NAMES[o]}")
             gw = Signal(len(words[0]), name=f"grantwords_{PORT_NAMES[o]}")
             self.comb += any_g.eq(reduce(or_, [grant[o][k] for k in range(nports)]))
             self.comb += [If(grant[o][k], gw.eq(words[k])) for k in range(nports)]
             if o == 0:
                 ret = Signal(16)
-                self.comb += ret.eq(self.eject.drained)
+                # words read out of the ejection FIFO, and those of a packet it
+                # discarded (error on its last word: stomped or cut short)
+                self.comb += ret.eq(self.eject.drained + self.eject.abort_words)
             else:
                 link = self.links[o - 1]
                 ret = Signal(16)
@@ -438,7 +495,7 @@ class Router(LiteXModule):
                 If(any_g,
                     busy[o].eq(1),
                     self.tx_packets[o].eq(self.tx_packets[o] + 1),
-                ).Elif(ended,
+                ).Elif(ended[o],
                     busy[o].eq(0),
                 ),
             ]

@@ -27,6 +27,12 @@ LINE_WORD_BITS = P.WORD_BITS + 1
 CRC32_POLY, CRC32_INIT, CRC32_XOROUT = 0xEDB88320, 0xFFFFFFFF, 0xFFFFFFFF
 #: CRC-16/X-25 (CCITT polynomial 0x1021, reflected form 0x8408): the control word's check.
 CRC16_POLY, CRC16_INIT, CRC16_XOROUT = 0x8408, 0xFFFF, 0xFFFF
+#: A *stomped* frame (cut-through: the packet was already bad when it left the previous
+#: hop, its last word carried ``error``) ends with the good CRC-32 trailer XOR this
+#: constant. The receiver delivers it marked bad and does not ask for a replay (the
+#: link where the packet was damaged replays it). 16 of its 32 bits are set: a line
+#: error turns a good trailer into a stomped one (or back) only with 16 flipped bits.
+CRC32_STOMP = 0x5A3C_C3A5
 
 
 def _crc_bits(bits, poly: int, init: int) -> int:
@@ -48,6 +54,12 @@ def _bits_of(data: bytes):
 def crc32(data: bytes) -> int:
     """CRC-32 (same value as ``zlib.crc32``), bit-serial reference."""
     return _crc_bits(_bits_of(data), CRC32_POLY, CRC32_INIT) ^ CRC32_XOROUT
+
+
+def crc32_trailer(packet: bytes, stomped: bool = False) -> int:
+    """The CRC trailer word (64-bit int) of a frame carrying ``packet`` (its words,
+    little-endian bytes); ``stomped``: the trailer of a stomped frame."""
+    return crc32(packet) ^ (CRC32_STOMP if stomped else 0)
 
 
 def crc16(data: bytes) -> int:

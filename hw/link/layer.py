@@ -37,6 +37,9 @@ COUNTERS: tuple[tuple[str, int, str], ...] = (
     ("naks_sent", 32, "NAKs sent to the far end"),
     ("timeouts", 32, "ACK timeouts (replay without a NAK)"),
     ("rx_overflows", 32, "words refused: by the router's input (a credit violation) or by a full control lane (replayed)"),
+    ("tx_stomped", 32, "packets framed stomped: bad before this link (error on their last word; cut-through)"),
+    ("rx_stomped", 32, "stomped frames received in sequence: delivered marked bad, acknowledged, not replayed"),
+    ("rx_refused", 32, "frames refused because the input buffer lacked room (a bad copy still in it; replayed)"),
 )
 
 
@@ -63,8 +66,9 @@ class RestartInserter(ModuleTransformer):
             f.sync[cd] = stmts + [If(i.restart, *[t.eq(t.reset) for t in targets])]
 
 
-_TX_COUNTERS = ("tx_packets", "tx_bytes", "replays", "naks", "naks_sent", "timeouts")
-_RX_COUNTERS = ("rx_packets", "rx_bytes", "crc_errors", "ctrl_errors", "seq_errors", "rx_overflows")
+_TX_COUNTERS = ("tx_packets", "tx_bytes", "replays", "naks", "naks_sent", "timeouts", "tx_stomped")
+_RX_COUNTERS = ("rx_packets", "rx_bytes", "crc_errors", "ctrl_errors", "seq_errors", "rx_overflows",
+                "rx_stomped", "rx_refused")
 
 
 def default_replay_words(mtu: int) -> int:
@@ -96,7 +100,8 @@ class LinkLayer(LiteXModule):
         timeout) without ACK progress after which an UP link goes DOWN (0: never).
 
     Router side (names as in ``LinkPortIf``): ``tx_sink`` (from ``port.source``),
-    ``rx_source`` (to ``port.sink``), ``credit_valid``/``credit_words`` (to the
+    ``rx_source`` (to ``port.sink``), ``rx_words`` (to ``port.sink_words``: the SOF's
+    length with a packet's first word), ``credit_valid``/``credit_words`` (to the
     port), ``drained`` (from the port), ``up``. PHY side: ``phy_tx``/``phy_rx``
     (:func:`phy_layout`). Counters: see :data:`COUNTERS` and :meth:`add_csrs`.
 
@@ -129,6 +134,7 @@ class LinkLayer(LiteXModule):
         self.rx = rx = RestartInserter(_RX_COUNTERS)(LinkRX(mtu))
         self.tx_sink = tx.sink
         self.rx_source = rx.source
+        self.rx_words = rx.words    # SOF length with a packet's first word (port.sink_words)
         self.phy_tx = tx.source
         self.phy_rx = rx.sink
         self.phy_hold = tx.hold    # from the PHY adapter: start no frame (LinkTX.hold)
@@ -138,6 +144,8 @@ class LinkLayer(LiteXModule):
         self.credit_valid = Signal()
         self.credit_words = Signal(CREDIT_BITS)
         self.drained = Signal()
+        self.rx_room = rx.room       # from the router: free words in this port's input buffer
+        self.rx_routed = Signal()    # from the router: port.sink.valid (the word went there)
         self.up = Signal()
         self.link_state = Signal(2)
         # Faults.
@@ -153,6 +161,9 @@ class LinkLayer(LiteXModule):
         self.evac_first, self.evac_end = tx.evac_first, tx.evac_end
         self.evac_seq, self.evac_word = tx.evac_seq, tx.evac_word
         self.evac_len, self.evac_data = tx.evac_len, tx.evac_data
+        # A stomped frame holds a bad packet: evacuating it must not resend it as good.
+        # (Not yet a CSR, and the firmware does not check it: docs/link-layer.md.)
+        self.evac_stomped = tx.evac_stomped
 
         # -- ACK/NAK between the two halves -------------------------------------------
         self.comb += [
@@ -166,14 +177,54 @@ class LinkLayer(LiteXModule):
         # -- credits: cumulative count out, difference in ------------------------------
         # Both counts start from 0 when the partner is seen (after reset or a restart):
         # this end's input buffer is empty then, so the far end starts with full credits.
+        # Cut-through: the router drains a frame's words while the frame still arrives,
+        # before its CRC verdict. A drained word is credited only once the verdict of
+        # its frame is known and good (or stomped): ``ahead`` = words of frames with a
+        # verdict not yet drained (negative: the drains have run into the frame still
+        # arriving, whose drained words are ``held``). A frame that will be replayed
+        # (bad, not stomped) was reserved by the far end once, for the copy it
+        # replays: its held words are dropped and its words still to come are owed
+        # (``debt``), paid by the next drained words. Frames that went to the control
+        # lane (not ``rx_routed``) never enter this buffer and are not counted.
         seen = Signal()
         drain_count = Signal(CREDIT_BITS)
         last_credit = Signal(CREDIT_BITS)
+        ahead = Signal((CREDIT_BITS + 2, True))
+        held = Signal(LEN_BITS + 1)
+        debt = Signal(CREDIT_BITS)
+        done = Signal()
+        done_len = Signal(LEN_BITS)
+        in_done = Signal()     # the drained word belongs to a frame with a verdict
+        pay = Signal()
+        credit_now = Signal()  # the drained word is credited at once
+        held_now = Signal(LEN_BITS + 1)
+        self.comb += [
+            done.eq(self.rx_routed & (rx.done_words != 0)),
+            done_len.eq(rx.done_words),
+            in_done.eq(ahead > 0),
+            pay.eq(self.drained & in_done & (debt != 0)),
+            credit_now.eq(self.drained & in_done & (debt == 0)),
+            held_now.eq(held + (self.drained & ~in_done)),
+        ]
         self.sync += [
             If(~seen,
-                drain_count.eq(0),
-            ).Elif(self.drained,
-                drain_count.eq(drain_count + 1),
+                ahead.eq(0), held.eq(0), debt.eq(0), drain_count.eq(0),
+            ).Else(
+                ahead.eq(ahead - self.drained + Mux(done, done_len, 0)),
+                If(done,
+                    held.eq(0),
+                    If(rx.done_bad,
+                        debt.eq(debt - pay + done_len - held_now),
+                        drain_count.eq(drain_count + credit_now),
+                    ).Else(
+                        debt.eq(debt - pay),
+                        drain_count.eq(drain_count + credit_now + held_now),
+                    ),
+                ).Else(
+                    held.eq(held_now),
+                    debt.eq(debt - pay),
+                    drain_count.eq(drain_count + credit_now),
+                ),
             ),
             self.credit_valid.eq(0),
             If(~seen,
@@ -280,6 +331,11 @@ class LinkLayer(LiteXModule):
             ]
         return tx + [
             self.rx_source.connect(port.sink if rx_sink is None else rx_sink),
+            # The packet's length from its SOF, beside its first word (a control-lane
+            # packet never reaches the router's buffer, so it does not matter there).
+            port.sink_words.eq(self.rx_words),
+            self.rx_room.eq(port.buf_free),
+            self.rx_routed.eq(port.sink.valid),
             port.credit_valid.eq(self.credit_valid),
             port.credit_words.eq(self.credit_words),
             self.drained.eq(port.drained),

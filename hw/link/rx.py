@@ -1,21 +1,23 @@
 """Link layer, receive side: checks every word, delivers frames, reads the far end's words.
 
-Delivers in-sequence frames to the router as they arrive (``error=1`` on the last
-beat of a bad frame: the router's FIFO drops it and the far end replays it),
+Delivers in-sequence frames to the router as they arrive, cut-through (``error=1`` on
+the last beat of a bad frame: the packet is dropped at the next store-and-forward
+buffer or stomped on the next link, and the far end replays it; a *stomped* frame,
+already bad when it was sent, is delivered the same way but not replayed),
 discards everything else, and extracts ACK/NAK/credits and training from the far
 end's control words. ``docs/link-layer.md`` has the protocol.
 """
 
 from __future__ import annotations
 
-from migen import Cat, Constant, If, Signal
+from migen import Cat, Constant, If, Mux, Signal
 
 from litex.gen import LiteXModule
 from litex.soc.interconnect import stream
 
 from paranic.spec import protocol as P
 from paranic.spec.link import (CRC16_INIT, CRC16_POLY, CRC16_XOROUT, CRC32_INIT, CRC32_POLY,
-                               CRC32_XOROUT, CREDIT_BITS, CTL_BODY_BITS, LEN_BITS, SEQ_BITS, CtlKind)
+                               CRC32_STOMP, CRC32_XOROUT, CREDIT_BITS, CTL_BODY_BITS, LEN_BITS, SEQ_BITS, CtlKind)
 
 from ..common import hdr, packet_layout
 from ..phy import phy_layout
@@ -42,6 +44,23 @@ class LinkRX(LiteXModule):
     Training inputs/outputs: ``enable`` (accept frames and far_* only once the
     partner's training was heard), ``train_valid``/``train_rdy`` (a good TRAIN word),
     ``peer_up`` (a good SOF/STATUS word: the partner is up).
+
+    ``words``: with a packet's first word (``source.valid & source.first``), its length
+    in words from the SOF control word (checked by its CRC-16, unlike the packet's
+    header, which only the CRC-32 at the tail checks); 0 otherwise. The router
+    reserves buffer room and credits by it.
+
+    A frame whose trailer is the good CRC-32 XOR :data:`CRC32_STOMP` was stomped by
+    the sender (its packet went bad before it reached this link): it is delivered with
+    ``error=1``, counted in ``rx_stomped``, acknowledged, and not NAKed.
+
+    ``room`` (from the router): free words in the input buffer. A frame is accepted
+    only when its SOF's length fits; otherwise it is refused (counted in
+    ``rx_refused``) and NAKed, and the far end replays it later. The far end's credits
+    guarantee the room, except while the copy of a bad frame (to be replayed) still
+    takes some. ``done_words``/``done_bad``: with the last word of a delivered frame,
+    its SOF length and whether it will be replayed (bad, not stomped): the link layer
+    credits a frame's drained words only once this verdict is known.
 
     ``flush`` (the link is DOWN): the input is ignored; a frame being delivered is cut
     (its last word goes out with ``error=1`` if any went out). ``expected`` is the
@@ -71,6 +90,12 @@ class LinkRX(LiteXModule):
         self.ctrl_errors = Signal(32)
         self.seq_errors = Signal(32)
         self.rx_overflows = Signal(32)
+        self.rx_stomped = Signal(32)
+        self.words = Signal(LEN_BITS)
+        self.done_words = Signal(LEN_BITS)
+        self.done_bad = Signal()
+        self.rx_refused = Signal(32)
+        self.room = Signal(16, reset=2**16 - 1)
 
         self.comb += sink.ready.eq(1)
 
@@ -132,7 +157,12 @@ class LinkRX(LiteXModule):
         remaining = Signal(LEN_BITS)
         crc = Signal(32)
         crc_good = Signal()
-        self.comb += crc_good.eq(d_data == Cat(crc ^ CRC32_XOROUT, Constant(0, 32)))
+        crc_stomp = Signal()    # the trailer of a stomped frame
+        self.comb += [
+            crc_good.eq(d_data == Cat(crc ^ CRC32_XOROUT, Constant(0, 32))),
+            crc_stomp.eq(d_data == Cat(crc ^ (CRC32_XOROUT ^ CRC32_STOMP), Constant(0, 32))),
+        ]
+        frame_len = Signal(LEN_BITS)   # the SOF's length of the frame being delivered
         hold = Signal(P.WORD_BITS)
         hold_valid = Signal()
         hold_first = Signal()
@@ -145,7 +175,12 @@ class LinkRX(LiteXModule):
         o_error = Signal()
         out_data = Signal(P.WORD_BITS)
         out_first = Signal()
+        o_words = Signal(LEN_BITS)
+        o_replay = Signal()
         self.comb += [
+            self.done_words.eq(Mux(o_valid & o_last, o_words, 0)),
+            self.done_bad.eq(o_replay),
+            self.words.eq(Mux(o_valid & out_first, o_words, 0)),
             source.valid.eq(o_valid),
             source.data.eq(out_data),
             source.first.eq(out_first),
@@ -156,6 +191,7 @@ class LinkRX(LiteXModule):
         emit = Signal()
         emit_last = Signal()
         emit_error = Signal()
+        emit_replay = Signal()  # the packet ends bad and will come again (not stomped)
         self.sync += [
             o_valid.eq(emit),
             If(emit,
@@ -163,19 +199,23 @@ class LinkRX(LiteXModule):
                 out_first.eq(hold_first),
                 o_last.eq(emit_last),
                 o_error.eq(emit_error),
+                o_words.eq(frame_len),
+                o_replay.eq(emit_replay),
             ),
             If(o_valid & ~source.ready, self.rx_overflows.eq(self.rx_overflows + 1)),
         ]
 
         # Frame events.
+        refuse = Signal()       # the frame announced by this SOF does not fit: NAK it
         start = Signal()        # accept the frame announced by this SOF
         skip = Signal()         # count the words of this SOF's frame without delivering
         abort = Signal()        # the current frame is cut short
         after_abort = Signal()  # the rest of a cut frame may follow as stray data words
         want_nak = Signal()
         self.comb += [
-            start.eq(self.enable & c_sof & (seq_diff == 0)),
-            skip.eq(self.enable & c_sof & (seq_diff != 0)),
+            start.eq(self.enable & c_sof & (seq_diff == 0) & (f_len <= self.room)),
+            refuse.eq(self.enable & c_sof & (seq_diff == 0) & (f_len > self.room)),
+            skip.eq(self.enable & c_sof & ((seq_diff != 0) | refuse)),
         ]
         self.comb += self.nak_req.eq(want_nak & ~nak_sent)
         self.sync += [
@@ -205,6 +245,11 @@ class LinkRX(LiteXModule):
                                 expected.eq(expected + 1),
                                 self.rx_packets.eq(self.rx_packets + 1),
                                 self.rx_bytes.eq(self.rx_bytes + frame_bytes),
+                            ).Elif(crc_stomp & ~poisoned,
+                                # Intact on this link, bad before it: in sequence,
+                                # acknowledged, delivered with error, not replayed.
+                                expected.eq(expected + 1),
+                                self.rx_stomped.eq(self.rx_stomped + 1),
                             ).Else(
                                 self.crc_errors.eq(self.crc_errors + 1),
                             ),
@@ -218,13 +263,18 @@ class LinkRX(LiteXModule):
             If(start,
                 in_frame.eq(1), accept.eq(1),
                 remaining.eq(f_len),
+                frame_len.eq(f_len),
                 crc.eq(CRC32_INIT),
                 hold_valid.eq(0),
                 poisoned.eq(0),
             ).Elif(skip,
                 in_frame.eq(1), accept.eq(0),
                 remaining.eq(f_len),
-                self.seq_errors.eq(self.seq_errors + 1),
+                If(refuse,
+                    self.rx_refused.eq(self.rx_refused + 1),
+                ).Else(
+                    self.seq_errors.eq(self.seq_errors + 1),
+                ),
             ),
             If(c_bad | (abort & ~self.flush), self.ctrl_errors.eq(self.ctrl_errors + 1)),
             If(o_valid & ~source.ready, poisoned.eq(1)),
@@ -240,15 +290,16 @@ class LinkRX(LiteXModule):
             ).Elif(accept & trailer,
                 emit.eq(hold_valid), emit_last.eq(1),
                 emit_error.eq(~crc_good | poisoned | (o_valid & ~source.ready)),
+                emit_replay.eq(~(crc_good | crc_stomp) | poisoned | (o_valid & ~source.ready)),
             ).Elif(accept & abort & hold_valid & ~hold_first,
                 # Cut short after at least one word went out: end it with an error.
-                emit.eq(1), emit_last.eq(1), emit_error.eq(1),
+                emit.eq(1), emit_last.eq(1), emit_error.eq(1), emit_replay.eq(1),
             ),
             want_nak.eq(
                 # a frame we wanted turned out bad
-                (accept & trailer & (~crc_good | poisoned)) | (accept & abort) |
+                (accept & trailer & (~(crc_good | crc_stomp) | poisoned)) | (accept & abort) |
                 # a later frame than expected: some were lost
-                (skip & seq_ahead) |
+                (skip & seq_ahead) | refuse |
                 # data words outside any frame: its SOF was lost
                 (self.enable & ~in_frame & is_data & ~after_abort) |
                 # the sender has sent frames we do not have

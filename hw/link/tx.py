@@ -18,7 +18,7 @@ from litex.soc.interconnect import stream
 
 from paranic.spec import protocol as P
 from paranic.spec.link import (CRC16_INIT, CRC16_POLY, CRC16_XOROUT, CRC32_INIT, CRC32_POLY,
-                               CRC32_XOROUT, CREDIT_BITS, CTL_BODY_BITS, LEN_BITS, SEQ_BITS, CtlKind)
+                               CRC32_STOMP, CRC32_XOROUT, CREDIT_BITS, CTL_BODY_BITS, LEN_BITS, SEQ_BITS, CtlKind)
 
 from ..common import hdr, packet_layout, packet_words
 from ..phy import phy_layout
@@ -49,6 +49,13 @@ class LinkTX(LiteXModule):
     and a word of it; ``evac_len``/``evac_data`` show them while ``down``.
     ``replay_limit`` rises when more than ``max_replays`` replay rounds (NAKs or ACK
     timeouts) happened without the far end's ACK advancing (``max_replays=0``: never).
+    Stomping (cut-through, ``docs/link-layer.md``): a packet whose last word carries
+    ``error`` (it went bad before this link, and its head has already left), or whose
+    words disagree with its header's length, is sent as a *stomped* frame: its
+    trailer is the good CRC-32 XOR :data:`CRC32_STOMP`, so the far end drops it
+    without asking for a replay. Replays of it are stomped too (a bit per frame in the
+    replay table). ``tx_stomped`` counts the packets framed stomped.
+
     ``room`` (registered): a new packet of the largest size would be accepted at once
     (the router grants a packet to the link only then, so a granted packet never waits).
     """
@@ -80,6 +87,7 @@ class LinkTX(LiteXModule):
         self.tx_packets = Signal(32)
         self.tx_bytes = Signal(64)
         self.replays = Signal(32)
+        self.tx_stomped = Signal(32)
         self.naks = Signal(32)
         self.naks_sent = Signal(32)
         self.timeouts = Signal(32)
@@ -96,13 +104,14 @@ class LinkTX(LiteXModule):
         self.evac_word = Signal(LEN_BITS)
         self.evac_len = Signal(LEN_BITS)
         self.evac_data = Signal(P.WORD_BITS)
+        self.evac_stomped = Signal()         # frame evac_seq was sent stomped (bad packet)
 
         # Replay buffer: packet words, and per frame (indexed by seq mod max_frames)
-        # its start address and length.
+        # its start address, length and stomp bit.
         self.mem = mem = Memory(P.WORD_BITS, replay_words)
         self.wrport = wr = mem.get_port(write_capable=True)
         self.rdport = rd = mem.get_port()
-        self.table = table = Memory(aw + 1 + LEN_BITS, max_frames)
+        self.table = table = Memory(aw + 1 + LEN_BITS + 1, max_frames)
         self.tport_w = tw = table.get_port(write_capable=True)
         self.tport_rel = trel = table.get_port(async_read=True)
         self.tport_rep = trep = table.get_port(async_read=True)
@@ -207,6 +216,8 @@ class LinkTX(LiteXModule):
         o_data = Signal(P.WORD_BITS)
         o_crc = Signal()
         o_trailer = Signal()
+        o_stomp = Signal()
+        w_stomp = Signal()
         o_sof = Signal()
         self.sync += [
             o_ctl.eq(w_ctl),
@@ -214,6 +225,7 @@ class LinkTX(LiteXModule):
             o_data.eq(w_data),
             o_crc.eq(w_crc),
             o_trailer.eq(w_trailer),
+            o_stomp.eq(w_stomp),
             o_sof.eq(w_ctl & (c_kind == CtlKind.SOF)),
         ]
         o_check = Signal(16)
@@ -227,7 +239,8 @@ class LinkTX(LiteXModule):
             If(o_ctl,
                 source.data.eq(Cat(o_body, o_check)),
             ).Elif(o_trailer,
-                source.data.eq(Cat(crc ^ CRC32_XOROUT, Constant(0, 32))),
+                source.data.eq(Cat(crc ^ Mux(o_stomp, CRC32_XOROUT ^ CRC32_STOMP, CRC32_XOROUT),
+                                   Constant(0, 32))),
             ).Else(
                 source.data.eq(o_data),
             ),
@@ -268,7 +281,7 @@ class LinkTX(LiteXModule):
         rep_len = Signal(LEN_BITS)
         self.comb += [
             rep_start.eq(trep.dat_r[:aw + 1]),
-            rep_len.eq(trep.dat_r[aw + 1:]),
+            rep_len.eq(trep.dat_r[aw + 1:aw + 1 + LEN_BITS]),
         ]
         fresh_ok = Signal()
         # Down, a packet the router granted before the link went down is still taken
@@ -280,6 +293,10 @@ class LinkTX(LiteXModule):
         remaining = Signal(LEN_BITS)
         rd_ptr = Signal(aw + 1)
         pad = Signal()
+        stomp = Signal()        # the frame being sent is stomped
+        fstart = Signal(aw + 1) # a fresh frame's start in the replay buffer
+        flen = Signal(LEN_BITS)
+        fresh_frame = Signal()  # the frame being sent is a fresh one (not a replay)
 
         self.fsm = fsm = FSM(reset_state="TRAIN")
         fsm.act("TRAIN",
@@ -302,12 +319,18 @@ class LinkTX(LiteXModule):
                 NextValue(remaining, rep_len),
                 NextValue(rp, rp_sel + 1),
                 NextValue(self.replays, self.replays + 1),
+                NextValue(stomp, trep.dat_r[aw + 1 + LEN_BITS]),
+                NextValue(fresh_frame, 0),
                 NextState("RDATA"),
             ).Elif(fresh_ok,
                 # New frame from the router: its length is read off header word 0
                 # before the word is accepted.
                 c_kind.eq(CtlKind.SOF), c_seq.eq(next_seq), c_len.eq(len_w),
-                tw.adr.eq(next_seq[:fw]), tw.dat_w.eq(Cat(wp, len_w)), tw.we.eq(1),
+                tw.adr.eq(next_seq[:fw]), tw.dat_w.eq(Cat(wp, len_w, 0)), tw.we.eq(1),
+                NextValue(stomp, 0),
+                NextValue(fresh_frame, 1),
+                NextValue(fstart, wp),
+                NextValue(flen, len_w),
                 NextValue(next_seq, next_seq + 1),
                 NextValue(remaining, len_w),
                 NextValue(pad, 0),
@@ -331,6 +354,11 @@ class LinkTX(LiteXModule):
                 w_crc.eq(1),
                 NextValue(remaining, remaining - 1),
                 If(~pad & sink.last & (remaining != 1), NextValue(pad, 1)),
+                # Bad packet (error on its last word), or one that ends before or runs
+                # past its header's length: stomp the frame.
+                If(~pad & (sink.error | (sink.last & (remaining != 1)) |
+                           (~sink.last & (remaining == 1))),
+                    NextValue(stomp, 1)),
                 If(remaining == 1, NextState("CRC")),
             ).Else(
                 # The router paused inside the packet: send a STATUS filler.
@@ -352,6 +380,13 @@ class LinkTX(LiteXModule):
         )
         fsm.act("CRC",
             w_trailer.eq(1),
+            w_stomp.eq(stomp),
+            # a fresh frame's stomp bit, for its replays
+            If(fresh_frame,
+                tw.adr.eq((next_seq - 1)[:fw]), tw.dat_w.eq(Cat(fstart, flen, stomp)),
+                tw.we.eq(1),
+                If(stomp, NextValue(self.tx_stomped, self.tx_stomped + 1)),
+            ),
             NextState("BOUNDARY"),
         )
         fsm.act("DROP",
@@ -372,6 +407,7 @@ class LinkTX(LiteXModule):
             self.evac_first.eq(acked + 1),
             self.evac_end.eq(next_seq),
             self.evac_len.eq(rep_len),
+            self.evac_stomped.eq(trep.dat_r[aw + 1 + LEN_BITS]),
             self.evac_data.eq(rd.dat_r),
         ]
 

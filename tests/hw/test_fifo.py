@@ -267,3 +267,122 @@ def test_random_mix(seed):
     rd = _Reader(dut, ready=lambda c: rng.random() < 0.7)
     run_simulation(dut, [_writer(dut.sink, pk), rd.gen(4000)])
     assert rd.packets == [p for p, e in pk if not e and len(p) <= maxw]
+
+
+# ---------------------------------------------------------------------------
+# Cut-through mode (router link inputs)
+# ---------------------------------------------------------------------------
+
+
+def _ct_run(packets, declared, cycles=80, depth=32, maxw=8, ready=lambda c: True):
+    """Write ``packets`` = [(words, error)] with ``sink_words`` = ``declared[i]`` on each
+    first beat into a cut-through FIFO; return the words/last/error read and cycles."""
+    dut = PacketFifo(depth, maxw, cut_through=True)
+    out = []   # (cycle, data, last, error)
+    writes = []
+    res = {}
+
+    def writer():
+        ep = dut.sink
+        for (words, err), n in zip(packets, declared):
+            for i, w in enumerate(words):
+                yield ep.valid.eq(1)
+                yield ep.data.eq(w)
+                yield ep.last.eq(i == len(words) - 1)
+                yield ep.error.eq(err and i == len(words) - 1)
+                yield dut.sink_words.eq(n if i == 0 else 0)
+                writes.append(len(writes))
+                yield
+        yield ep.valid.eq(0)
+
+    def reader():
+        src = dut.source
+        drained = 0
+        for c in range(cycles):
+            yield src.ready.eq(1 if ready(c) else 0)
+            yield
+            if (yield src.valid) and (yield src.ready):
+                out.append((c, (yield src.data), (yield src.last), (yield src.error)))
+            drained += (yield dut.drained)
+        res["drained"] = drained
+        res["aborted"] = yield dut.aborted
+        res["level"] = yield dut.level
+
+    run_simulation(dut, [writer(), reader()])
+    return out, res
+
+
+def test_cut_through_visible_before_tail():
+    """A word is readable two cycles after it was written: the head leaves long before
+    the tail is in."""
+    words = list(range(100, 108))
+    out, res = _ct_run([(words, False)], [8])
+    assert [d for _, d, _, _ in out] == words
+    assert [l for _, _, l, _ in out] == [0] * 7 + [1]
+    assert out[0][0] == 2 and out[-1][0] == 9   # written in cycles 0..7
+    assert res["drained"] == 8 and res["level"] == 0 and res["aborted"] == 0
+
+
+def test_cut_through_error_passes_on():
+    out, res = _ct_run([([1, 2, 3], True), ([4, 5], False)], [3, 2])
+    assert [(d, l, e) for _, d, l, e in out] == [(1, 0, 0), (2, 0, 0), (3, 1, 1), (4, 0, 0), (5, 1, 0)]
+    assert res["aborted"] == 0
+
+
+def test_cut_through_short_packet_padded_to_declared():
+    """A packet that ends before its declared length (a frame cut by the link) leaves
+    with exactly the declared words: zero pads, the last with error; drained counts
+    them all (the sender's credits)."""
+    out, res = _ct_run([([1, 2], True), ([7, 8], False)], [5, 2])
+    assert [(d, l, e) for _, d, l, e in out] == [
+        (1, 0, 0), (2, 0, 0), (0, 0, 0), (0, 0, 0), (0, 1, 1), (7, 0, 0), (8, 1, 0)]
+    assert res["drained"] == 7 and res["level"] == 0
+
+
+def test_cut_through_long_packet_cut_at_declared():
+    """A packet longer than declared is cut there with error; the rest is discarded and
+    counted; the next packet is intact."""
+    out, res = _ct_run([([1, 2, 3, 4, 5], False), ([9, 9], False)], [3, 2])
+    assert [(d, l, e) for _, d, l, e in out] == [(1, 0, 0), (2, 0, 0), (3, 1, 1), (9, 0, 0), (9, 1, 0)]
+    assert res["aborted"] == 1 and res["drained"] == 5
+
+
+def test_cut_through_refuses_packet_without_room():
+    """The declared words are reserved at the first beat; a packet whose declared length
+    does not fit is refused whole (a credit fault), the next one that fits passes."""
+    out, res = _ct_run([([1] * 8, False), ([2] * 6, False), ([3] * 4, False), ([4] * 2, False)],
+                       [8, 6, 4, 2], depth=16, ready=lambda c: c > 60)
+    got = [d for _, d, _, _ in out]
+    assert got == [1] * 8 + [2] * 6 + [4] * 2
+    assert res["aborted"] == 1
+
+
+def test_lookahead_shows_next_head_while_streaming():
+    """lookahead + head_word: the reader takes an entry when it starts a packet, so the
+    next packet's length and header word are visible while the current one streams."""
+    dut = PacketFifo(32, 8, lookahead=True, head_word=True)
+    seen = []
+
+    def gen():
+        ep = dut.sink
+        for words in ([11, 1, 1], [22, 2]):
+            for i, w in enumerate(words):
+                yield ep.valid.eq(1)
+                yield ep.data.eq(w)
+                yield ep.last.eq(i == len(words) - 1)
+                yield
+        yield ep.valid.eq(0)
+        yield
+        seen.append(((yield dut.waiting), (yield dut.head_words), (yield dut.head_word),
+                     (yield dut.packets)))
+        yield dut.head_take.eq(1)
+        yield
+        yield dut.head_take.eq(0)
+        yield dut.source.ready.eq(1)
+        yield
+        seen.append(((yield dut.waiting), (yield dut.head_words), (yield dut.head_word),
+                     (yield dut.packets)))
+
+    run_simulation(dut, gen())
+    assert seen[0] == (2, 3, 11, 2)
+    assert seen[1] == (1, 2, 22, 2)   # first packet streaming: still counted in packets

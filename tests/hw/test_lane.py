@@ -76,6 +76,9 @@ class Bench(Module):
             self.la.phy_tx.connect(self.ab.sink), self.ab.source.connect(self.lb.phy_rx),
             self.lb.phy_tx.connect(self.ba.sink), self.ba.source.connect(self.la.phy_rx),
             self.lb.rx_source.connect(self.lrx.sink),
+            # B's router side is the Run below: the words the lane passes on go there (the
+            # link layer credits only those frames' drained words).
+            self.lb.rx_routed.eq(self.lrx.router_source.valid),
             self.lb.tx_sink.valid.eq(0),
             self.lrx.router_source.ready.eq(1),
             self.router.local_source.ready.eq(1),

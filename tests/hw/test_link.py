@@ -41,8 +41,12 @@ class PortModel:
     """One router port: sends packets under credits, receives and drains its buffer."""
 
     def __init__(self, port, packets: list[list[int]], buffer_words: int = 512,
-                 rng: random.Random | None = None, gap: float = 0.0, drain: float = 1.0):
+                 rng: random.Random | None = None, gap: float = 0.0, drain: float = 1.0,
+                 bad: set[int] = frozenset()):
         self.port = port
+        self.bad = bad          # indices of packets sent with error on their last word
+        self.n_started = 0
+        self.words_seen: list[int] = []   # sink_words on each first word received
         self.to_send = list(packets)
         self.sent: list[list[int]] = []
         self.credits = buffer_words
@@ -74,12 +78,15 @@ class PortModel:
             if self.credits >= len(nxt):
                 self.credits -= len(nxt)
                 self.cur = self.to_send.pop(0)
+                self.cur_bad = self.n_started in self.bad
+                self.n_started += 1
                 self.idx = 0
         if self.cur is not None and not (self.gap and self.rng.random() < self.gap):
             yield p.source.valid.eq(1)
             yield p.source.data.eq(self.cur[self.idx])
             yield p.source.first.eq(self.idx == 0)
             yield p.source.last.eq(self.idx == len(self.cur) - 1)
+            yield p.source.error.eq(self.cur_bad and self.idx == len(self.cur) - 1)
         else:
             yield p.source.valid.eq(0)
         # -- credits ----------------------------------------------------------
@@ -92,16 +99,21 @@ class PortModel:
             first = yield p.sink.first
             if first:
                 assert not self.partial, "new packet before the last one ended"
+                # As the router's cut-through buffer: the SOF's length is reserved at
+                # the first word, and every packet, good or bad, is drained whole.
+                words = yield p.sink_words
+                self.words_seen.append(words)
+                self.occupancy += words
+                assert self.occupancy <= self.buffer_words, "buffer overrun"
             self.partial.append((yield p.sink.data))
-            assert self.occupancy + len(self.partial) <= self.buffer_words, "buffer overrun"
             self.max_words_in = max(self.max_words_in, len(self.partial))
             if (yield p.sink.last):
                 if (yield p.sink.error):
                     self.errored += 1
                 else:
                     self.received.append(self.partial)
-                    self.occupancy += len(self.partial)
                 self.partial = []
+        yield p.buf_free.eq(self.buffer_words - self.occupancy)
         # -- drain ----------------------------------------------------------------
         if self.occupancy and self.rng.random() < self.drain:
             self.occupancy -= 1
@@ -522,7 +534,8 @@ def test_pair_small_replay_buffer_with_errors():
 def test_pair_packet_length_disagrees_with_header():
     """A router packet whose ``last`` disagrees with its header's length field: the frame
     follows the header (padded with zero words, or cut and the extra words dropped),
-    so the far end gets exactly the words the header announces, and the link goes on."""
+    so the far end gets exactly the words the header announces, stomped, and the link
+    goes on."""
     top = Pair()
     rng = random.Random(3)
     good1 = make_packet(rng, 40, 1)
@@ -532,15 +545,78 @@ def test_pair_packet_length_disagrees_with_header():
     A = PortModel(top.a, [good1, short, long_, good2], 1024, random.Random(4))
     B = PortModel(top.b, [], 1024, random.Random(5))
 
+    res = {}
+
     def gen():
         for _ in range(400):
             yield from A.step()
             yield from B.step()
             yield
+        for side, link in (("a", top.ch.link_a), ("b", top.ch.link_b)):
+            for c in ("tx_stomped", "rx_stomped", "crc_errors", "naks_sent", "replays"):
+                res[side + "_" + c] = yield getattr(link, c)
 
     run_simulation(top, gen())
-    assert B.received == [good1, short + [0, 0, 0], long_[:4], good2]
-    assert B.errored == 0
+    # Cut-through: the packet's head has left before its tail shows the mismatch, so
+    # the frame follows the header's length and goes out stomped (dropped at the far
+    # end's next buffer, not replayed).
+    assert B.received == [good1, good2]
+    assert B.errored == 2
+    assert B.words_seen == [len(good1), 7, 4, len(good2)]
+    assert res["a_tx_stomped"] == 2 and res["b_rx_stomped"] == 2
+    assert res["b_crc_errors"] == 0 and res["b_naks_sent"] == 0 and res["a_replays"] == 0
+
+
+def _stomp_pair(rule=None, n=6, bad=frozenset({2})):
+    """A sends ``n`` packets, those at indices ``bad`` with error on their last word."""
+    top = Pair()
+    rng = random.Random(8)
+    pk = [make_packet(rng, MTU if i % 2 else 24, i) for i in range(n)]
+    A = PortModel(top.a, pk, 1024, random.Random(4), bad=bad)
+    B = PortModel(top.b, [], 1024, random.Random(5))
+    inj = Injector(top.ch.phy_ab, rule or (lambda info: None))
+    res = {}
+
+    def gen():
+        for _ in range(700):
+            yield from inj.step()
+            yield from A.step()
+            yield from B.step()
+            yield
+        for side, link in (("a", top.ch.link_a), ("b", top.ch.link_b)):
+            for c in ("tx_stomped", "rx_stomped", "crc_errors", "naks_sent", "replays",
+                      "rx_packets", "tx_packets"):
+                res[side + "_" + c] = yield getattr(link, c)
+
+    run_simulation(top, gen())
+    return pk, A, B, res
+
+
+def test_pair_stomped_frame_is_dropped_not_replayed():
+    """A packet handed over with error on its last word (bad before this link) goes out
+    stomped: the far end delivers it marked bad, counts it in rx_stomped, acknowledges
+    it and asks for no replay; the packets around it arrive once, in order. Every packet
+    arrives with the SOF's length beside its first word (``sink_words``)."""
+    pk, A, B, res = _stomp_pair()
+    assert B.received == pk[:2] + pk[3:]
+    assert B.errored == 1
+    assert B.words_seen == [len(p) for p in pk]
+    assert res["a_tx_stomped"] == 1 and res["b_rx_stomped"] == 1
+    assert res["b_crc_errors"] == 0 and res["b_naks_sent"] == 0 and res["a_replays"] == 0
+    assert res["b_rx_packets"] == len(pk) - 1 and res["a_tx_packets"] == len(pk)
+
+
+def test_pair_stomped_frame_replayed_stomped():
+    """A line error in a stomped frame: the far end sees a plain CRC failure and NAKs;
+    the replay of that frame is stomped again (the stomp bit is kept per frame in the
+    replay table), so the far end never takes it for a good packet."""
+    rule = events((0, lambda i: i["attempt"] == 0 and i["frame"] == 2 and i["index"] == 3, 9))
+    pk, A, B, res = _stomp_pair(rule)
+    assert not rule.pending
+    assert B.received == pk[:2] + pk[3:]
+    assert B.errored == 2                    # the damaged copy and the stomped replay
+    assert res["b_crc_errors"] == 1 and res["b_rx_stomped"] == 1
+    assert res["b_naks_sent"] == 1 and res["a_replays"] >= 1
 
 
 def test_add_csrs():

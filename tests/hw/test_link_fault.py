@@ -84,15 +84,18 @@ class RouterPort:
         if (yield p.sink.valid):
             if (yield p.sink.first):
                 assert not self.partial
+                # As the router's cut-through buffer: the SOF's length is reserved at
+                # the first word, and every packet, good or bad, is drained whole.
+                self.occupancy += yield p.sink_words
+                assert self.occupancy <= BUF, "buffer overrun"
             self.partial.append((yield p.sink.data))
-            assert self.occupancy + len(self.partial) <= BUF, "buffer overrun"
             if (yield p.sink.last):
                 if (yield p.sink.error):
                     self.errored += 1
                 else:
                     self.received.append(self.partial)
-                    self.occupancy += len(self.partial)
                 self.partial = []
+        yield p.buf_free.eq(BUF - self.occupancy)
         if self.occupancy and self.rng.random() < self.drain:
             self.occupancy -= 1
             yield p.drained.eq(1)

@@ -49,6 +49,7 @@ class Side:
         self.h_rx_ready = g("rx_ready")
         self.h_credit_valid, self.h_credit_words = g("credit_valid"), g("credit_words")
         self.h_drained, self.h_up = g("drained"), g("up")
+        self.h_rx_words, self.h_buf_free = g("rx_words"), g("buf_free")
         self.to_send = packets
         self.next_pkt = 0
         self.sent = 0
@@ -68,6 +69,7 @@ class Side:
         self.h_rx_ready.value = 1
         self.h_tx_valid.value = 0
         self.h_drained.value = 0
+        self.h_buf_free.value = min(buffer_words, 0xFFFF)
 
     def step(self, gap: float, drain: float, pause: float):
         # -- transmit ---------------------------------------------------------------
@@ -106,16 +108,18 @@ class Side:
         if int(self.h_rx_valid.value):
             if int(self.h_rx_first.value):
                 assert not self.partial, f"{self.name}: packet started before the last ended"
+                # As the router's cut-through input buffer: the SOF's length is
+                # reserved with the first word, and every packet, good or bad, is
+                # drained whole (the link layer withholds a bad copy's credits).
+                self.occupancy += int(self.h_rx_words.value)
+                assert self.occupancy <= self.buffer_words, f"{self.name}: input buffer overrun"
             self.partial.append(int(self.h_rx_data.value))
             assert len(self.partial) <= self.max_words, f"{self.name}: packet too long"
-            assert self.occupancy + len(self.partial) <= self.buffer_words, \
-                f"{self.name}: input buffer overrun"
             if int(self.h_rx_last.value):
                 if int(self.h_rx_error.value):
                     self.errored += 1
                 else:
                     self.received.append(self.partial)
-                    self.occupancy += len(self.partial)
                 self.partial = []
         # -- drain ------------------------------------------------------------------
         d = False
@@ -129,6 +133,7 @@ class Side:
         if d != self.drained_out:
             self.h_drained.value = int(d)
             self.drained_out = d
+        self.h_buf_free.value = min(self.buffer_words - self.occupancy, 0xFFFF)
 
 
 def make_packets(rng: random.Random, n: int, mtu: int, src: int, dst: int,

@@ -13,6 +13,8 @@ from paranic.hw.common import LinkPortIf
 from paranic.hw.link import COUNTERS
 from paranic.sim.channels import LinkChannel
 
+from port_pins import router_port_pins  # this folder (pytest puts it on sys.path)
+
 HERE = Path(__file__).parent
 NAME = "link_bench"
 #: Verilator otherwise emits the whole model as one huge evaluation function, which
@@ -25,7 +27,8 @@ class LinkBench(Module):
 
     Pins: ``{a,b}_tx_*`` (router source into the channel), ``{a,b}_rx_*`` (channel
     into the router's input buffer), ``{a,b}_credit_valid/_credit_words``,
-    ``{a,b}_drained``, ``{a,b}_up``, ``{a,b}_<counter>``, ``{a,b}_downs``,
+    ``{a,b}_drained``, ``{a,b}_up``, ``{a,b}_rx_words`` (the SOF's length beside a
+    packet's first word), ``{a,b}_buf_free`` (input: free words in the buffer model), ``{a,b}_<counter>``, ``{a,b}_downs``,
     ``{a,b}_link_state``, ``ber_threshold`` (input),
     ``ab_/ba_errors_injected``, and the words entering the a->b wire
     (``ab_ctrl``, ``ab_data``).
@@ -42,23 +45,7 @@ class LinkBench(Module):
         a, b = LinkPortIf(), LinkPortIf()
         self.submodules.ch = ch = LinkChannel(a, b, delay=delay, seed=1, mtu=mtu, **link_kwargs)
         for side, port, link in (("a", a, ch.link_a), ("b", b, ch.link_b)):
-            self.comb += [
-                port.source.valid.eq(pin(f"{side}_tx_valid")),
-                port.source.first.eq(pin(f"{side}_tx_first")),
-                port.source.last.eq(pin(f"{side}_tx_last")),
-                port.source.data.eq(pin(f"{side}_tx_data", P.WORD_BITS)),
-                pin(f"{side}_tx_ready").eq(port.source.ready),
-                pin(f"{side}_rx_valid").eq(port.sink.valid),
-                pin(f"{side}_rx_first").eq(port.sink.first),
-                pin(f"{side}_rx_last").eq(port.sink.last),
-                pin(f"{side}_rx_error").eq(port.sink.error),
-                pin(f"{side}_rx_data", P.WORD_BITS).eq(port.sink.data),
-                port.sink.ready.eq(pin(f"{side}_rx_ready")),
-                pin(f"{side}_credit_valid").eq(port.credit_valid),
-                pin(f"{side}_credit_words", 16).eq(port.credit_words),
-                port.drained.eq(pin(f"{side}_drained")),
-                pin(f"{side}_up").eq(port.up),
-            ]
+            self.comb += router_port_pins(pin, side, port)
             for name, width, _ in COUNTERS:
                 self.comb += pin(f"{side}_{name}", width).eq(getattr(link, name))
             self.comb += [

@@ -7,6 +7,7 @@ sender's frequency). The cocotb tests give the two sides ±ppm offsets.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,9 @@ from paranic.hw.link import COUNTERS, LinkLayer
 from paranic.hw.phy import connect_phy
 from paranic.hw.phy.gt import COUNTERS as GT_COUNTERS, GTAdapter
 from paranic.sim.hdl import BUILD_ROOT, run_cocotb, write_verilog
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "link"))
+from port_pins import router_port_pins  # noqa: E402  (the link bench's router-port pins)
 
 HERE = Path(__file__).parent
 BUILD_ARGS = ("--output-split-cfuncs", "1000", "--timescale", "1ns/1fs")
@@ -64,23 +68,9 @@ class GTBench(Module):
             setattr(self.submodules, f"link_{side}", link)
             setattr(self.submodules, f"gt_{side}", ad)
             self.comb += link.port_connections(port)
+            self.comb += router_port_pins(pin, side, port)
             self.comb += connect_phy(link, ad)
             self.comb += [
-                port.source.valid.eq(pin(f"{side}_tx_valid")),
-                port.source.first.eq(pin(f"{side}_tx_first")),
-                port.source.last.eq(pin(f"{side}_tx_last")),
-                port.source.data.eq(pin(f"{side}_tx_data", 64)),
-                pin(f"{side}_tx_ready").eq(port.source.ready),
-                pin(f"{side}_rx_valid").eq(port.sink.valid),
-                pin(f"{side}_rx_first").eq(port.sink.first),
-                pin(f"{side}_rx_last").eq(port.sink.last),
-                pin(f"{side}_rx_error").eq(port.sink.error),
-                pin(f"{side}_rx_data", 64).eq(port.sink.data),
-                port.sink.ready.eq(pin(f"{side}_rx_ready")),
-                pin(f"{side}_credit_valid").eq(port.credit_valid),
-                pin(f"{side}_credit_words", 16).eq(port.credit_words),
-                port.drained.eq(pin(f"{side}_drained")),
-                pin(f"{side}_up").eq(port.up),
                 pin(f"{side}_hold").eq(ad.hold),
                 pin(f"{side}_gt_tx_data", 8 * nbytes).eq(ad.tx_data),
                 pin(f"{side}_gt_tx_k", nbytes).eq(ad.tx_k),

@@ -6,18 +6,21 @@ them is modelled in tb_ribbon.py at the serdes' parallel ports (docs/phy.md, "ri
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
 from migen import ClockDomain, ClockDomainsRenamer, ClockSignal, Module, ResetSignal, Signal
 
-from paranic.spec import protocol as P
 from paranic.sim.hdl import BUILD_ROOT, run_cocotb, write_verilog
 from paranic.hw.common import LinkPortIf
 from paranic.hw.link import COUNTERS, LinkLayer
 from paranic.hw.phy import connect_phy
 from paranic.hw.phy.ribbon import RibbonCore
 from paranic.hw.phy.ribbon_lane import LANES
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "link"))
+from port_pins import router_port_pins  # noqa: E402  (the link bench's router-port pins)
 
 HERE = Path(__file__).parent
 NAME = "ribbon_bench"
@@ -77,23 +80,9 @@ class RibbonBench(Module):
             setattr(self.submodules, f"core_{side}", core)
             port = LinkPortIf()
             self.comb += link.port_connections(port)
+            self.comb += router_port_pins(pin, side, port)
             self.comb += connect_phy(link, core)
             self.comb += [
-                port.source.valid.eq(pin(f"{side}_tx_valid")),
-                port.source.first.eq(pin(f"{side}_tx_first")),
-                port.source.last.eq(pin(f"{side}_tx_last")),
-                port.source.data.eq(pin(f"{side}_tx_data", P.WORD_BITS)),
-                pin(f"{side}_tx_ready").eq(port.source.ready),
-                pin(f"{side}_rx_valid").eq(port.sink.valid),
-                pin(f"{side}_rx_first").eq(port.sink.first),
-                pin(f"{side}_rx_last").eq(port.sink.last),
-                pin(f"{side}_rx_error").eq(port.sink.error),
-                pin(f"{side}_rx_data", P.WORD_BITS).eq(port.sink.data),
-                port.sink.ready.eq(pin(f"{side}_rx_ready")),
-                pin(f"{side}_credit_valid").eq(port.credit_valid),
-                pin(f"{side}_credit_words", 16).eq(port.credit_words),
-                port.drained.eq(pin(f"{side}_drained")),
-                pin(f"{side}_up").eq(port.up),
                 pin(f"{side}_tx_lanes", 8 * LANES).eq(core.tx_lanes),
                 core.rx_lanes.eq(pin(f"{side}_rx_lanes", 8 * LANES)),
                 pin(f"{side}_rx_bitslip", LANES).eq(core.rx_bitslip),

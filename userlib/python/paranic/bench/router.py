@@ -5,9 +5,9 @@
 
 * one Router (``RouterTop``, 4 link ports): the unloaded hop latency for every
   (input, output) pair, from the cycle a packet is complete at the head of an
-  input FIFO to the cycle its header is valid at the output register, and, since
-  every hop stores the whole packet (store-and-forward), from the cycle an MTU
-  packet's header enters to the cycle it leaves;
+  input FIFO to the cycle its header is valid at the output register, and from the
+  cycle an MTU packet's header enters to the cycle it leaves (link inputs are
+  cut-through: a few cycles; the injection input is store-and-forward);
 * an 8-node ring and a 4x4 torus of routers joined by 1-cycle wire channels,
   each node with a hardware traffic generator and checker: uniform random
   traffic (no self traffic), an offered-load sweep; per point the accepted
@@ -234,8 +234,11 @@ def measure(progress: Callable[..., Any] = print, quick: bool = False) -> dict:
         "hop_latency_cycles": lat["max"],
         "hop_latency_min_cycles": lat["min"],
         "hop_latency_pairs": lat["pairs"],
-        "hop_header_mtu_cycles": lat["mtu_header_max"],
+        # a transit hop (link input, cut-through); injection is store-and-forward
+        "hop_header_mtu_cycles": lat["mtu_header_link_max"],
         "hop_header_mtu_min_cycles": lat["mtu_header_min"],
+        "inject_header_mtu_min_cycles": lat["mtu_header_local_min"],
+        "hop_header_mtu_pairs": lat["mtu_header_pairs"],
         "packet_bytes": P.DEFAULT_MTU,
         "packet_words": P.packet_words(P.DEFAULT_MTU),
         "traffic": "uniform random (no self traffic), Bernoulli injection, fixed-size packets",

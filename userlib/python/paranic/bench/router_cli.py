@@ -29,7 +29,7 @@ def table(res: dict) -> str:
     seed = seed_figures()["parastation"]["hardware"]
     link_mbps = P.WORD_BYTES * P.TARGET_CLK_HZ / 1e6
     rows = [
-        (f"hop, {P.DEFAULT_MTU} B packet, header in to out", f"{res['hop_header_mtu_cycles']} cycles = "
+        (f"hop (link input), {P.DEFAULT_MTU} B packet, header in to out", f"{res['hop_header_mtu_cycles']} cycles = "
          f"{res['hop_header_mtu_ns']:.0f} ns", f"{seed['router_delay_ns_per_hop']} ns (cut-through)"),
         ("hop, complete packet to header out", f"{res['hop_latency_cycles']} cycles = "
          f"{res['hop_latency_ns']:.0f} ns", ""),
@@ -49,8 +49,8 @@ def table(res: dict) -> str:
     out = [f"{'figure':{w0}s}  {'ParaNIC':{w1}s}  ParaStation 1997"]
     out.append("-" * len(out[0]))
     out += [f"{a:{w0}s}  {b:{w1}s}  {c}" for a, b, c in rows]
-    out.append(f"(clock {res['clock_mhz']:.0f} MHz; every hop is store-and-forward: a packet leaves "
-               "only once all of it is in; saturation: uniform random traffic, "
+    out.append(f"(clock {res['clock_mhz']:.0f} MHz; link inputs are cut-through (virtual cut-through, "
+               "whole-packet credits), the injection input store-and-forward; saturation: uniform random traffic, "
                f"{res.get('packet_bytes', '?')}-byte packets)")
     pat = pattern_table(res)
     if pat:
