@@ -266,11 +266,15 @@ static int phase_up(struct coll *c, unsigned troot, unsigned kind, uint64_t *acc
 		if (rc < 0)
 			return rc;
 		h = c->cbuf[i][0];
-		if (st.len < HDR_BYTES || HKEY(h) != HKEY(c->hdr)) {
+		if (st.len < HDR_BYTES) {
 			err |= PN_COLL_ERR_MISMATCH;
 			continue;
 		}
-		err |= (unsigned)HGET(h, ERR);
+		err |= (unsigned)HGET(h, ERR);   /* carried even from a disagreeing child */
+		if (HKEY(h) != HKEY(c->hdr)) {
+			err |= PN_COLL_ERR_MISMATCH;
+			continue;
+		}
 		if (!with_data || err)
 			continue;
 		if (st.len != HDR_BYTES + c->nbytes) {

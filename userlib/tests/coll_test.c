@@ -1,0 +1,210 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * coll_test: the collectives (pn_coll.h) over any backend, one process per node.
+ *
+ *   pn_launch -n N -- coll_test CASE [BACKEND] [ARGS...]
+ *
+ * CASE:
+ *   cases DIR   run the operations of DIR/cases.<node>.txt, one per line
+ *               "op dtype red root nbytes flags" (numbers of pn_coll_spec.h; flags 1: in
+ *               NULL, 2: out NULL), each node its own file (they differ to provoke
+ *               mismatches), the inputs from DIR/in.<node>.bin (each operation's nbytes,
+ *               back to back); writes DIR/out.<node>.bin (one PN_COLL_MAX_BYTES slot per
+ *               operation, prefilled with 0xa5) and DIR/rc.<node>.txt (the return codes).
+ *   tree N      print "tree N rel parent children..." for every relative id of N nodes
+ *               (the generated PN_COLL_PARENT / PN_COLL_FIRST_CHILD), no port opened.
+ *   kill        allreduce in a loop; node 1 prints "phase-kill" then sleeps (for
+ *               `pn_launch -k 1:MS:phase-kill`); the others report the error they got
+ *               and after how long: "ok kill rc=-E after MS ms".
+ *   bench SIZES ITERS   node 0 prints one JSON line per size: the allreduce's samples of
+ *               simulated time (pn_now_ns) and wall time, per operation; then the barrier.
+ * Every port is on context PCTX of its node.
+ */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "paranic/pn_coll.h"
+#include "tutil.h"
+
+#define PCTX 1
+
+static pn_port_t *port;
+static unsigned me, N;
+
+static int open_port(const char *backend)
+{
+	pn_port_opts_t po;
+	int r;
+	pn_port_opts_init(&po);
+	po.hal.ctx = PCTX;
+	po.hal.backend = backend;
+	r = pn_port_open(&port, &po);
+	CHECK(r == 0, "pn_port_open: %d (%s)", r, pn_strerror(r));
+	me = (unsigned)pn_port_node(port);
+	N = (unsigned)pn_num_nodes(pn_port_hal(port));
+	EXPECT_RC(pn_port_barrier(port), 0);
+	return 0;
+}
+
+static int case_tree(unsigned n)
+{
+	for (unsigned rel = 0; rel < n; rel++) {
+		char line[256];
+		int o = snprintf(line, sizeof(line), "tree %u %u %d", n, rel,
+				 rel ? (int)PN_COLL_PARENT(rel, PN_COLL_DEFAULT_RADIX_LOG2) : -1);
+		unsigned first = PN_COLL_FIRST_CHILD(rel, PN_COLL_DEFAULT_RADIX_LOG2);
+		for (unsigned i = 0; i < (1u << PN_COLL_DEFAULT_RADIX_LOG2) && first + i < n; i++)
+			o += snprintf(line + o, sizeof(line) - (size_t)o, " %u", first + i);
+		say("%s", line);
+	}
+	return 0;
+}
+
+static int case_cases(const char *dir)
+{
+	char path[512];
+	FILE *cf, *inf, *outf, *rcf;
+	unsigned count = 0;
+	int op, dtype, red, root, flags;
+	long nbytes;
+	snprintf(path, sizeof(path), "%s/cases.%u.txt", dir, me);
+	cf = fopen(path, "r");
+	CHECK(cf, "open %s", path);
+	snprintf(path, sizeof(path), "%s/in.%u.bin", dir, me);
+	inf = fopen(path, "rb");
+	CHECK(inf, "open %s", path);
+	snprintf(path, sizeof(path), "%s/out.%u.bin", dir, me);
+	outf = fopen(path, "wb");
+	CHECK(outf, "open %s", path);
+	snprintf(path, sizeof(path), "%s/rc.%u.txt", dir, me);
+	rcf = fopen(path, "w");
+	CHECK(rcf, "open %s", path);
+	while (fscanf(cf, "%d %d %d %d %ld %d", &op, &dtype, &red, &root, &nbytes, &flags) == 6) {
+		uint8_t in[512], out[PN_COLL_MAX_BYTES];
+		size_t take = nbytes > 0 && nbytes <= (long)sizeof(in) ? (size_t)nbytes : 0;
+		int rc;
+		CHECK(fread(in, 1, take, inf) == take, "short input at operation %u", count);
+		memset(out, 0xa5, sizeof(out));
+		const void *ip = flags & 1 ? NULL : in;
+		void *opp = flags & 2 ? NULL : out;
+		if (op == PN_COLL_OP_ALLREDUCE)
+			rc = pn_allreduce(port, ip, opp, (size_t)nbytes, dtype, red);
+		else if (op == PN_COLL_OP_REDUCE)
+			rc = pn_reduce(port, (unsigned)root, ip, opp, (size_t)nbytes, dtype, red);
+		else {
+			if (!(flags & 1) && take <= sizeof(out))
+				memcpy(out, in, take);
+			rc = pn_bcast(port, (unsigned)root, flags & 1 ? NULL : out, (size_t)nbytes);
+		}
+		fprintf(rcf, "%d\n", rc);
+		fwrite(out, 1, sizeof(out), outf);
+		count++;
+	}
+	fclose(cf);
+	fclose(inf);
+	fclose(outf);
+	fclose(rcf);
+	say("ok cases %u operations", count);
+	return 0;
+}
+
+static int case_kill(void)
+{
+	double in[4] = {1, 2, 3, (double)me}, out[4];
+	int rc;
+	uint64_t t0;
+	/* a few good rounds: every tree link connected */
+	for (int i = 0; i < 3; i++)
+		EXPECT_RC(pn_allreduce(port, in, out, sizeof(in), PN_COLL_T_F64, PN_COLL_RED_SUM), 0);
+	if (me == 1) {
+		say("phase-kill");
+		for (;;)
+			t_sleep_us(100000);   /* killed here */
+	}
+	t0 = t_now_ns();
+	for (int i = 0; i < 100; i++) {
+		rc = pn_allreduce(port, in, out, sizeof(in), PN_COLL_T_F64, PN_COLL_RED_SUM);
+		if (rc != 0)
+			break;
+	}
+	CHECK(rc != 0, "every allreduce succeeded without node 1");
+	say("ok kill rc=%d (%s) after %llu ms", rc, pn_strerror(rc), (unsigned long long)((t_now_ns() - t0) / 1000000));
+	return 0;
+}
+
+static void print_samples(const char *what, size_t bytes, uint64_t *hw, uint64_t *wall, unsigned n)
+{
+	printf("{\"op\": \"%s\", \"bytes\": %zu, \"nodes\": %u, \"hw_ns\": [", what, bytes, N);
+	for (unsigned i = 0; i < n; i++)
+		printf("%s%llu", i ? ", " : "", (unsigned long long)hw[i]);
+	printf("], \"wall_ns\": [");
+	for (unsigned i = 0; i < n; i++)
+		printf("%s%llu", i ? ", " : "", (unsigned long long)wall[i]);
+	printf("]}\n");
+	fflush(stdout);
+}
+
+static int case_bench(const char *sizes, long iters)
+{
+	pn_hal_t *h = pn_port_hal(port);
+	uint64_t *hw = calloc((size_t)iters, 8), *wall = calloc((size_t)iters, 8);
+	double in[32], out[32];
+	char *list = strdup(sizes), *save = NULL;
+	CHECK(hw && wall && list && iters > 0, "bad bench arguments");
+	for (unsigned i = 0; i < 32; i++)
+		in[i] = me + i * 0.5;
+	for (char *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		size_t bytes = (size_t)atol(tok);
+		EXPECT_RC(pn_allreduce(port, in, out, bytes, PN_COLL_T_F64, PN_COLL_RED_SUM), 0);   /* warm up */
+		for (long i = 0; i < iters; i++) {
+			uint64_t h0 = pn_now_ns(h), w0 = t_now_ns();
+			EXPECT_RC(pn_allreduce(port, in, out, bytes, PN_COLL_T_F64, PN_COLL_RED_SUM), 0);
+			hw[i] = pn_now_ns(h) - h0;
+			wall[i] = t_now_ns() - w0;
+		}
+		if (me == 0)
+			print_samples("allreduce", bytes, hw, wall, (unsigned)iters);
+	}
+	EXPECT_RC(pn_port_barrier(port), 0);
+	for (long i = 0; i < iters; i++) {
+		uint64_t h0 = pn_now_ns(h), w0 = t_now_ns();
+		EXPECT_RC(pn_port_barrier(port), 0);
+		hw[i] = pn_now_ns(h) - h0;
+		wall[i] = t_now_ns() - w0;
+	}
+	if (me == 0)
+		print_samples("barrier", 0, hw, wall, (unsigned)iters);
+	free(list);
+	free(hw);
+	free(wall);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *name = argc > 1 ? argv[1] : "";
+	const char *backend = argc > 2 && strcmp(argv[2], "-") ? argv[2] : NULL;
+	int r = -1;
+	t_case = name;
+	if (!strcmp(name, "tree"))
+		return case_tree(argc > 2 ? (unsigned)atoi(argv[2]) : 1);
+	if (open_port(backend) < 0)
+		return 1;
+	if (!strcmp(name, "cases") && argc > 3)
+		r = case_cases(argv[3]);
+	else if (!strcmp(name, "kill"))
+		r = case_kill();
+	else if (!strcmp(name, "bench") && argc > 4)
+		r = case_bench(argv[3], atol(argv[4]));
+	else {
+		say("FAIL unknown case %s", name);
+		return 2;
+	}
+	if (r == 0 && strcmp(name, "kill"))
+		pn_port_barrier(port);   /* nobody closes while others still need it */
+	pn_port_close(port);
+	return r == 0 && !t_failures ? 0 : 1;
+}
