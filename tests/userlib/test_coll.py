@@ -181,3 +181,19 @@ def test_tree_macros_match_spec(userlib_build):
             parent = K.coll_parent(rel, lg)
             assert int(f[3]) == (-1 if parent is None else parent), line
             assert [int(x) for x in f[4:]] == K.coll_children(rel, n, lg), line
+
+
+def test_python_bindings(run_nodes):
+    """Ports.allreduce / reduce / bcast (numpy arrays and bytes) and the error as PnError."""
+    import sys
+    n = 4
+    r = run_nodes([sys.executable, str(Path(__file__).with_name("coll_py_node.py"))], n, "coll-py", timeout=60)
+    assert r.rc == 0 and not r.fails(), r.out
+    total = sum(range(1, n + 1))
+    for node in range(n):
+        lines = r.nodes[node]
+        assert f"ok allreduce {[float(i * total) for i in range(8)]}" in lines, r.out
+        assert "ok bcast " + "01" * 8 in lines, r.out
+        assert ("ok reduce [3, 0]" if node == 0 else "ok reduce None") in lines, r.out
+        assert "ok bytes " + total.to_bytes(8, "little").hex() in lines, r.out
+        assert "ok error 22" in lines, r.out
