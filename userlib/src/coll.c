@@ -177,10 +177,22 @@ static int crecv(struct coll *c, unsigned node, unsigned kind, void *buf, pn_por
 static int cwait(struct coll *c, pn_port_req_t **rq, pn_port_status_t *st)
 {
 	uint64_t deadline = now_ns() + c->tmo;
+	struct pn_backoff b = {0};
+	uint32_t spins = 0;
 	for (;;) {
-		int rc = pn_port_test(c->p, rq, st);
-		if (rc != 0)
+		/* progress, as pn_port_wait: backing off (yield, then short sleeps) while
+		 * nothing happens, so the waiting processes leave the CPU to the others */
+		int rc, n = pn_port_progress(c->p);
+		if (n < 0)
+			return n;
+		if (pn_port_done(*rq) == 1)
+			return pn_port_test(c->p, rq, st);
+		if (!n && (rc = pn_wait_alive(c->p->h, &spins)) < 0)
 			return rc;
+		if (n)
+			pn_backoff_reset(&b);
+		else
+			pn_backoff_step(&b);
 		if (c->abort_rq && pn_port_done(c->abort_rq) == 1) {
 			rc = pn_port_test(c->p, &c->abort_rq, &c->abort_st);
 			if (rc == 1) {

@@ -16,8 +16,6 @@
  *   kill        allreduce in a loop; node 1 prints "phase-kill" then sleeps (for
  *               `pn_launch -k 1:MS:phase-kill`); the others report the error they got
  *               and after how long: "ok kill rc=-E after MS ms".
- *   bench SIZES ITERS   node 0 prints one JSON line per size: the allreduce's samples of
- *               simulated time (pn_now_ns) and wall time, per operation; then the barrier.
  * Every port is on context PCTX of its node.
  */
 #define _GNU_SOURCE
@@ -135,54 +133,6 @@ static int case_kill(void)
 	return 0;
 }
 
-static void print_samples(const char *what, size_t bytes, uint64_t *hw, uint64_t *wall, unsigned n)
-{
-	printf("{\"op\": \"%s\", \"bytes\": %zu, \"nodes\": %u, \"hw_ns\": [", what, bytes, N);
-	for (unsigned i = 0; i < n; i++)
-		printf("%s%llu", i ? ", " : "", (unsigned long long)hw[i]);
-	printf("], \"wall_ns\": [");
-	for (unsigned i = 0; i < n; i++)
-		printf("%s%llu", i ? ", " : "", (unsigned long long)wall[i]);
-	printf("]}\n");
-	fflush(stdout);
-}
-
-static int case_bench(const char *sizes, long iters)
-{
-	pn_hal_t *h = pn_port_hal(port);
-	uint64_t *hw = calloc((size_t)iters, 8), *wall = calloc((size_t)iters, 8);
-	double in[32], out[32];
-	char *list = strdup(sizes), *save = NULL;
-	CHECK(hw && wall && list && iters > 0, "bad bench arguments");
-	for (unsigned i = 0; i < 32; i++)
-		in[i] = me + i * 0.5;
-	for (char *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		size_t bytes = (size_t)atol(tok);
-		EXPECT_RC(pn_allreduce(port, in, out, bytes, PN_COLL_T_F64, PN_COLL_RED_SUM), 0);   /* warm up */
-		for (long i = 0; i < iters; i++) {
-			uint64_t h0 = pn_now_ns(h), w0 = t_now_ns();
-			EXPECT_RC(pn_allreduce(port, in, out, bytes, PN_COLL_T_F64, PN_COLL_RED_SUM), 0);
-			hw[i] = pn_now_ns(h) - h0;
-			wall[i] = t_now_ns() - w0;
-		}
-		if (me == 0)
-			print_samples("allreduce", bytes, hw, wall, (unsigned)iters);
-	}
-	EXPECT_RC(pn_port_barrier(port), 0);
-	for (long i = 0; i < iters; i++) {
-		uint64_t h0 = pn_now_ns(h), w0 = t_now_ns();
-		EXPECT_RC(pn_port_barrier(port), 0);
-		hw[i] = pn_now_ns(h) - h0;
-		wall[i] = t_now_ns() - w0;
-	}
-	if (me == 0)
-		print_samples("barrier", 0, hw, wall, (unsigned)iters);
-	free(list);
-	free(hw);
-	free(wall);
-	return 0;
-}
-
 int main(int argc, char **argv)
 {
 	const char *name = argc > 1 ? argv[1] : "";
@@ -197,8 +147,6 @@ int main(int argc, char **argv)
 		r = case_cases(argv[3]);
 	else if (!strcmp(name, "kill"))
 		r = case_kill();
-	else if (!strcmp(name, "bench") && argc > 4)
-		r = case_bench(argv[3], atol(argv[4]));
 	else {
 		say("FAIL unknown case %s", name);
 		return 2;
