@@ -33,3 +33,22 @@ def test_allreduce_sim(sim4, tmp_path):
     outs = [[raw[node][i * SLOT:(i + 1) * SLOT] for i in range(len(cases))] for node in range(n)]
     check_results(cases, rcs, outs, n)
     assert reduce_ref(cases[-1]["vectors"], 0, K.CollType.F32, K.CollRed.SUM, 2) == outs[3][-1][:SLOT]
+
+
+def test_collbench_sim(sim4):
+    """pn_collbench (`paranic bench collective`) on 2 nodes of the simulator: every call
+    timed (simulated and wall), the rows as the bench reads them."""
+    import json
+
+    from paranic.bench.collective import rows_of, table
+    from paranic.launch import tool
+    r = launch(sim4, [str(tool("pn_collbench")), "8,256", "3"], 2, "coll-bench", timeout=300)
+    assert r.rc == 0 and not r.fails(), r.out
+    raw = [json.loads(ln) for ln in r.nodes[0] if ln.startswith("{")]
+    assert [(d["op"], d["bytes"]) for d in raw] == [("allreduce", 8), ("allreduce", 256), ("barrier", 0)], r.out
+    assert all(len(d["hw_ns"]) == 3 and min(d["hw_ns"]) > 0 for d in raw), raw
+    rows = rows_of(raw, "ring:4")
+    assert "not built yet (the collective unit is not in NicCore)" in table(rows)
+    # the software allreduce (a round trip up and down the tree over ports) costs more
+    # simulated time than the NIC's barrier on the same nodes
+    assert rows[0]["hw"]["median_ns"] > rows[2]["hw"]["median_ns"], rows

@@ -197,3 +197,18 @@ def test_python_bindings(run_nodes):
         assert ("ok reduce [3, 0]" if node == 0 else "ok reduce None") in lines, r.out
         assert "ok bytes " + total.to_bytes(8, "little").hex() in lines, r.out
         assert "ok error 22" in lines, r.out
+
+
+def test_bench_table_and_plot(tmp_path):
+    """`paranic bench collective`'s table, JSON rows and plot from pn_collbench lines."""
+    from paranic.bench import collective as C
+    raw = [{"op": "allreduce", "bytes": b, "nodes": 8, "hw_ns": [9000 + b, 10000 + b, 11000 + b, 50000],
+            "wall_ns": [1e6] * 4} for b in C.SIZES] + \
+          [{"op": "barrier", "bytes": 0, "nodes": 8, "hw_ns": [1500, 1600, 1700], "wall_ns": [1e5] * 3}]
+    rows = C.rows_of(raw, "ring:8")
+    assert rows[0]["hw"]["n"] == 4 and rows[0]["hw"]["median_ns"] == 10508 and rows[0]["hw"]["max_ns"] == 50000
+    t = C.table(rows)
+    assert "2.3 µs" in t and C.HW_ALLREDUCE in t and "1.60 [" in t, t
+    assert C.parastation_barrier_us(8) == 2.3
+    C.plot(rows, str(tmp_path / "c.png"))
+    assert (tmp_path / "c.png").stat().st_size > 1000
