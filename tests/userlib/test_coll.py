@@ -215,3 +215,22 @@ def test_bench_table_and_plot(tmp_path):
     assert C.parastation_barrier_us(8) == 2.3
     C.plot(rows, str(tmp_path / "c.png"))
     assert (tmp_path / "c.png").stat().st_size > 1000
+
+
+def test_header_stands_alone_and_null_port(userlib_build, tmp_path):
+    """pn_coll.h compiles on its own in C11 and C++17; the calls are exported; a NULL
+    port is -EINVAL at once (no communication)."""
+    import subprocess
+    from paranic.launch import USERLIB_BUILD as BUILD
+    from paranic.paths import TREE
+    src = tmp_path / "c.c"
+    src.write_text("#include <paranic/pn_coll.h>\nint main(void) { char b[8] = {0};\n"
+                   "return pn_allreduce(0, b, b, 8, PN_COLL_T_I32, PN_COLL_RED_SUM) == -22 &&\n"
+                   "       pn_reduce(0, 0, b, b, 8, PN_COLL_T_F64, PN_COLL_RED_MAX) == -22 &&\n"
+                   "       pn_bcast(0, 0, b, 8) == -22 ? 0 : 1; }\n")
+    for cc, std in (("gcc", "-std=c11"), ("g++", "-std=c++17")):
+        r = subprocess.run([cc, std, "-Wall", "-Wextra", "-Werror", "-I", str(TREE / "userlib/include"), "-x",
+                            "c" if cc == "gcc" else "c++", str(src), "-o", str(tmp_path / "a"), "-L", str(BUILD),
+                            f"-Wl,-rpath,{BUILD}", "-lparanic"], capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        assert subprocess.run([str(tmp_path / "a")]).returncode == 0
