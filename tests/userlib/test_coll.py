@@ -23,7 +23,7 @@ EINVAL, EBADMSG = -22, -74
 
 
 def run_cases(run_nodes, tmp: Path, n: int, cases: list[dict], name: str, backend: str = "sw",
-              launch=None, timeout: int = 120):
+              launch=None, timeout: int = 120, env: dict | None = None):
     """cases: {op, dtype, red, root, vectors (one per node), flags (per node, optional),
     override (per node: field -> value)}. Returns (rcs[node][i], outs[node][i])."""
     for node in range(n):
@@ -37,7 +37,7 @@ def run_cases(run_nodes, tmp: Path, n: int, cases: list[dict], name: str, backen
         (tmp / f"cases.{node}.txt").write_text("\n".join(lines) + "\n")
         (tmp / f"in.{node}.bin").write_bytes(data)
     prog = [str(COLL_TEST), "cases", backend, str(tmp)]
-    r = (launch or run_nodes)(prog, n, name, timeout=timeout)
+    r = (launch or run_nodes)(prog, n, name, timeout=timeout, **({"env": env} if env else {}))
     assert r.rc == 0 and not r.fails(), r.out
     rcs = [[int(x) for x in (tmp / f"rc.{node}.txt").read_text().split()] for node in range(n)]
     raw = [(tmp / f"out.{node}.bin").read_bytes() for node in range(n)]
@@ -156,14 +156,25 @@ def test_mismatch_and_bad_args(run_nodes, tmp_path):
             assert rcs[node][2 * i + 1] == 0 and outs[node][2 * i + 1][:len(want)] == want, (i, node)
 
 
-def test_killed_node(run_nodes):
+@pytest.mark.parametrize("value", ["0", "abc", "3600001"])
+def test_bad_coll_timeout(run_nodes, tmp_path, value):
+    """A bad $PARANIC_COLL_TIMEOUT_MS: -EINVAL at once, for every call."""
+    rng = random.Random(5)
+    cases = [dict(op=OP.ALLREDUCE, dtype=T.I32, red=R.SUM, root=0, vectors=[random_vector(rng, T.I32, 8)] * 2)] * 2
+    rcs, outs = run_cases(run_nodes, tmp_path, 2, cases, "coll-badtmo", env={"PARANIC_COLL_TIMEOUT_MS": value})
+    assert rcs == [[EINVAL, EINVAL]] * 2
+
+
+@pytest.mark.parametrize("knob", ["PARANIC_PORT_TIMEOUT_MS", "PARANIC_COLL_TIMEOUT_MS"])
+def test_killed_node(run_nodes, knob):
     """Node 1 (an inner node of the 8-node tree: parent 0, children 5..7) is killed
     (SIGKILL) 100 ms into a loop of allreduces, in the middle of one or between two:
     every other node's allreduce ends with an error (its own timeout or a neighbour's
-    ABORT) within a few timeouts, nobody hangs, and the survivors exit normally."""
+    ABORT) within a few timeouts, nobody hangs, and the survivors exit normally. The
+    timeout is the port's, or the collectives' own (the port's then stays 5 s)."""
     tmo = 300
-    r = run_nodes([str(COLL_TEST), "kill", "sw"], 8, "coll-kill", timeout=60, extra=["-k", "1:100:phase-kill"],
-                  env={"PARANIC_PORT_TIMEOUT_MS": str(tmo)})
+    r = run_nodes([str(COLL_TEST), "kill", "sw"], 8, f"coll-kill-{knob[8:12]}", timeout=60,
+                  extra=["-k", "1:100:phase-kill"], env={knob: str(tmo)})
     assert "launch: node 1 killed by signal 9" in r.out, r.out
     for node in (0, 2, 3, 4, 5, 6, 7):
         line = next((ln for ln in r.nodes[node] if ln.startswith("ok kill")), None)

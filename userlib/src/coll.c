@@ -20,7 +20,8 @@
  *     rooted at `root` (so the reduction order is the kernel's for that root): UP2
  *     with the partial results (REDUCE), or DOWN2 with the root's vector (BCAST).
  *
- * Failures: a node whose wait for a neighbour passes the port's timeout of silence,
+ * Failures: a node whose wait for a neighbour passes the timeout of silence
+ * ($PARANIC_COLL_TIMEOUT_MS, else the port's timeout),
  * or whose ports operation fails, sends ABORT (a zero-length message whose immediate
  * data is the errno) to its neighbours in both trees; every node listens for ABORT
  * during the whole operation and passes it on, so every node still waiting ends with
@@ -30,6 +31,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -349,6 +351,28 @@ static int coll_bad(const pn_port_t *p, int op, unsigned root, const void *in, c
 	return 0;
 }
 
+/* The silence a wait allows: $PARANIC_COLL_TIMEOUT_MS (1 .. 3600000), else the port's
+ * timeout; read at the first operation. -EINVAL for a bad value. */
+static int coll_timeout(pn_port_t *p)
+{
+	const char *s;
+	char *end;
+	long v;
+	if (p->coll_tmo_ns)
+		return 0;
+	s = getenv("PARANIC_COLL_TIMEOUT_MS");
+	if (!s || !*s) {
+		p->coll_tmo_ns = p->timeout_ns;
+		return 0;
+	}
+	errno = 0;
+	v = strtol(s, &end, 0);
+	if (errno || *end || v < 1 || v > 3600000)
+		return -EINVAL;
+	p->coll_tmo_ns = (uint64_t)v * 1000000ull;
+	return 0;
+}
+
 static int coll_run(pn_port_t *p, int op, unsigned root, const void *in, void *out, size_t nbytes, int dtype,
 		    int red)
 {
@@ -359,9 +383,11 @@ static int coll_run(pn_port_t *p, int op, unsigned root, const void *in, void *o
 
 	if (!p)
 		return -EINVAL;
+	if ((rc = coll_timeout(p)) < 0)
+		return rc;
 	memset(&c, 0, sizeof(c));
 	c.p = p;
-	c.tmo = p->timeout_ns;
+	c.tmo = p->coll_tmo_ns;
 	c.me = p->node;
 	c.n = p->nodes;
 	c.ep = p->coll_ep++;

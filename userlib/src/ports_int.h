@@ -240,6 +240,7 @@ struct pn_port {
 	/* the collectives' software path (coll.c) */
 	uint16_t coll_ep;              /* the next operation's episode (every node counts the same) */
 	uint16_t coll_dirty;           /* operations left to drain stale messages of failed ones */
+	uint64_t coll_tmo_ns;          /* silence allowed per wait ($PARANIC_COLL_TIMEOUT_MS; 0: not read yet) */
 };
 
 /* ---- small helpers ------------------------------------------------------------------------ */

@@ -25,9 +25,12 @@
  *                waits for it; the others learn it from the err bits. A NULL port returns
  *                -EINVAL at once, locally.
  *   -EBADMSG     the nodes disagree on op, dtype, red, nbytes or root
- *   -ETIMEDOUT   a neighbour in the tree was silent for the port's timeout (killed, or
- *                entered the operation too late), here or anywhere in the tree: the node
- *                that saw it aborts its neighbours, and they theirs, with its error
+ *   -ETIMEDOUT   a neighbour in the tree was silent for the timeout (killed, or entered
+ *                the operation that much later), here or anywhere in the tree: the node
+ *                that saw it aborts its neighbours, and they theirs, with its error. The
+ *                timeout: $PARANIC_COLL_TIMEOUT_MS (1 .. 3600000 ms), else the port's
+ *                ($PARANIC_PORT_TIMEOUT_MS, default 5 s); read at the first call (a bad
+ *                value: -EINVAL at once)
  *   -ECONNRESET  (or other negative errno of ports) the same, from a ports operation
  * Buffers: in and out may be the same; they are untouched on error (out may be half
  * written by nobody: results are written only on success).
