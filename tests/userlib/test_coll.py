@@ -208,6 +208,7 @@ def test_python_bindings(run_nodes):
         lines = r.nodes[node]
         assert f"ok allreduce {[float(i * total) for i in range(8)]}" in lines, r.out
         assert "ok bcast " + "01" * 8 in lines, r.out
+        assert "ok bcast int8 [2, 2, 2, 2]" in lines, r.out
         assert ("ok reduce [3, 0]" if node == 0 else "ok reduce None") in lines, r.out
         assert "ok bytes " + total.to_bytes(8, "little").hex() in lines, r.out
         assert "ok error 22" in lines, r.out

@@ -353,7 +353,8 @@ class Ports:
         return self._coll("pn_reduce", root, data, red, dtype)
 
     def bcast(self, root: int, data: Any) -> Any:
-        """``pn_bcast``: root's ``data`` (the others pass a buffer of the same size)."""
+        """``pn_bcast``: root's ``data`` (the others pass a buffer of the same size; any
+        element type, the size a multiple of 4 bytes)."""
         return self._coll("pn_bcast", root, data, None, None)
 
     def _coll(self, what: str, root: Optional[int], data: Any, red: Any, dtype: Any) -> Any:
@@ -362,7 +363,7 @@ class Ports:
         if np_in:
             import numpy as np
             arr = np.ascontiguousarray(data)
-            if dtype is None:
+            if dtype is None and what != "pn_bcast":   # bcast moves bytes: any element type
                 from paranic.hls import NP_TYPES
                 dtype = {v: k for k, v in NP_TYPES.items()}.get(arr.dtype.newbyteorder("<").str)
                 if dtype is None:
@@ -370,7 +371,7 @@ class Ports:
             src = arr.tobytes()
         else:
             src = bytes(memoryview(data).cast("B"))
-        t = _coll_enum(K.CollType, dtype if dtype is not None else "I32" if what == "pn_bcast" else None, "dtype", what)
+        t = _coll_enum(K.CollType, "I32" if what == "pn_bcast" else dtype, "dtype", what)
         r = _coll_enum(K.CollRed, red if red is not None else "SUM", "red", what)
         inb = ffi.from_buffer("char[]", src) if src else ffi.NULL
         out = ffi.new("char[]", max(len(src), 1))
