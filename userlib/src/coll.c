@@ -33,7 +33,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "paranic/pn_coll.h"
 #include "ports_int.h"
@@ -82,13 +81,6 @@ struct coll {
 	uint64_t up[MSG_WORDS];            /* the UP message to the parent: header + partial */
 	uint64_t abort_nil;
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static uint64_t tag_of(uint16_t ep, unsigned kind)
 {
@@ -178,7 +170,8 @@ static int crecv(struct coll *c, unsigned node, unsigned kind, void *buf, pn_por
  * came (its errno; aborted_by says from whom), or the neighbour was silent too long. */
 static int cwait(struct coll *c, pn_port_req_t **rq, pn_port_status_t *st)
 {
-	uint64_t deadline = now_ns() + c->tmo;
+	/* the clock of the library's deadlines: on sim, the simulator's work clock */
+	uint64_t deadline = pn_deadline_ns(c->p->h) + c->tmo;
 	struct pn_backoff b = {0};
 	uint32_t spins = 0;
 	for (;;) {
@@ -204,7 +197,7 @@ static int cwait(struct coll *c, pn_port_req_t **rq, pn_port_status_t *st)
 			}
 			return rc;
 		}
-		if (now_ns() > deadline)
+		if (pn_deadline_ns(c->p->h) > deadline)
 			return -ETIMEDOUT;
 	}
 }
