@@ -22,6 +22,7 @@ HEADERS: dict[str, Callable[[], str]] = {
     "userlib/src/pn_sim_shm.h": cgen.sim_shm_header,
     "userlib/tests/pn_hal_vecs.h": cgen.hal_vecs_header,
     "hls/include/pn_hls.h": cgen.hls_header,
+    "userlib/include/paranic/pn_coll_spec.h": cgen.coll_header,
 }
 
 

@@ -297,16 +297,9 @@ def hal_vecs_header() -> str:
     return "\n".join(L) + "\n"
 
 
-def hls_header() -> str:
-    """``pn_hls.h``: the route kernel's table and widths and the collective kernel's
-    operations, types and header word (:mod:`paranic.spec.kernels`), for ``hls/``."""
-    L = [_SPDX_BSD, *_generated("paranic/spec/kernels.py"), "#ifndef PN_HLS_H", "#define PN_HLS_H", "",
-         "/* route kernel: table depth and widths of its inputs */",
-         f"#define PN_ROUTE_TABLE_NODES {K.ROUTE_TABLE_NODES}",
-         f"#define PN_ROUTE_TABLE_ADDR_BITS {K.ROUTE_TABLE_ADDR_BITS}",
-         f"#define PN_DIM_BITS {K.DIM_BITS}", "",
-         "/* collective kernel */",
-         f"#define PN_COLL_MAX_BYTES {K.COLL_MAX_BYTES}",
+def _coll_lines() -> list[str]:
+    """The collective kernel's facts as C macros (shared by ``pn_hls.h`` and ``pn_coll_spec.h``)."""
+    L = [f"#define PN_COLL_MAX_BYTES {K.COLL_MAX_BYTES}",
          f"#define PN_COLL_MAX_WORDS {K.COLL_MAX_WORDS}",
          f"#define PN_COLL_DEFAULT_RADIX_LOG2 {K.COLL_DEFAULT_RADIX_LOG2}",
          f"#define PN_COLL_MAX_RADIX_LOG2 {K.COLL_MAX_RADIX_LOG2}", ""]
@@ -320,5 +313,39 @@ def hls_header() -> str:
           " : ".join(f"(t) == PN_COLL_T_{t.name} ? {b}" for t, b in K.COLL_TYPE_BYTES.items()) + " : 0)", ""]
     L.append("/* The collective header: payload word 0 of a collective packet and of a host command */")
     L += _c_field_macros("PN_COLLHDR", K.COLL_FIELDS)
+    return L
+
+
+def _coll_tree_lines() -> list[str]:
+    """The combining tree (:func:`paranic.spec.kernels.coll_parent` / ``coll_children``) as
+    C macros over relative ids; a test compares them with the Python functions."""
+    r = K.COLL_DEFAULT_RADIX_LOG2
+    assert K.coll_parent(1, r) == 0 and K.coll_children(0, 1 + (1 << r), r) == list(range(1, 1 + (1 << r)))
+    return ["/* The combining tree: the implicit 2**lg-ary heap over relative ids rel = (node - root) mod nodes",
+            " * (coll_parent / coll_children of paranic/spec/kernels.py). Children of rel are",
+            " * PN_COLL_FIRST_CHILD(rel, lg) + 0 .. 2**lg - 1, those < nodes, combined in that order",
+            " * after rel's own vector. */",
+            "#define PN_COLL_PARENT(rel, lg) (((rel) - 1) >> (lg))",
+            "#define PN_COLL_FIRST_CHILD(rel, lg) (((rel) << (lg)) + 1)", ""]
+
+
+def coll_header() -> str:
+    """``pn_coll_spec.h``: the collective operations, types, operators, error bits, header
+    word and tree (:mod:`paranic.spec.kernels`) for libparanic's ``pn_coll.h``."""
+    L = [_SPDX_BSD, *_generated("paranic/spec/kernels.py"), "#ifndef PN_COLL_SPEC_H", "#define PN_COLL_SPEC_H", "",
+         "/* The collective operations (the HLS kernel's and libparanic's software path) */",
+         *_coll_lines(), "", *_coll_tree_lines(), "#endif /* PN_COLL_SPEC_H */"]
+    return "\n".join(L) + "\n"
+
+
+def hls_header() -> str:
+    """``pn_hls.h``: the route kernel's table and widths and the collective kernel's
+    operations, types and header word (:mod:`paranic.spec.kernels`), for ``hls/``."""
+    L = [_SPDX_BSD, *_generated("paranic/spec/kernels.py"), "#ifndef PN_HLS_H", "#define PN_HLS_H", "",
+         "/* route kernel: table depth and widths of its inputs */",
+         f"#define PN_ROUTE_TABLE_NODES {K.ROUTE_TABLE_NODES}",
+         f"#define PN_ROUTE_TABLE_ADDR_BITS {K.ROUTE_TABLE_ADDR_BITS}",
+         f"#define PN_DIM_BITS {K.DIM_BITS}", "",
+         "/* collective kernel */", *_coll_lines()]
     L += ["", "#endif /* PN_HLS_H */"]
     return "\n".join(L) + "\n"

@@ -237,6 +237,10 @@ struct pn_port {
 	struct pn_shm *shm;            /* the intra-node path (NULL: none) */
 	int shm_on;                    /* it is enabled and the inbox exists */
 	pn_port_stats_t st;
+	/* the collectives' software path (coll.c) */
+	uint16_t coll_ep;              /* the next operation's episode (every node counts the same) */
+	uint16_t coll_dirty;           /* operations left to drain stale messages of failed ones */
+	uint64_t coll_tmo_ns;          /* silence allowed per wait ($PARANIC_COLL_TIMEOUT_MS; 0: not read yet) */
 };
 
 /* ---- small helpers ------------------------------------------------------------------------ */

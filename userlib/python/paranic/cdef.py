@@ -23,7 +23,7 @@ from typing import Optional
 from paranic.paths import INCLUDE, USERLIB_BUILD
 
 #: The public headers the cdef is made of (pn_protocol.h comes in through pn_hal.h).
-HEADERS = ("pn_hal.h", "pn_rawdata.h", "pn_sim.h", "pn_ports.h", "pn_ctxseq.h")
+HEADERS = ("pn_hal.h", "pn_rawdata.h", "pn_sim.h", "pn_ports.h", "pn_ctxseq.h", "pn_coll.h")
 #: Where the generated cdef and constants are cached (one JSON file per header version).
 CDEF_CACHE = USERLIB_BUILD / "cffi"
 _CACHE_FORMAT = 1

@@ -35,6 +35,18 @@ DEFAULT_EAGER_MAX: int = CONSTANTS["PN_PORT_DEFAULT_EAGER_MAX"]
 EAGER_LIMIT: int = CONSTANTS["PN_PORT_EAGER_LIMIT"]
 MSG_COST: int = CONSTANTS["PN_PORT_MSG_COST"]
 _U64 = (1 << 64) - 1
+
+
+def _coll_enum(enum: Any, v: Any, name: str, what: str) -> int:
+    """A CollType/CollRed value from the enum, its name or its number."""
+    if v is None:
+        raise TypeError(f"{what}: {name} is required for bytes data")
+    if isinstance(v, str):
+        try:
+            return int(enum[v.upper()])
+        except KeyError:
+            raise PnError(errno.EINVAL, what, f"{name} {v!r} is not one of {[m.name for m in enum]}") from None
+    return int_arg(name, v, -_I32 - 1, _I32, what)   # out-of-range numbers: the library's -EINVAL
 _I32 = (1 << 31) - 1
 
 
@@ -328,3 +340,52 @@ class Ports:
     def barrier(self) -> None:
         """``pn_port_barrier``: the cluster barrier, answering ports traffic meanwhile."""
         check(lib.pn_port_barrier(self._ptr()), "pn_port_barrier")
+
+    # -- collectives (pn_coll.h) --
+    def allreduce(self, data: Any, red: Any = "SUM", dtype: Any = None) -> Any:
+        """``pn_allreduce``: every node's ``data`` combined with ``red`` (a CollRed or its
+        name); ``data`` a numpy array (its dtype gives the element type) or bytes with
+        ``dtype`` (a CollType or its name). Returns the same kind as ``data``."""
+        return self._coll("pn_allreduce", None, data, red, dtype)
+
+    def reduce(self, root: int, data: Any, red: Any = "SUM", dtype: Any = None) -> Any:
+        """``pn_reduce``: the combination at ``root`` (others get None)."""
+        return self._coll("pn_reduce", root, data, red, dtype)
+
+    def bcast(self, root: int, data: Any) -> Any:
+        """``pn_bcast``: root's ``data`` (the others pass a buffer of the same size; any
+        element type, the size a multiple of 4 bytes)."""
+        return self._coll("pn_bcast", root, data, None, None)
+
+    def _coll(self, what: str, root: Optional[int], data: Any, red: Any, dtype: Any) -> Any:
+        from paranic.spec import kernels as K
+        np_in = type(data).__module__ == "numpy"
+        if np_in:
+            import numpy as np
+            arr = np.ascontiguousarray(data)
+            if dtype is None and what != "pn_bcast":   # bcast moves bytes: any element type
+                from paranic.hls import NP_TYPES
+                dtype = {v: k for k, v in NP_TYPES.items()}.get(arr.dtype.newbyteorder("<").str)
+                if dtype is None:
+                    raise PnError(errno.EINVAL, what, f"element type {arr.dtype} is not int32/int64/float32/float64")
+            src = arr.tobytes()
+        else:
+            src = bytes(memoryview(data).cast("B"))
+        t = _coll_enum(K.CollType, "I32" if what == "pn_bcast" else dtype, "dtype", what)
+        r = _coll_enum(K.CollRed, red if red is not None else "SUM", "red", what)
+        inb = ffi.from_buffer("char[]", src) if src else ffi.NULL
+        out = ffi.new("char[]", max(len(src), 1))
+        if what == "pn_allreduce":
+            rc = lib.pn_allreduce(self._ptr(), inb, out, len(src), t, r)
+        elif what == "pn_reduce":
+            rc = lib.pn_reduce(self._ptr(), int_arg("root", root, 0, _I32, what), inb, out, len(src), t, r)
+        else:
+            ffi.memmove(out, src, len(src))
+            rc = lib.pn_bcast(self._ptr(), int_arg("root", root, 0, _I32, what), out, len(src))
+        check(rc, what)
+        if what == "pn_reduce" and root != self.node:
+            return None
+        res = ffi.unpack(out, len(src))
+        if np_in:
+            return np.frombuffer(res, dtype=arr.dtype).reshape(arr.shape).copy()
+        return res

@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Collectives: reduce, allreduce and broadcast of a small vector (0 .. PN_COLL_MAX_BYTES
+ * bytes) over every node of the job, one port per node (ids 0 .. nodes-1, all on the
+ * same context number as the caller's port).
+ *
+ * The operations, element types, operators, error bits, size limit and combining tree
+ * are those of the in-network collective unit (HLS kernel hls/collective, spec
+ * paranic/spec/kernels.py; the constants come from the generated pn_coll_spec.h).
+ * Today the calls run in software over ports (channel PN_COLL_CHANNEL); when a context
+ * gets a collective unit, they will use it, with the same results bit for bit.
+ *
+ * Reduction order: the implicit 4-ary heap over relative ids r = (node - root) mod
+ * nodes; every node combines its own vector, then its children's partial results in
+ * increasing r. ALLREDUCE reduces to node 0 and sends the root's bits down the same
+ * tree, so every node receives identical bits (float sums included).
+ *
+ * Every node of the job must make the same sequence of calls (each call is one
+ * "episode"). Results (the same on every node of the operation):
+ *   0            success
+ *   -EINVAL      bad arguments on some node: nbytes over PN_COLL_MAX_BYTES or not a
+ *                multiple of the element size, unknown dtype/red, AND/OR on a float
+ *                type, root >= nodes, a NULL buffer with nbytes > 0. The node that has
+ *                them still takes part in one header round (as the kernel does), so nobody
+ *                waits for it; the others learn it from the err bits. A NULL port returns
+ *                -EINVAL at once, locally.
+ *   -EBADMSG     the nodes disagree on op, dtype, red, nbytes or root
+ *   -ETIMEDOUT   a neighbour in the tree was silent for the timeout (killed, or entered
+ *                the operation that much later), here or anywhere in the tree: the node
+ *                that saw it aborts its neighbours, and they theirs, with its error. The
+ *                timeout: $PARANIC_COLL_TIMEOUT_MS (1 .. 3600000 ms), else the port's
+ *                ($PARANIC_PORT_TIMEOUT_MS, default 5 s); read at the first call (a bad
+ *                value: -EINVAL at once)
+ *   -ECONNRESET  (or other negative errno of ports) the same, from a ports operation
+ * Buffers: in and out may be the same; they are untouched on error (out may be half
+ * written by nobody: results are written only on success).
+ */
+#ifndef PN_COLL_H
+#define PN_COLL_H
+
+#include <stddef.h>
+
+#include "pn_coll_spec.h"
+#include "pn_ports.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The ports channel of the software path (the AM layer takes 65535 and 65534). */
+#define PN_COLL_CHANNEL 65533
+
+/* Every node receives the combination of every node's `in` in `out`. */
+int pn_allreduce(pn_port_t *p, const void *in, void *out, size_t nbytes, int dtype, int red);
+/* Node `root` receives the combination in `out` (others: out unused, may be NULL). */
+int pn_reduce(pn_port_t *p, unsigned root, const void *in, void *out, size_t nbytes, int dtype, int red);
+/* Every node receives root's buf in buf. */
+int pn_bcast(pn_port_t *p, unsigned root, void *buf, size_t nbytes);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* PN_COLL_H */
