@@ -73,6 +73,7 @@ bench: deps
 	$(PARANIC) bench faults --plot docs/img/faults.png
 	$(PARANIC) bench ber --plot docs/img/ber.png
 	$(PARANIC) bench mpi --plot docs/img/mpi.png
+	$(PARANIC) bench collective --plot docs/img/bench-collective.png
 	$(PARANIC) demo --img docs/img
 
 # Boards (docs/boards.md). BOARD: kc705 kcu105 ac701 u250 stlv7325.
