@@ -217,6 +217,24 @@ static void rdone(struct coll *c, pn_port_req_t **rq)
 	*rq = NULL;
 }
 
+/* End a send before its buffer (in struct coll, on the caller's stack) goes away. An
+ * eager send copies its data when it starts and is done then; one still queued behind
+ * credits gets up to the timeout, then is withdrawn. Only a started rendezvous (no DMA
+ * memory for an eager slot) still reads the buffer: wait for it to end (the port's
+ * liveness ends it when its peer is gone). */
+static void sdone(struct coll *c, pn_port_req_t **rq)
+{
+	int rc;
+	if (!*rq || pn_port_wait(c->p, rq, NULL, (int64_t)c->tmo) != -ETIMEDOUT)
+		return;
+	rc = pn_port_cancel(c->p, rq);
+	if (rc == -EBUSY)
+		pn_port_wait(c->p, rq, NULL, -1);
+	else if (rc == -EALREADY)
+		pn_port_test(c->p, rq, NULL);
+	*rq = NULL;
+}
+
 /* Tell every tree neighbour (both trees) that the operation failed with err. */
 static void abort_all(struct coll *c, int err, unsigned troot2)
 {
@@ -472,12 +490,8 @@ out:
 	for (unsigned i = 0; i <= FANOUT; i++)
 		rdone(&c, &c.rreq[i]);
 	rdone(&c, &c.abort_rq);
-	for (unsigned i = 0; i < c.nsreq; i++) {
-		if (c.sreq[i])
-			pn_port_wait(p, &c.sreq[i], NULL, (int64_t)c.tmo);
-		if (c.sreq[i])
-			pn_port_cancel(p, &c.sreq[i]);
-	}
+	for (unsigned i = 0; i < c.nsreq; i++)
+		sdone(&c, &c.sreq[i]);
 	return ret;
 }
 
