@@ -405,11 +405,15 @@ static void case_match(void)
 	free(dr), free(ds), free(db), free(dsb);
 	printf("ok match rank %d: directed receive from %d ranks\n", rank, nranks);
 
-	/* Remote CQ data, inject (the buffer changed right after the call), injectdata. */
+	/* Remote CQ data, inject (the buffer changed right after the call), injectdata. The
+	 * senddata's buffer is its own: it belongs to the provider until the completion (a
+	 * send still queued behind its connection copies it later). */
+	uint8_t sd[300];
 	memset(r, 0, sizeof(r));
 	memset(s, 0, sizeof(s));
+	fill(sd, 300, 77);
 	fill(buf, 300, 77);
-	POST(fi_tsenddata(ep, buf, 300, NULL, 0xDEADBEEF, peers[peer], 0xDA7A, &s[0]));
+	POST(fi_tsenddata(ep, sd, 300, NULL, 0xDEADBEEF, peers[peer], 0xDA7A, &s[0]));
 	POST(fi_tinject(ep, buf, 200, peers[peer], 0x1A1A));
 	memset(buf, 0, 300);
 	POST(fi_tinjectdata(ep, NULL, 0, 0x12345678, peers[peer], 0x1A1B));
