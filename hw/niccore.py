@@ -20,6 +20,7 @@ from litex.soc.interconnect.csr import CSRStatus, CSRStorage
 from paranic.spec import protocol as P
 
 from .barrier import BarrierUnit
+from .collective import CollectiveUnit, make_core
 from .common import hdr, packet_layout
 from .host import HostInterface
 from .inject import InjectionGate, StartGate
@@ -67,12 +68,14 @@ class NicCore(LiteXModule):
     ``link_kwargs``/``host_kwargs`` pass through to the LinkLayer/HostInterface;
     ``with_sync_line`` gives the barrier unit its wired-AND sync-line path (a board with
     a ribbon's sync line; adds the ``barrier_use_line`` CSR, so the CSR map differs).
+    ``collective`` picks the collective unit's kernel (:func:`~paranic.hw.collective.make_core`):
+    None (the unit refuses every command), ``"migen"``, ``"vitis"`` or ``"sim"``.
     """
 
     def __init__(self, n_links: int = 2, n_ctx: int = P.DEFAULT_CONTEXTS, mtu: int = P.DEFAULT_MTU,
                  table_nodes: int = P.DEFAULT_TABLE_NODES, buf_words: int | None = None,
                  link_kwargs: dict | None = None, host_kwargs: dict | None = None,
-                 with_sync_line: bool = False) -> None:
+                 with_sync_line: bool = False, collective: str | None = None) -> None:
         self.n_links = n_links
         self.n_ctx = n_ctx
         self.mtu = mtu
@@ -98,6 +101,7 @@ class NicCore(LiteXModule):
         self.host = HostInterface(n_ctx=n_ctx, mtu=mtu, **(host_kwargs or {}))
         self.barrier = BarrierUnit(n_ctx=n_ctx, with_sync_line=with_sync_line)
         self.mgmt = MgmtPort(mtu=mtu)
+        self.coll = CollectiveUnit(make_core(collective))
         self.links = []
         for i in range(n_links):
             link = LinkLayer(mtu=mtu, **(link_kwargs or {}))
@@ -107,6 +111,7 @@ class NicCore(LiteXModule):
         self.host.add_csrs()
         self.barrier.add_csrs()
         self.mgmt.add_csrs()
+        self.coll.add_csrs()
         for link in self.links:
             link.add_csrs()
 
@@ -114,6 +119,7 @@ class NicCore(LiteXModule):
             self.router.node_id.eq(node_id),
             self.host.node_id.eq(node_id),
             self.barrier.node_id.eq(node_id),
+            self.coll.node_id.eq(node_id),
         ]
 
         # Router link ports <-> link layers, and the management port's TX path: into the
@@ -151,27 +157,34 @@ class NicCore(LiteXModule):
         # always goes in whole, and when the packets at the FIFO's head wait for a failed
         # link, the firmware's packets are still in its TX FIFO, where a new
         # mgmt_tx_target re-steers them (docs/firmware.md, "Route changes"). --------------
-        self.injection = InjectionGate(2)
+        # The host's COLLECTIVE packets are commands for the collective unit, whose own
+        # packets are injected beside the barrier unit's. -----------------------------------
+        self.injection = InjectionGate(3)
         self.injection.add_csrs()
         gate = self.injection
         self.mgmt_start = StartGate()
         free = self.router.inject.free
+        self.host_tx = packet.Dispatcher(self.host.tx_source, [gate.sinks[1], self.coll.host_sink])
         self.comb += [
+            self.host_tx.sel.eq(hdr(self.host.tx_source.data, "type") == P.PacketType.COLLECTIVE),
             self.barrier.source.connect(gate.sinks[0]),
-            self.host.tx_source.connect(gate.sinks[1]),
+            self.coll.net_source.connect(gate.sinks[2]),
             *gate.watch(self.router, self.mgmt),
             gate.room.eq(free >= P.packet_words(mtu) + MGMT_RESERVE_WORDS),
             self.mgmt_tx.local.connect(self.mgmt_start.sink),
             self.mgmt_start.ok.eq(free >= MGMT_RESERVE_WORDS),
         ]
-        self.inject = packet.Arbiter([gate.sources[0], self.mgmt_start.source, gate.sources[1]],
-                                     self.router.local_sink)
+        self.inject = packet.Arbiter([gate.sources[0], self.mgmt_start.source, gate.sources[1],
+                                      gate.sources[2]], self.router.local_sink)
 
         # Ejection by type: BARRIER to the barrier unit, CONTROL to the management port
-        # (which back-pressures, never drops), everything else to the host. -----------------
+        # (which back-pressures, never drops), COLLECTIVE to the collective unit, everything
+        # else to the host, which also takes the collective unit's results. ---------------
         eject_mgmt = stream.Endpoint(packet_layout())
+        eject_host = stream.Endpoint(packet_layout())
         self.eject = packet.Dispatcher(self.router.local_source,
-                                       [self.host.rx_sink, self.barrier.sink, eject_mgmt])
+                                       [eject_host, self.barrier.sink, eject_mgmt, self.coll.net_sink])
+        self.host_rx = packet.Arbiter([eject_host, self.coll.host_source], self.host.rx_sink)
         # The management port receives routed CONTROL packets from the router and
         # link-local ones from the lanes (packet round-robin).
         self.mgmt_rx = packet.Arbiter([eject_mgmt] + [lrx.source for lrx in self.lanes_rx],

@@ -96,6 +96,8 @@ def hls_tables() -> str:
     """The HLS kernels' interfaces in docs/hls.md (:mod:`paranic.spec.kernels`)."""
     L = ["### `route` kernel ports", "", "| port | dir | width | meaning |", "|---|---|---|---|"]
     L += [f"| `{n}` | {'in' if d == 'i' else 'out'} | {w} | {doc} |" for n, d, w, doc in K.ROUTE_PORTS]
+    L += ["", "### `collective` kernel ports", "", "| port | dir | width | meaning |", "|---|---|---|---|"]
+    L += [f"| `{n}` | {'in' if d == 'i' else 'out'} | {w} | {doc} |" for n, d, w, doc in K.COLL_PORTS]
     L += ["", "### Collective header (payload word 0)", ""]
     L += _md_fields(K.COLL_FIELDS, 64)
     for enum in (K.CollOp, K.CollType, K.CollRed, K.CollPhase, K.CollErr):

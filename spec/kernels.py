@@ -128,10 +128,40 @@ COLL_FIELDS: tuple[Field, ...] = (
     Field("nodes", 29, P.NODE_BITS + 1, "participating nodes: ids 0 .. nodes-1"),
     Field("err", 42, 2, "CollErr bits"),
     Field("nodata", 44, 1, "no vector follows: a REDUCE's completion to a non-root node"),
-    Field("rsvd", 45, 3, "reserved, zero"),
+    Field("refused", 45, 1, "result only: the NIC refused the command, as no collective unit is configured for the sending context"),
+    Field("rsvd", 46, 2, "reserved, zero"),
     Field("episode", 48, 16, "operation number (wraps); contributions of one operation carry the same"),
 )
 COLL_FIELD = {f.name: f for f in COLL_FIELDS}
+
+
+#: The collective kernel's streams (64-bit words; no TLAST: a message's length is in its
+#: header): (name, direction as seen from the kernel, meaning).
+COLL_STREAMS: tuple[tuple[str, str, str], ...] = (
+    ("host_in", "i", "commands from this node's host: the collective header word, then ceil(nbytes/8) vector words"),
+    ("host_out", "o", "results to this node's host: the header word (phase DOWN), then the vector unless nodata"),
+    ("net_in", "i", "collective packets for this node: two network header words, the collective header word, the vector"),
+    ("net_out", "o", "collective packets this node sends, framed the same way"),
+)
+
+#: RTL ports of the collective kernel, as Vitis HLS exports ``collective()`` with its
+#: pragmas (``ap_ctrl_hs``, the streams ``axis``, the scalars ``ap_none``); the gateware's
+#: Migen implementation and its Vitis ``Instance`` have exactly these signals.
+#: ``ap_start`` is held high: each call handles one message, and the next starts at once.
+COLL_PORTS: tuple[tuple[str, str, int, str], ...] = (
+    ("ap_clk", "i", 1, "clock"),
+    ("ap_rst", "i", 1, "synchronous reset, active high"),
+    ("ap_start", "i", 1, "held high: handle messages as they come"),
+    ("ap_done", "o", 1, "a call (one message) finished"),
+    ("ap_idle", "o", 1, "no call in progress"),
+    ("ap_ready", "o", 1, "a call is taken this cycle"),
+    *(p for name, d, doc in COLL_STREAMS for p in (
+        (f"{name}_TDATA", d, P.WORD_BITS, f"{name}: {doc}"),
+        (f"{name}_TVALID", d, 1, f"{name}: a word this cycle"),
+        (f"{name}_TREADY", "o" if d == "i" else "i", 1, f"{name}: the word is taken"))),
+    ("node", "i", P.NODE_BITS, "this node's id"),
+    ("radix_log2", "i", 2, "the tree's fan-out exponent (children per node: 2**radix_log2, at most 4)"),
+)
 
 
 def pack_coll(**values: int) -> int:

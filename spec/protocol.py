@@ -67,8 +67,10 @@ class PacketType(IntEnum):
 
 
 #: Packet types a user context may send (PIO header or DMA descriptor); the NIC
-#: refuses BARRIER and CONTROL, which belong to the barrier unit and the firmware.
-USER_PACKET_TYPES = (PacketType.DATA, PacketType.RMA_PUT, PacketType.RMA_GET, PacketType.RMA_RESP)
+#: refuses BARRIER and CONTROL, which belong to the barrier unit and the firmware. A
+#: COLLECTIVE packet from the host is a command for this NIC's collective unit (docs/hls.md).
+USER_PACKET_TYPES = (PacketType.DATA, PacketType.RMA_PUT, PacketType.RMA_GET, PacketType.RMA_RESP,
+                     PacketType.COLLECTIVE)
 
 
 class Flags(IntEnum):

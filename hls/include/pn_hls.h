@@ -90,6 +90,11 @@
 #define PN_COLLHDR_NODATA_SHIFT 44
 #define PN_COLLHDR_NODATA_WIDTH 1
 #define PN_COLLHDR_NODATA_MASK 0x1ULL
+/* result only: the NIC refused the command, as no collective unit is configured for the sending context */
+#define PN_COLLHDR_REFUSED_WORD 0
+#define PN_COLLHDR_REFUSED_SHIFT 45
+#define PN_COLLHDR_REFUSED_WIDTH 1
+#define PN_COLLHDR_REFUSED_MASK 0x1ULL
 /* operation number (wraps); contributions of one operation carry the same */
 #define PN_COLLHDR_EPISODE_WORD 0
 #define PN_COLLHDR_EPISODE_SHIFT 48

@@ -36,7 +36,7 @@
 #define PN_NIC_VERSION 4
 
 /* Packet types a user context may send, as a mask of 1 << type */
-#define PN_USER_TYPE_MASK 0x39
+#define PN_USER_TYPE_MASK 0x79
 
 /* PCI identity of the board (docs/driver.md) */
 #define PN_PCI_VENDOR_ID 0x10ee
