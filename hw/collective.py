@@ -15,10 +15,12 @@ there are three implementations, chosen by NicCore's build option ``collective``
 ``COLLECTIVE`` (a PIO or DMA send from a context; the network header's destination is
 ignored), strips the network header and hands the command to the kernel; it frames the
 kernel's results as packets to the owning context's RX ring; it frames the kernel's
-network packets for the router and feeds it the ones the router ejects. Only the context
-the driver (or the simulator) configured (CSRs ``enable``, ``ctx``) reaches the kernel;
-any other command, and every command while the unit is disabled or has no core, is
-answered at once with a result whose ``refused`` bit is set, so the library can tell
+network packets for the router and feeds it the ones the router ejects. The driver (or
+the simulator) enables the unit at bring-up (CSR ``enable``; while it is 0 the kernel is
+held in reset and ejected packets are dropped) and gives it to one context (``ctx``,
+``owned``). Only that context's commands reach the kernel; any other command, and every
+command while the unit is disabled, unowned or has no core, is answered at once with a
+result whose ``refused`` bit is set, so the library can tell
 "not configured" from a failed operation. A command whose packet length disagrees with
 its ``nbytes`` reaches the kernel padded with zeros or cut to ``nbytes``, with
 ``BAD_ARGS`` set, so that the node still takes part and nobody waits for it.
@@ -30,7 +32,7 @@ while injection or the host's RX path is busy (docs/hls.md, "In NicCore").
 
 from __future__ import annotations
 
-from migen import ClockSignal, FSM, If, Instance, Module, NextState, NextValue, ResetSignal, Signal
+from migen import ClockSignal, FSM, If, Instance, Module, NextState, NextValue, ResetInserter, ResetSignal, Signal
 from litex.gen import LiteXModule
 from litex.soc.interconnect import stream
 from litex.soc.interconnect.csr import CSRStatus, CSRStorage
@@ -59,7 +61,9 @@ def cfield(word, name: str):
 
 class CollectiveCore(Module):
     """The kernel's interface (:data:`~paranic.spec.kernels.COLL_PORTS`): sinks ``host_in`` and
-    ``net_in``, sources ``host_out`` and ``net_out``, inputs ``node`` and ``radix_log2``."""
+    ``net_in``, sources ``host_out`` and ``net_out``, inputs ``node`` and ``radix_log2``, and
+    ``rst``: while high, the kernel's state is reset (the unit holds it so while disabled, so a
+    new owner never inherits half an operation)."""
 
     def __init__(self) -> None:
         self.host_in = coll_stream()
@@ -68,6 +72,7 @@ class CollectiveCore(Module):
         self.net_out = coll_stream()
         self.node = Signal(P.NODE_BITS)
         self.radix_log2 = Signal(2)
+        self.rst = Signal()
 
     def streams(self) -> dict[str, stream.Endpoint]:
         return {name: getattr(self, name) for name, _d, _doc in K.COLL_STREAMS}
@@ -86,7 +91,7 @@ class CollectiveVitis(CollectiveCore):
         self.ap_done = Signal()
         self.ap_idle = Signal()
         self.ap_ready = Signal()
-        conn = {"i_ap_clk": ClockSignal(), "i_ap_rst": ResetSignal(), "i_ap_start": 1,
+        conn = {"i_ap_clk": ClockSignal(), "i_ap_rst": ResetSignal() | self.rst, "i_ap_start": 1,
                 "o_ap_done": self.ap_done, "o_ap_idle": self.ap_idle, "o_ap_ready": self.ap_ready,
                 "i_node": self.node, "i_radix_log2": self.radix_log2}
         for name, d, _doc in K.COLL_STREAMS:
@@ -116,7 +121,9 @@ def make_core(impl: str | None) -> CollectiveCore | None:
         return CollectiveExternal()
     if impl == "migen":
         from .collective_core import CollectiveMigen
-        return CollectiveMigen()
+        core = ResetInserter()(CollectiveMigen())
+        core.comb += core.reset.eq(core.rst)
+        return core
     raise ValueError(f"collective: {impl!r} is not None, 'migen', 'vitis' or 'sim'")
 
 
@@ -129,7 +136,8 @@ class NetFramer(Module):
         self.source = stream.Endpoint(packet_layout())
         left = Signal(7)        # words of this packet still to come after the current one
         inside = Signal()
-        length = hdr(self.sink.data, "length")
+        length = Signal(P.HEADER_FIELD["length"].width + 1)   # + 7 below must not wrap
+        self.comb += length.eq(hdr(self.sink.data, "length"))
         self.comb += [
             self.source.valid.eq(self.sink.valid),
             self.sink.ready.eq(self.source.ready),
@@ -152,11 +160,12 @@ class CollectiveUnit(LiteXModule):
     """The collective unit of one node (see the module's description).
 
     ``core``: a :class:`CollectiveCore` or None. Input ``node_id``; configuration
-    ``enable`` (reset 0), ``ctx`` (the context that owns the unit), ``radix_log2``.
+    ``enable`` (reset 0), ``ctx`` and ``owned`` (the context that owns the unit),
+    ``radix_log2``.
     Packet streams: ``host_sink`` (the host's COLLECTIVE packets), ``host_source``
     (results, to the host's RX path), ``net_sink`` (COLLECTIVE packets the router ejects),
     ``net_source`` (packets to inject). Counters (32 bit, wrap): ``commands`` (taken by the
-    kernel), ``refused``, ``results``, ``net_dropped`` (ejected while there is no core)."""
+    kernel), ``refused``, ``results``, ``net_dropped`` (ejected while disabled or without a core)."""
 
     COUNTERS = ("commands", "refused", "results", "net_dropped")
 
@@ -165,6 +174,7 @@ class CollectiveUnit(LiteXModule):
         self.node_id = Signal(P.NODE_BITS)
         self.enable = Signal()
         self.ctx = Signal(P.CTX_BITS)
+        self.owned = Signal()
         self.radix_log2 = Signal(2, reset=K.COLL_DEFAULT_RADIX_LOG2)
         self.host_sink = stream.Endpoint(packet_layout())
         self.host_source = stream.Endpoint(packet_layout())
@@ -177,7 +187,8 @@ class CollectiveUnit(LiteXModule):
 
         if core is not None:
             self.submodules.core = core
-            self.comb += [core.node.eq(self.node_id), core.radix_log2.eq(self.radix_log2)]
+            self.comb += [core.node.eq(self.node_id), core.radix_log2.eq(self.radix_log2),
+                          core.rst.eq(~self.enable)]
             host_in, net_in = core.host_in, core.net_in
             # Outputs through FIFOs, so the kernel never waits on injection or the host.
             self.net_fifo = stream.SyncFIFO([("data", P.WORD_BITS)], NET_OUT_WORDS, buffered=True)
@@ -188,8 +199,14 @@ class CollectiveUnit(LiteXModule):
                 self.net_fifo.source.connect(self.framer.sink),
                 self.framer.source.connect(self.net_source),
                 core.host_out.connect(self.host_fifo.sink),
-                self.net_sink.connect(net_in, keep={"valid", "ready", "data"}),
+                # While disabled (the kernel held in reset) ejected packets are dropped, so
+                # they never hold up the ejection of other packets.
+                If(self.enable,
+                    self.net_sink.connect(net_in, keep={"valid", "ready", "data"}),
+                ).Else(self.net_sink.ready.eq(1)),
             ]
+            self.sync += If(~self.enable & self.net_sink.valid & self.net_sink.last,
+                            self.net_dropped.eq(self.net_dropped + 1))
             results = self.host_fifo.source
         else:
             host_in = coll_stream()          # never valid: every command is refused
@@ -211,15 +228,19 @@ class CollectiveUnit(LiteXModule):
         ref_hdr = Signal(P.WORD_BITS)
         ref_ctx = Signal(P.CTX_BITS)
         owner = Signal()
-        self.comb += owner.eq(self.enable & int(core is not None) & (src_ctx == self.ctx))
+        self.comb += owner.eq(self.enable & self.owned & int(core is not None) & (src_ctx == self.ctx))
         h_in = sink.data
         nbytes = cfield(h_in, "nbytes")
+        nbytes_up = Signal(len(nbytes) + 1)   # nbytes + 7 without wrapping (up to 511 + 7)
+        self.comb += nbytes_up.eq(nbytes + 7)
+        len_up = Signal(P.HEADER_FIELD["length"].width + 1)
+        self.comb += len_up.eq(hdr(sink.data, "length") + 7)
         self.cmd = cmd = FSM(reset_state="W0")
         cmd.act("W0",
             sink.ready.eq(1),
             If(sink.valid,
                 NextValue(src_ctx, hdr(sink.data, "src_ctx")),
-                NextValue(pkt_words, (hdr(sink.data, "length") + 7) >> 3),
+                NextValue(pkt_words, len_up >> 3),
                 NextState("TAG")))
         cmd.act("TAG",
             sink.ready.eq(1),
@@ -232,7 +253,7 @@ class CollectiveUnit(LiteXModule):
         cmd.act("HDR",
             If(sink.valid,
                 NextValue(h, h_in),
-                NextValue(need, (nbytes + 7) >> 3),
+                NextValue(need, nbytes_up >> 3),
                 NextValue(i, 0),
                 NextValue(pkt_words, pkt_words - 1),
                 If(owner,
@@ -293,9 +314,11 @@ class CollectiveUnit(LiteXModule):
             cfield(res_hdr, "refused").eq(1),
         ]
         rwords = Signal(7)           # the kernel's data_words(): ceil(nbytes / 8), at most 32
+        res_up = Signal(K.COLL_FIELD["nbytes"].width + 1)
+        self.comb += res_up.eq(cfield(results.data, "nbytes") + 7)
         self.comb += If(cfield(results.data, "nodata"), rwords.eq(0)
             ).Elif(cfield(results.data, "nbytes") > K.COLL_MAX_BYTES, rwords.eq(K.COLL_MAX_WORDS)
-            ).Else(rwords.eq((cfield(results.data, "nbytes") + 7) >> 3))
+            ).Else(rwords.eq(res_up >> 3))
         w0 = Signal(P.WORD_BITS)
         self.comb += [
             hdr(w0, "dst_node").eq(self.node_id),
@@ -336,9 +359,13 @@ class CollectiveUnit(LiteXModule):
 
     def add_csrs(self) -> None:
         self._enable = CSRStorage(1, reset=0,
-            description="1: commands of context `ctx` go to the collective kernel. 0: every "
-                        "command is refused (result with `refused` set).")
-        self._ctx = CSRStorage(P.CTX_BITS, description="The context that owns the unit.")
+            description="1: the collective kernel runs and takes the network's collective packets. "
+                        "0: its state is held in reset, those packets are dropped, every command "
+                        "is refused.")
+        self._ctx = CSRStorage(P.CTX_BITS, description="The context that owns the unit (with `owned`).")
+        self._owned = CSRStorage(1, reset=0,
+            description="1: commands of context `ctx` go to the kernel. Other contexts' commands, "
+                        "and all while 0, are answered with `refused` set.")
         self._radix_log2 = CSRStorage(2, reset=K.COLL_DEFAULT_RADIX_LOG2,
             description=f"Tree fan-out 2**radix_log2 (0..{K.COLL_MAX_RADIX_LOG2}). Same value on "
                         "every node; change only while no operation is in progress.")
@@ -347,6 +374,7 @@ class CollectiveUnit(LiteXModule):
         self.comb += [
             self.enable.eq(self._enable.storage),
             self.ctx.eq(self._ctx.storage),
+            self.owned.eq(self._owned.storage),
             self.radix_log2.eq(self._radix_log2.storage),
         ]
         for name in self.COUNTERS:

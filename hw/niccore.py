@@ -192,6 +192,7 @@ class NicCore(LiteXModule):
         ptype = hdr(self.router.local_source.data, "type")
         self.comb += If(ptype == P.PacketType.BARRIER, self.eject.sel.eq(1)
                         ).Elif(ptype == P.PacketType.CONTROL, self.eject.sel.eq(2)
+                        ).Elif(ptype == P.PacketType.COLLECTIVE, self.eject.sel.eq(3)
                         ).Else(self.eject.sel.eq(0))
 
         # Host <-> barrier ------------------------------------------------------------------

@@ -150,6 +150,7 @@ void Harness::configure(Client *cl)
 	r->done = [this, cl, gen](int) {
 		if (cl->st != CState::Config || cl->gen != gen)
 			return;   /* it hung up meanwhile: teardown is under way */
+		coll_claim(cl);   /* queued before the client's first access */
 		welcome(cl);
 	};
 	ctx_push(r, cycle + cfg.c_mmio_w);
@@ -159,6 +160,7 @@ void Harness::configure(Client *cl)
  * writes in flight land, reset), and only then unmap the client's memory. */
 void Harness::teardown(Client *cl)
 {
+	coll_release(cl);
 	CtxRun *r = ctx_new(cl->node, PN_CTXSEQ_CLOSE, ctx_cfg(cl));
 	r->give_up = ctx_give_up_when_overdue(r);
 	r->done = [this, cl](int) {

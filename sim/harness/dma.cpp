@@ -58,6 +58,9 @@ void Harness::protocol_error(int node, const char *fmt, ...)
 
 void Harness::dma_written(int node, Client *cl, uint64_t adr, uint32_t n, const uint8_t *data)
 {
+	if (sim_verbose > 2)
+		sim_log("node %d: DMA write of %u bytes at 0x%llx, cycle %llu", node, n, (unsigned long long)adr,
+			(unsigned long long)cycle);
 	if (cl->device)
 		return;   /* no trace records for a guest's node */
 	const pn_sim_hello &h = cl->hello;

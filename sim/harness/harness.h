@@ -38,6 +38,17 @@ typedef IData BusData;
 #endif
 
 /* Pointers to one node's top-level ports of the Verilated model (cluster_gen.cpp). */
+/* The collective kernel's ports of one node (NicCore clusters, SIM_COLL): the NIC drives
+ * host_in/net_in (valid, data) and takes host_out/net_out (ready); the harness runs the
+ * kernel (coll.cpp) on the other ends. */
+struct CollPorts {
+	CData *host_in_valid, *host_in_ready, *host_out_valid, *host_out_ready;
+	CData *net_in_valid, *net_in_ready, *net_out_valid, *net_out_ready;
+	QData *host_in_data, *host_out_data, *net_in_data, *net_out_data;
+	SData *node;
+	CData *radix_log2, *rst;
+};
+
 struct NodePorts {
 	IData *bus_adr;
 	BusData *bus_dat_w, *bus_dat_r;
@@ -56,7 +67,10 @@ struct NodePorts {
 	QData *w_dat;
 	QData *dna;        /* SoC cluster only: identity inputs (NULL otherwise) */
 	SData *cfg_node;
+	CollPorts k;       /* SIM_COLL only (NULL otherwise) */
 };
+
+class CollNode;   /* coll.cpp: one node's collective kernel */
 
 /* A cable fault (faults.cpp): at cycle `at`, cable `cable` is cut, mended or gets the
  * error threshold `value` (op: enum pn_sim_fault_op). */
@@ -402,6 +416,17 @@ private:
 
 	Vcluster *m = nullptr;
 	std::vector<Host *> hosts;
+	std::vector<CollNode *> colls;   /* per node, SIM_COLL only (coll.cpp) */
+	void coll_pre();
+	void coll_post();
+	bool coll_busy() const;
+	void coll_attach(const NodePorts &p);
+	/* The node's collective unit goes to the first context attached there and back
+	 * when it detaches (coll.cpp). */
+	void coll_claim(const Client *cl);
+	void coll_init(Script *s);
+	void coll_release(const Client *cl);
+	std::vector<int> coll_owner = std::vector<int>(SIM_NODES, -1);
 	std::vector<Client *> clients;
 	Client *owner[SIM_NODES][SIM_N_CTX] = {};
 	Client *dev_owner[SIM_NODES] = {};   /* a device client holds the node */

@@ -42,6 +42,7 @@ void Harness::bring_up()
 			s->csr_write(PN_CSR_ROUTER_ROUTE_WRITE, 1, 1);
 		}
 		barrier_init(s, cfg.radix_log2, barrier_mode(SIM_NODES));
+		coll_init(s);
 		hosts[n]->push_script(s, cycle);
 		link_poll(n, cycle);
 	}
@@ -124,6 +125,7 @@ void Harness::fw_routed()
 		sim_log("  node index %d: node id %d, fw_state %u", n, node_id[n], fw_state_of[n]);
 		Script *s = new Script;
 		barrier_init(s, cfg.radix_log2, barrier_mode(SIM_NODES));
+		coll_init(s);
 		hosts[n]->push_script(s, cycle);
 		link_poll(n, cycle);
 	}

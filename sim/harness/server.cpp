@@ -130,6 +130,8 @@ bool Harness::anything_in_flight() const
 	for (const Host *h : hosts)
 		if (h->busy())
 			return true;
+	if (coll_busy())
+		return true;
 	for (const Client *c : clients)
 		if (c->st == CState::Teardown || c->st == CState::Config)
 			return true;
@@ -146,10 +148,12 @@ void Harness::step()
 	pull_queues();
 	for (Host *h : hosts)
 		h->pre(cycle);
+	coll_pre();
 	m->sys_clk = 0;
 	m->eval();
 	for (Host *h : hosts)
 		h->post(cycle);
+	coll_post();
 	m->sys_clk = 1;
 	m->eval();
 	cycle++;
@@ -215,10 +219,11 @@ int Harness::run()
 	vctx->commandArgs(2, vargs);
 #endif
 	m = new Vcluster{vctx};
-	NodePorts ports[SIM_NODES];
+	NodePorts ports[SIM_NODES] = {};
 	sim_bind_ports(m, ports);
 	for (int n = 0; n < SIM_NODES; n++) {
 		hosts.push_back(new Host(this, n, ports[n]));
+		coll_attach(ports[n]);
 		*ports[n].rd_ready = 1;   /* requests are always taken (queued) */
 		*ports[n].w_ready = 1;    /* writes are posted */
 	}
@@ -275,6 +280,8 @@ int Harness::run()
 		} else {
 			for (int i = 0; i < 256; i++) {
 				step();
+				if (coll_busy())
+					last_activity = cycle;
 				for (Host *h : hosts)
 					if (h->busy()) {
 						last_activity = cycle;

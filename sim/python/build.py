@@ -31,11 +31,13 @@ from typing import Sequence
 import paranic.hw
 import paranic.spec
 from paranic.spec import cgen
+from paranic.spec import kernels as K
 from paranic.spec import protocol as P
 from paranic.spec import sim as S
 from paranic.spec.topo import Topology
 
 from .hdl import setup_verilator_env, verilator_root
+from .hlsenv import CXXFLAGS as KERNEL_CXXFLAGS, HLS_DIR, include_dirs as kernel_include_dirs
 from .paths import BUILD_ROOT, HARNESS_DIR, TREE
 
 #: Name of the Verilated model class (``--prefix``).
@@ -57,6 +59,11 @@ SPEC_HEADERS = (TREE / "userlib/src/pn_sim_shm.h", TREE / "userlib/include/paran
 #: libparanic's headers of HARNESS_C_SOURCES.
 USERLIB_HEADERS = (TREE / "userlib/include/paranic/pn_ctxseq.h", TREE / "userlib/src/pn_sim_proto.h")
 HARNESS_INCLUDES = (TREE / "userlib/src", TREE / "userlib/include")
+#: The HLS collective kernel's C++, compiled into the harness (coll.cpp runs it for every
+#: node) with the kernels' own flags (paranic.sim.hlsenv), and the headers it includes.
+KERNEL_SOURCES = (HLS_DIR / "collective" / "collective.cpp",)
+KERNEL_HEADERS = (HLS_DIR / "collective" / "collective.h", HLS_DIR / "include" / "pn_hls.h",
+                  HLS_DIR / "csim" / "hls_stream.h")
 
 
 _TAG = threading.local()  # the topology being built by this thread (log prefix)
@@ -91,12 +98,16 @@ def table_nodes_of(topo: Topology) -> int:
 def harness_sources() -> list[Path]:
     """Every file the harness binary is compiled from (besides the generated glue)."""
     return (sorted(HARNESS_DIR.glob("*.cpp")) + sorted(HARNESS_DIR.glob("*.h")) + list(SPEC_HEADERS)
-            + list(HARNESS_C_SOURCES) + list(USERLIB_HEADERS))
+            + list(HARNESS_C_SOURCES) + list(USERLIB_HEADERS) + list(KERNEL_SOURCES) + list(KERNEL_HEADERS))
 
 
 def _package_sources(*packages) -> list[Path]:
     return sorted(f for pkg in packages for f in Path(pkg.__file__).parent.rglob("*.py"))
 
+
+#: The NicCore clusters' collective kernel: driven from outside, by the harness running the
+#: kernel's C++ (sim/harness/coll.cpp; a SoC cluster's nodes have no collective kernel).
+COLLECTIVE = "sim"
 
 #: Width of the NicCore cluster's host bus in bytes (the SoC cluster's Bar0Window is 32-bit):
 #: the harness applies a 64-bit store as one beat (harness.h ``SIM_BUS_BYTES``).
@@ -150,7 +161,7 @@ def _verilog(topo: Topology, mtu: int, n_ctx: int, phy_delay: int, quiet: bool) 
     _log(f"generating Verilog for {topo} (MTU {mtu}, {n_ctx} contexts)", quiet)
     t0 = time.time()
     v, top, csr = cluster_verilog(topo, out, name=name, n_ctx=n_ctx, mtu=mtu, phy_delay=phy_delay,
-                                  bus_width=8 * SIM_BUS_BYTES)
+                                  bus_width=8 * SIM_BUS_BYTES, collective=COLLECTIVE)
     stamp.write_text(key)
     _log(f"Verilog written in {time.time() - t0:.1f} s: {v} ({v.stat().st_size >> 10} KiB)", quiet)
     return v, csr, top
@@ -170,7 +181,7 @@ def _node_verilog(n_links: int, table_nodes: int, mtu: int, n_ctx: int, quiet: b
         return v, csr, name
     _log(f"generating a split node's Verilog ({n_links} link ports, MTU {mtu}, {n_ctx} contexts)", quiet)
     v, top, csr = node_verilog(n_links, out, name=name, n_ctx=n_ctx, mtu=mtu, table_nodes=table_nodes,
-                               bus_width=8 * SIM_BUS_BYTES)
+                               bus_width=8 * SIM_BUS_BYTES, collective=COLLECTIVE)
     stamp.write_text(key)
     return v, csr, top
 
@@ -275,6 +286,11 @@ _NODE_FIELDS = [("bus_adr", "bus_adr"), ("bus_dat_w", "bus_dat_w"), ("bus_dat_r"
                 ("w_first", "dma_wr_source_first"), ("w_last", "dma_wr_source_last"),
                 ("w_we", "dma_wr_source_payload_we"), ("w_adr", "dma_wr_source_payload_adr"),
                 ("w_len", "dma_wr_source_payload_len"), ("w_dat", "dma_wr_source_payload_dat")]
+#: The collective kernel's streams (NicCore clusters; harness.h ``CollPorts``): per stream
+#: valid, ready, data; then the kernel's node and radix_log2 inputs.
+_COLL_FIELDS = [(f"k.{s}_{sig}", f"coll_{s}_{port}") for s, _d, _doc in K.COLL_STREAMS
+                for sig, port in (("valid", "valid"), ("ready", "ready"), ("data", "payload_data"))] + \
+               [("k.node", "coll_node"), ("k.radix_log2", "coll_radix_log2"), ("k.rst", "coll_rst")]
 
 
 def gen_glue(topo: Topology, csr_json: Path, mtu: int, n_ctx: int, out: Path, node=None,
@@ -308,6 +324,8 @@ def gen_glue(topo: Topology, csr_json: Path, mtu: int, n_ctx: int, out: Path, no
     H += ["};", ""]
     if node is not None:
         H += _soc_glue(node, topo.nodes)
+    H += ["/* 1: each node's collective kernel is the harness's (coll.cpp) */",
+          f"#define SIM_COLL {0 if node is not None else 1}", ""]
     H += ["struct NodePorts;", "class " + MODEL + ";",
           f"void sim_bind_ports({MODEL} *m, NodePorts *p);",
           "/* each cable's cut (1 bit) and bit-error threshold (32 bits) inputs */",
@@ -322,6 +340,8 @@ def gen_glue(topo: Topology, csr_json: Path, mtu: int, n_ctx: int, out: Path, no
     fields = list(_NODE_FIELDS)
     if node is not None:
         fields += [("dna", "dna"), ("cfg_node", "cfg_node")]
+    else:
+        fields += _COLL_FIELDS
     for n in range(topo.nodes):
         for f, port in fields:
             C.append(f"\tp[{n}].{f} = &m->n{n}_{port};")
@@ -522,7 +542,7 @@ def _split_glue(topo: Topology, delay: int, regs: dict, H: list[str], out: Path)
     cpp = (_SPLIT_CPP.replace("@LINKTAB@", "\n".join(tab))
            .replace("@DNA@", ", ".join(f"0x{sim_dna(i):016x}ull" for i in range(topo.nodes)))
            .replace("@PTRS@", "\n".join(ptrs))
-           .replace("@BIND@", "\n".join(f"\t\tp[n].{f} = &v->{port};" for f, port in _NODE_FIELDS))
+           .replace("@BIND@", "\n".join(f"\t\tp[n].{f} = &v->{port};" for f, port in _NODE_FIELDS + _COLL_FIELDS))
            .replace("((p) == 0 ? &(v)->l0_##f : (p) == 1 ? &(v)->l1_##f : (p) == 2 ? &(v)->l2_##f : &(v)->l3_##f)",
                     f"({macro})"))
     H = H + ["struct NodePorts;", "class Vcluster;", "void sim_bind_ports(Vcluster *m, NodePorts *p);",
@@ -543,14 +563,16 @@ def _build_harness(bdir: Path, obj: Path, gen: list[Path], vhash: str, quiet: bo
     exe = bdir / "paranic-sim"
     srcs = sorted(HARNESS_DIR.glob("*.cpp"))
     deps = harness_sources() + gen
-    key = _sha(vhash, " ".join(HARNESS_CXXFLAGS), " ".join(HARNESS_CFLAGS), *[p.read_bytes() for p in deps])[:20]
+    key = _sha(vhash, " ".join(HARNESS_CXXFLAGS), " ".join(HARNESS_CFLAGS), " ".join(KERNEL_CXXFLAGS),
+               " ".join(kernel_include_dirs()), *[p.read_bytes() for p in deps])[:20]
     stamp = bdir / ".harness"
     if exe.exists() and stamp.exists() and stamp.read_text() == key:
         return exe
     t0 = time.time()
     _log(f"compiling the harness ({', '.join(s.name for s in srcs + list(HARNESS_C_SOURCES))})", quiet)
+    kinc = kernel_include_dirs() + ["-I", str(HLS_DIR / "collective")]
     inc = [f"-I{obj}", f"-I{vroot / 'include'}", f"-I{vroot / 'include' / 'vltstd'}",
-           f"-I{gen[0].parent}", f"-I{HARNESS_DIR}"] + [f"-I{d}" for d in HARNESS_INCLUDES]
+           f"-I{gen[0].parent}", f"-I{HARNESS_DIR}"] + [f"-I{d}" for d in HARNESS_INCLUDES] + kinc
     objs = []
     hobj = bdir / "hobj"
     hobj.mkdir(exist_ok=True)
@@ -558,6 +580,10 @@ def _build_harness(bdir: Path, obj: Path, gen: list[Path], vhash: str, quiet: bo
     for s in srcs + [gen[1]]:
         o = hobj / (s.stem + ".o")
         _run_logged(["g++", *HARNESS_CXXFLAGS, *inc, "-c", str(s), "-o", str(o)], bdir, log, quiet)
+        objs.append(str(o))
+    for s in KERNEL_SOURCES:
+        o = hobj / (s.stem + ".kernel.o")
+        _run_logged(["g++", *KERNEL_CXXFLAGS, *kinc, "-c", str(s), "-o", str(o)], bdir, log, quiet)
         objs.append(str(o))
     for s in HARNESS_C_SOURCES:
         o = hobj / (s.stem + ".c.o")

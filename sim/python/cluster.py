@@ -23,10 +23,12 @@ from migen import ClockSignal, Instance, Mux, ResetSignal, Signal
 from litex.gen import LiteXModule
 from litex.soc.interconnect import stream
 
+from paranic.hw.collective import CollectiveExternal
 from paranic.hw.phy import phy_layout
 from paranic.hw.socnode import endpoint_signals
 
 from paranic.hw.standalone import NicCoreStandalone, write_csr_json
+from paranic.spec import kernels as K
 from paranic.spec import protocol as P
 from paranic.spec.sim import ber_to_threshold, sim_dna
 from paranic.spec.topo import Topology
@@ -63,6 +65,20 @@ class _Ports:
         for f in ep.payload.layout:
             fname = f[0]
             drive(getattr(ep, fname), f"{name}_payload_{fname}")
+
+    def collective(self, nic, prefix: str) -> None:
+        """The collective kernel's streams and inputs, when the NIC's core is driven from
+        outside (``collective="sim"``): ``<prefix>coll_<stream>_*`` and
+        ``<prefix>coll_node``/``coll_radix_log2``, for the harness that runs the kernel's C++."""
+        core = nic.coll.core
+        if not isinstance(core, CollectiveExternal):
+            return
+        for name, d, _doc in K.COLL_STREAMS:
+            # The kernel's inputs are driven by the NIC (master), its outputs by the harness.
+            self.endpoint(getattr(core, name), f"{prefix}coll_{name}", master=d == "i")
+        self.out(core.node, f"{prefix}coll_node")
+        self.out(core.radix_log2, f"{prefix}coll_radix_log2")
+        self.out(core.rst, f"{prefix}coll_rst")
 
     def wishbone_slave(self, bus, name: str) -> None:
         for s in ("adr", "dat_w", "sel", "cyc", "stb", "we"):
@@ -154,6 +170,7 @@ class NicCluster(LiteXModule):
         ports.endpoint(node.nic.dma_wr.source, p + "dma_wr_source", master=True)
         ports.endpoint(node.nic.dma_wr.sink, p + "dma_wr_sink", master=False)
         ports.out(node.nic.irq, p + "irq")
+        ports.collective(node.nic, p)
         # Identity: a per-node device id, no configured node id (the harness writes ids).
         self.comb += [node.nic.dna.eq(sim_dna(i)), node.nic.cfg_node.eq(0)]
         return node
@@ -187,6 +204,7 @@ class NicNode(LiteXModule):
         ports.endpoint(node.nic.dma_wr.source, "dma_wr_source", master=True)
         ports.endpoint(node.nic.dma_wr.sink, "dma_wr_sink", master=False)
         ports.out(node.nic.irq, "irq")
+        ports.collective(node.nic, "")
         ports.inp(node.nic.dna, "dna")
         self.comb += node.nic.cfg_node.eq(0)
         for p in range(n_links):

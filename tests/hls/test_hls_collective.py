@@ -120,4 +120,4 @@ def test_node_outside_the_operation_is_refused_at_once():
 
 def test_header_word_round_trips():
     h = dict(op=1, dtype=3, red=2, phase=1, nbytes=256, root=4095, nodes=4096, err=3, nodata=1, episode=65535)
-    assert K.unpack_coll(K.pack_coll(**h)) == {**h, "rsvd": 0}
+    assert K.unpack_coll(K.pack_coll(**h)) == {**h, "refused": 0, "rsvd": 0}

@@ -1,6 +1,7 @@
-"""The collectives' software path (pn_coll.h) on the simulated ring:4: allreduce of 8
-and 256 bytes (float sums, order-dependent) equal to ``paranic.hls.reduce_ref`` and
-bit-identical on every node."""
+"""The collectives' software path (pn_coll.h, ``PARANIC_COLL=sw``) on the simulated ring:4:
+allreduce of 8 and 256 bytes (float sums, order-dependent) equal to
+``paranic.hls.reduce_ref`` and bit-identical on every node; pn_collbench on both paths.
+The collective unit's own tests: test_coll_unit_sim.py."""
 
 from __future__ import annotations
 
@@ -23,7 +24,8 @@ def test_allreduce_sim(sim4, tmp_path):
         (tmp_path / f"cases.{node}.txt").write_text(
             "".join(f"{int(c['op'])} {int(c['dtype'])} {int(c['red'])} 0 {len(c['vectors'][node])} 0\n" for c in cases))
         (tmp_path / f"in.{node}.bin").write_bytes(b"".join(c["vectors"][node] for c in cases))
-    r = launch(sim4, [str(TESTS / "coll_test"), "cases", "sim", str(tmp_path)], n, "coll-sim", timeout=300)
+    r = launch(sim4, [str(TESTS / "coll_test"), "cases", "sim", str(tmp_path)], n, "coll-sim", timeout=300,
+               env={"PARANIC_COLL": "sw"})
     assert r.rc == 0 and not r.fails(), r.out
     rcs = [[int(x) for x in (tmp_path / f"rc.{node}.txt").read_text().split()] for node in range(n)]
     raw = [(tmp_path / f"out.{node}.bin").read_bytes() for node in range(n)]
@@ -36,19 +38,26 @@ def test_allreduce_sim(sim4, tmp_path):
 
 
 def test_collbench_sim(sim4):
-    """pn_collbench (`paranic bench collective`) on 2 nodes of the simulator: every call
-    timed (simulated and wall), the rows as the bench reads them."""
+    """pn_collbench (`paranic bench collective`) on 2 nodes of the simulator, on the unit
+    (the default on sim) and in software: every call timed (simulated and wall), the rows
+    as the bench reads them, each run on the path it asked for."""
     import json
 
     from paranic.bench.collective import rows_of, table
     from paranic.launch import tool
-    r = launch(sim4, [str(tool("pn_collbench")), "8,256", "3"], 2, "coll-bench", timeout=300)
-    assert r.rc == 0 and not r.fails(), r.out
-    raw = [json.loads(ln) for ln in r.nodes[0] if ln.startswith("{")]
-    assert [(d["op"], d["bytes"]) for d in raw] == [("allreduce", 8), ("allreduce", 256), ("barrier", 0)], r.out
-    assert all(len(d["hw_ns"]) == 3 and min(d["hw_ns"]) > 0 for d in raw), raw
-    rows = rows_of(raw, "ring:4")
-    assert "not built yet (the collective unit is not in NicCore)" in table(rows)
-    # the software allreduce (a round trip up and down the tree over ports) costs more
-    # simulated time than the NIC's barrier on the same nodes
-    assert rows[0]["hw"]["median_ns"] > rows[2]["hw"]["median_ns"], rows
+    rows = []
+    for mode in ("auto", "sw"):
+        r = launch(sim4, [str(tool("pn_collbench")), "8,256", "3"], 2, f"coll-bench-{mode}", timeout=300,
+                   env={"PARANIC_COLL": mode})
+        assert r.rc == 0 and not r.fails(), r.out
+        raw = [json.loads(ln) for ln in r.nodes[0] if ln.startswith("{")]
+        path = "unit" if mode == "auto" else "sw"
+        assert [(d["op"], d["path"], d["bytes"]) for d in raw] == \
+            [("allreduce", path, 8), ("allreduce", path, 256), ("barrier", "nic", 0)], r.out
+        assert all(len(d["hw_ns"]) == 3 and min(d["hw_ns"]) > 0 for d in raw), raw
+        rows += rows_of(raw, "ring:4")
+    assert "2 ring:4 8 " in " ".join(table(rows).split()), table(rows)
+    by = {(r["path"], r["bytes"]): r["hw"]["median_ns"] for r in rows if r["op"] == "allreduce"}
+    # the unit combines in the network: one PIO command and one result packet per call,
+    # where the software path sends ports messages up and down the tree
+    assert by[("unit", 8)] < by[("sw", 8)] and by[("unit", 256)] < by[("sw", 256)], by

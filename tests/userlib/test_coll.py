@@ -11,77 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from model.collcases import (COLL_TEST, EINVAL, OP, R, SLOT, T, bad_cases, bad_sequence, check_bad, check_results,
+                             run_cases, sweep)
 from paranic.hls import NP_TYPES, random_vector, reduce_ref
-from paranic.launch import TESTS
 from paranic.spec import kernels as K
-
-COLL_TEST = TESTS / "coll_test"
-OP, T, R = K.CollOp, K.CollType, K.CollRed
-INTS = (T.I32, T.I64)
-SLOT = K.COLL_MAX_BYTES
-EINVAL, EBADMSG = -22, -74
-
-
-def run_cases(run_nodes, tmp: Path, n: int, cases: list[dict], name: str, backend: str = "sw",
-              launch=None, timeout: int = 120, env: dict | None = None):
-    """cases: {op, dtype, red, root, vectors (one per node), flags (per node, optional),
-    override (per node: field -> value)}. Returns (rcs[node][i], outs[node][i])."""
-    for node in range(n):
-        lines, data = [], b""
-        for c in cases:
-            o = dict(op=int(c["op"]), dtype=int(c["dtype"]), red=int(c["red"]), root=c["root"],
-                     nbytes=len(c["vectors"][node]), flags=c.get("flags", {}).get(node, 0))
-            o.update(c.get("override", {}).get(node, {}))
-            lines.append("{op} {dtype} {red} {root} {nbytes} {flags}".format(**o))
-            data += c["vectors"][node][:o["nbytes"]].ljust(o["nbytes"] if o["nbytes"] <= 512 else 0, b"\0")
-        (tmp / f"cases.{node}.txt").write_text("\n".join(lines) + "\n")
-        (tmp / f"in.{node}.bin").write_bytes(data)
-    prog = [str(COLL_TEST), "cases", backend, str(tmp)]
-    r = (launch or run_nodes)(prog, n, name, timeout=timeout, **({"env": env} if env else {}))
-    assert r.rc == 0 and not r.fails(), r.out
-    rcs = [[int(x) for x in (tmp / f"rc.{node}.txt").read_text().split()] for node in range(n)]
-    raw = [(tmp / f"out.{node}.bin").read_bytes() for node in range(n)]
-    outs = [[raw[node][i * SLOT:(i + 1) * SLOT] for i in range(len(cases))] for node in range(n)]
-    return rcs, outs
-
-
-def reds_for(op, dtype):
-    if op == OP.BCAST:
-        return [R.SUM]
-    return [r for r in R if dtype in INTS or r < R.AND]
-
-
-def sweep(n: int, seed: int) -> list[dict]:
-    rng = random.Random(seed)
-    cases = []
-    for op in OP:
-        for dtype in T:
-            for red in reds_for(op, dtype):
-                for nbytes in (0, K.COLL_TYPE_BYTES[dtype], 8, SLOT):
-                    root = 0 if op == OP.ALLREDUCE else rng.randrange(n)
-                    cases.append(dict(op=op, dtype=dtype, red=red, root=root,
-                                      vectors=[random_vector(rng, dtype, nbytes) for _ in range(n)]))
-    return cases
-
-
-def expected(c: dict, n: int) -> bytes:
-    if c["op"] == OP.BCAST:
-        return c["vectors"][c["root"]]
-    return reduce_ref(c["vectors"], c["root"], c["dtype"], c["red"], K.COLL_DEFAULT_RADIX_LOG2)
-
-
-def check_results(cases, rcs, outs, n):
-    for i, c in enumerate(cases):
-        want = expected(c, n)
-        nb = len(want)
-        for node in range(n):
-            assert rcs[node][i] == 0, (i, node, c["op"], rcs[node][i])
-            gets = c["op"] != OP.REDUCE or node == c["root"]
-            got = outs[node][i]
-            if gets:
-                assert got[:nb] == want, (i, node, c["op"], c["dtype"], c["red"], c["root"])
-            assert got[nb if gets else 0:] == b"\xa5" * (SLOT - (nb if gets else 0)), (i, node)
-
 
 @pytest.mark.parametrize("n", [2, 4, 8])
 def test_sweep(run_nodes, tmp_path, n):
@@ -115,45 +48,10 @@ def test_mismatch_and_bad_args(run_nodes, tmp_path):
     """Nodes disagreeing on size, type, operator, root or op: -EBADMSG on every node; bad
     arguments on one node or all (size not a multiple, > 256, AND on floats, bad root,
     NULL buffer): -EINVAL on every node; and the next operation works."""
-    n, rng = 4, random.Random(3)
-
-    def vecs(dtype=T.I32, nbytes=16):
-        return [random_vector(rng, dtype, nbytes) for _ in range(n)]
-
-    good = dict(op=OP.ALLREDUCE, dtype=T.I64, red=R.SUM, root=0, vectors=vecs(T.I64, 64))
-    bad = [
-        (dict(op=OP.ALLREDUCE, dtype=T.I32, red=R.SUM, root=0, vectors=vecs(), override={2: dict(nbytes=8)}), EBADMSG),
-        (dict(op=OP.ALLREDUCE, dtype=T.I32, red=R.SUM, root=0, vectors=vecs(), override={3: dict(dtype=int(T.F32))}),
-         EBADMSG),
-        (dict(op=OP.ALLREDUCE, dtype=T.I32, red=R.SUM, root=0, vectors=vecs(), override={1: dict(red=int(R.MAX))}),
-         EBADMSG),
-        (dict(op=OP.REDUCE, dtype=T.I32, red=R.SUM, root=2, vectors=vecs(), override={0: dict(root=1)}), EBADMSG),
-        (dict(op=OP.BCAST, dtype=T.I32, red=R.SUM, root=3, vectors=vecs(), override={1: dict(root=0)}), EBADMSG),
-        (dict(op=OP.REDUCE, dtype=T.I32, red=R.SUM, root=0, vectors=vecs(), override={3: dict(op=int(OP.ALLREDUCE))}),
-         EBADMSG),
-        (dict(op=OP.BCAST, dtype=T.I32, red=R.SUM, root=1, vectors=vecs(), override={2: dict(op=int(OP.REDUCE))}),
-         EBADMSG),
-        (dict(op=OP.ALLREDUCE, dtype=T.I32, red=R.SUM, root=0, vectors=vecs(), override={1: dict(nbytes=6)}), EINVAL),
-        (dict(op=OP.ALLREDUCE, dtype=T.I32, red=R.SUM, root=0, vectors=vecs(nbytes=264)), EINVAL),
-        (dict(op=OP.ALLREDUCE, dtype=T.F64, red=R.AND, root=0, vectors=vecs(T.F64)), EINVAL),
-        (dict(op=OP.REDUCE, dtype=T.I32, red=R.OR, root=n, vectors=vecs()), EINVAL),
-        (dict(op=OP.BCAST, dtype=T.I32, red=R.SUM, root=2, vectors=vecs(), override={0: dict(root=9)}), EINVAL),
-        (dict(op=OP.ALLREDUCE, dtype=T.I32, red=R.SUM, root=0, vectors=vecs(), flags={2: 1}), EINVAL),
-        (dict(op=OP.ALLREDUCE, dtype=9, red=R.SUM, root=0, vectors=vecs(nbytes=8)), EINVAL),
-    ]
-    cases = []
-    for c, _ in bad:
-        cases += [c, good]
-    rcs, outs = run_cases(run_nodes, tmp_path, n, cases, "coll-bad")
-    want = expected(good, n)
-    for i, (c, err) in enumerate(bad):
-        for node in range(n):
-            assert rcs[node][2 * i] == err, (i, node, rcs[node][2 * i])
-            eff_op = c.get("override", {}).get(node, {}).get("op", c["op"])
-            own = c["vectors"][node] if eff_op == OP.BCAST and not c.get("flags") else b""   # bcast: in place
-            own = own[:c.get("override", {}).get(node, {}).get("nbytes", len(own))]
-            assert outs[node][2 * i] == own + b"\xa5" * (SLOT - len(own)), (i, node)     # untouched on error
-            assert rcs[node][2 * i + 1] == 0 and outs[node][2 * i + 1][:len(want)] == want, (i, node)
+    n = 4
+    good, bad = bad_cases(n, random.Random(3))
+    rcs, outs = run_cases(run_nodes, tmp_path, n, bad_sequence(good, bad), "coll-bad")
+    check_bad(good, bad, rcs, outs, n)
 
 
 @pytest.mark.parametrize("value", ["0", "abc", "3600001"])
@@ -215,15 +113,20 @@ def test_python_bindings(run_nodes):
 
 
 def test_bench_table_and_plot(tmp_path):
-    """`paranic bench collective`'s table, JSON rows and plot from pn_collbench lines."""
+    """`paranic bench collective`'s table, JSON rows and plot from pn_collbench lines of
+    both paths."""
     from paranic.bench import collective as C
-    raw = [{"op": "allreduce", "bytes": b, "nodes": 8, "hw_ns": [9000 + b, 10000 + b, 11000 + b, 50000],
-            "wall_ns": [1e6] * 4} for b in C.SIZES] + \
-          [{"op": "barrier", "bytes": 0, "nodes": 8, "hw_ns": [1500, 1600, 1700], "wall_ns": [1e5] * 3}]
+    raw = [{"op": "allreduce", "path": p, "bytes": b, "nodes": 8,
+            "hw_ns": [k * (9000 + b), k * (10000 + b), k * (11000 + b), 50000], "wall_ns": [1e6] * 4}
+           for p, k in (("unit", 1), ("sw", 3)) for b in C.SIZES] + \
+          [{"op": "barrier", "path": "nic", "bytes": 0, "nodes": 8, "hw_ns": [1500, 1600, 1700], "wall_ns": [1e5] * 3}]
     rows = C.rows_of(raw, "ring:8")
     assert rows[0]["hw"]["n"] == 4 and rows[0]["hw"]["median_ns"] == 10508 and rows[0]["hw"]["max_ns"] == 50000
+    assert [r["path"] for r in rows] == ["unit"] * 3 + ["sw"] * 3 + ["nic"]
     t = C.table(rows)
-    assert "2.3 µs" in t and C.HW_ALLREDUCE in t and "1.60 [" in t, t
+    line8 = next(ln for ln in t.splitlines() if ln.split()[:3] == ["8", "ring:8", "8"])
+    # unit median 10.51 µs, sw 31.52 µs, the barrier 1.60 µs, ParaStation 2.3 µs, in that order
+    assert re.search(r"10\.51 \[.*31\.52 \[.*1\.60 \[.*2\.3 µs", line8), t
     assert C.parastation_barrier_us(8) == 2.3
     C.plot(rows, str(tmp_path / "c.png"))
     assert (tmp_path / "c.png").stat().st_size > 1000

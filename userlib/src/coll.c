@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * Collectives in software over ports (pn_coll.h): the path of a context without a
+ * Collectives (pn_coll.h): the choice of path (the NIC's collective unit, coll_unit.c,
+ * or software), and the software path over ports: the path of a context without a
  * collective unit, and the baseline `paranic bench collective` measures.
  *
  * One operation (an "episode": every node counts its calls the same) runs in one or
@@ -384,6 +385,27 @@ static int coll_timeout(pn_port_t *p)
 	return 0;
 }
 
+/* The path of this port's collectives, from $PARANIC_COLL (auto, hw, sw): the software
+ * backend has no unit, so auto means software there and hw fails. -EINVAL: a bad value. */
+static int coll_mode(pn_port_t *p)
+{
+	const char *s = getenv("PARANIC_COLL");
+	int sw_backend = strcmp(pn_backend_name(p->h), "sw") == 0;
+	if (!s || !*s || !strcmp(s, "auto"))
+		p->coll_mode = sw_backend ? PT_COLL_SW : PT_COLL_AUTO;
+	else if (!strcmp(s, "hw"))
+		p->coll_mode = sw_backend ? PT_COLL_BROKEN : PT_COLL_HW;
+	else if (!strcmp(s, "sw"))
+		p->coll_mode = PT_COLL_SW;
+	else
+		return -EINVAL;
+	if (p->coll_mode == PT_COLL_BROKEN) {
+		p->coll_mode = 0;
+		return -ENODEV;
+	}
+	return 0;
+}
+
 static int coll_run(pn_port_t *p, int op, unsigned root, const void *in, void *out, size_t nbytes, int dtype,
 		    int red)
 {
@@ -422,6 +444,20 @@ static int coll_run(pn_port_t *p, int op, unsigned root, const void *in, void *o
 	c.hdr = HSET(c.hdr, EPISODE, c.ep);
 	err = bad ? PN_COLL_ERR_BAD_ARGS : 0;
 	piggy = !bad && root == 0;
+
+	if (!p->coll_mode && (rc = coll_mode(p)) < 0)
+		return rc;
+	if (p->coll_mode == PT_COLL_BROKEN)
+		return -ENOTRECOVERABLE;
+	if (p->coll_mode == PT_COLL_AUTO || p->coll_mode == PT_COLL_HW) {
+		rc = pt_coll_unit_run(p, c.hdr, bad, in, out, nbytes);
+		if (rc != -ENODEV || p->coll_mode == PT_COLL_HW) {
+			if (p->coll_mode == PT_COLL_AUTO && rc != -ENODEV)
+				p->coll_mode = PT_COLL_HW;
+			return rc;
+		}
+		p->coll_mode = PT_COLL_SW;   /* refused: this context has no unit */
+	}
 
 	rc = pn_port_irecv(p, PN_PORT_ANY, (int)p->ctx, PN_COLL_CHANNEL, tag_of(c.ep, K_ABORT), TAG_MASK, &c.abort_nil, 0,
 			   &c.abort_rq);
@@ -493,6 +529,18 @@ out:
 	for (unsigned i = 0; i < c.nsreq; i++)
 		sdone(&c, &c.sreq[i]);
 	return ret;
+}
+
+const char *pn_coll_path(const pn_port_t *p)
+{
+	if (!p)
+		return "?";
+	switch (p->coll_mode) {
+	case PT_COLL_HW: return "unit";
+	case PT_COLL_SW: return "sw";
+	case PT_COLL_BROKEN: return "failed";
+	default: return "undecided";
+	}
 }
 
 int pn_allreduce(pn_port_t *p, const void *in, void *out, size_t nbytes, int dtype, int red)

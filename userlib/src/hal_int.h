@@ -62,7 +62,7 @@ static inline void rx_flush(pn_hal_t *h)
  * slot holds packet number `want` (its valid word says want + 1; the low 32 bits compared,
  * so that a NIC keeping a 32-bit count works as well as one keeping 64), its header in
  * *out; 0: not there yet; -EPROTO: a record the HAL must refuse (a length beyond the MTU,
- * or a packet type that no NIC delivers). Reads nothing outside the slot. Inline: every
+ * or a packet type that no NIC delivers to a ring). Reads nothing outside the slot. Inline: every
  * poll of the receive path runs it (tests/userlib/test_ports_icount.py). Fuzzed by
  * tests/fuzz/fuzz_rx_ring.c through pn_recv_header (hal_recv.c). */
 static inline __attribute__((always_inline)) int pn_rx_parse_slot(const volatile uint8_t *slot, uint32_t slot_bytes,
@@ -84,7 +84,7 @@ static inline __attribute__((always_inline)) int pn_rx_parse_slot(const volatile
 	out->length = (uint32_t)PN_GET(w, PN_HDR_LENGTH);
 	out->tag = PN_GET(w, PN_HDR_TAG);
 	/* the payload must end inside the slot: at most the MTU, and the slot holds that */
-	if (out->length > mtu || slot_bytes < PN_RX_SLOT_BYTES(mtu) || out->type > PN_TYPE_RMA_RESP)
+	if (out->length > mtu || slot_bytes < PN_RX_SLOT_BYTES(mtu) || out->type > PN_TYPE_COLLECTIVE)
 		return -EPROTO;
 	return 1;
 }

@@ -70,6 +70,7 @@
 #include <stdlib.h>
 
 #include "hal_backend.h"
+#include "paranic/pn_coll_spec.h"
 #include "paranic/pn_ports.h"
 #include "ports_shm.h"
 #include "ports_wire.h"
@@ -237,11 +238,21 @@ struct pn_port {
 	struct pn_shm *shm;            /* the intra-node path (NULL: none) */
 	int shm_on;                    /* it is enabled and the inbox exists */
 	pn_port_stats_t st;
-	/* the collectives' software path (coll.c) */
+	/* the collectives (coll.c: the software path; coll_unit.c: the NIC's unit) */
 	uint16_t coll_ep;              /* the next operation's episode (every node counts the same) */
 	uint16_t coll_dirty;           /* operations left to drain stale messages of failed ones */
 	uint64_t coll_tmo_ns;          /* silence allowed per wait ($PARANIC_COLL_TIMEOUT_MS; 0: not read yet) */
+	int coll_mode;                 /* PT_COLL_*: which path the calls take */
+	int coll_res_valid;            /* a result packet of the unit is in coll_res_* */
+	uint64_t coll_res_hdr;
+	size_t coll_res_bytes;
+	uint64_t coll_res[PN_COLL_MAX_WORDS];
 };
+
+/* The collectives' path (pn_port_t.coll_mode), chosen at the first call from
+ * $PARANIC_COLL: "auto" (default: the unit when this context has one, else software),
+ * "hw" (the unit or -ENODEV), "sw" (software over ports). */
+enum { PT_COLL_UNKNOWN = 0, PT_COLL_AUTO, PT_COLL_HW, PT_COLL_SW, PT_COLL_BROKEN };
 
 /* ---- small helpers ------------------------------------------------------------------------ */
 
@@ -453,6 +464,11 @@ int pt_drain_check(pn_port_t *p);
 
 /* ports_live.c */
 void pt_live_check(pn_port_t *p);
+
+/* coll_unit.c: a result packet of the collective unit (from the receive loop); one
+ * operation on the unit (hdr: the kernel's header word; bad: the local checks failed). */
+void pt_coll_result(pn_port_t *p, const pn_header_t *hd, const void *pl);
+int pt_coll_unit_run(pn_port_t *p, uint64_t hdr, int bad, const void *in, void *out, size_t nbytes);
 
 /* ports_recv.c: one progress round (call progress(), below) */
 int pt_progress_round(pn_port_t *p);

@@ -427,13 +427,16 @@ static __attribute__((noinline)) void connect_path(pn_port_t *p, struct peer *pe
 }
 
 /* A packet that is not one of a port's (kind, type or magic; pl may be NULL): PEER-DEAD
- * from a node's paranicd (only from the NIC, never through a ring), else foreign. */
+ * from a node's paranicd (only from the NIC, never through a ring), a result of the
+ * collective unit, else foreign. */
 static __attribute__((noinline)) void on_other(pn_port_t *p, const pn_header_t *hd, const void *pl,
 						int via_shm)
 {
 	if (!via_shm && PW_TAG_KIND(hd->tag) == PW_PEER_DEAD && hd->type == PN_TYPE_DATA &&
 	    PW_TAG_MAGIC(hd->tag) == PW_MAGIC)
 		on_peer_dead(p, hd, pl);
+	else if (!via_shm && hd->type == PN_TYPE_COLLECTIVE)
+		pt_coll_result(p, hd, pl);   /* the collective unit's answer (coll_unit.c) */
 	else
 		p->st.foreign++;
 }

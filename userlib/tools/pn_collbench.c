@@ -9,10 +9,11 @@
  * one warm-up allreduce, then ITERS back-to-back allreduces, each timed on node 0 by
  * pn_now_ns (the backend's time base: simulated time on sim, wall clock on sw) and by
  * the process's monotonic clock; then ITERS back-to-back pn_port_barrier calls (the
- * NIC's barrier, pn_barrier, answering ports traffic). Node 0 prints one JSON object
- * per line with every sample:
- *   {"op": "allreduce", "bytes": 8, "nodes": 4, "hw_ns": [...], "wall_ns": [...]}
- *   {"op": "barrier", "bytes": 0, ...}
+ * NIC's barrier, pn_barrier, answering ports traffic). The allreduce takes the path
+ * PARANIC_COLL chooses (pn_coll.h). Node 0 prints one JSON object per line with every
+ * sample and the path taken (pn_coll_path):
+ *   {"op": "allreduce", "path": "unit", "bytes": 8, "nodes": 4, "hw_ns": [...], "wall_ns": [...]}
+ *   {"op": "barrier", "path": "nic", "bytes": 0, ...}
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -22,10 +23,11 @@
 #include "paranic/pn_coll.h"
 #include "tutil.h"
 
-static void print_samples(const char *what, size_t bytes, unsigned nodes, const uint64_t *hw, const uint64_t *wall,
-			  long n)
+static void print_samples(const char *what, const char *path, size_t bytes, unsigned nodes, const uint64_t *hw,
+			  const uint64_t *wall, long n)
 {
-	printf("{\"op\": \"%s\", \"bytes\": %zu, \"nodes\": %u, \"hw_ns\": [", what, bytes, nodes);
+	printf("{\"op\": \"%s\", \"path\": \"%s\", \"bytes\": %zu, \"nodes\": %u, \"hw_ns\": [", what, path, bytes,
+	       nodes);
 	for (long i = 0; i < n; i++)
 		printf("%s%llu", i ? ", " : "", (unsigned long long)hw[i]);
 	printf("], \"wall_ns\": [");
@@ -85,7 +87,7 @@ int main(int argc, char **argv)
 			wall[i] = t_now_ns() - w0;
 		}
 		if (me == 0)
-			print_samples("allreduce", bytes, nodes, hw, wall, iters);
+			print_samples("allreduce", pn_coll_path(port), bytes, nodes, hw, wall, iters);
 	}
 	pn_port_barrier(port);
 	for (long i = 0; i < iters; i++) {
@@ -98,7 +100,7 @@ int main(int argc, char **argv)
 		wall[i] = t_now_ns() - w0;
 	}
 	if (me == 0)
-		print_samples("barrier", 0, nodes, hw, wall, iters);
+		print_samples("barrier", "nic", 0, nodes, hw, wall, iters);
 	pn_port_barrier(port);
 	pn_port_close(port);
 	free(list);

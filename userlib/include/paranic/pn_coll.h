@@ -7,9 +7,13 @@
  * The operations, element types, operators, error bits, size limit and combining tree
  * are those of the in-network collective unit (HLS kernel hls/collective, spec
  * paranic/spec/kernels.py; the constants come from the generated pn_coll_spec.h).
- * Today the calls run in software over ports (channel PN_COLL_CHANNEL); when a context
- * gets a collective unit, they will use it, with the same results bit for bit.
- *
+ * A call goes to the NIC's collective unit when this context owns it (the driver, or
+ * the simulator, gives each node's unit to one context: the simulator to the first
+ * attached), else in software over ports (channel PN_COLL_CHANNEL), with the same
+ * results bit for bit. $PARANIC_COLL chooses, at the first call: "auto" (default: the
+ * unit, else software; on the sw backend, software), "hw" (the unit only: -ENODEV on a
+ * context without one), "sw" (software only); another value: -EINVAL. Every node of an
+ * operation must take the same path. *
  * Reduction order: the implicit 4-ary heap over relative ids r = (node - root) mod
  * nodes; every node combines its own vector, then its children's partial results in
  * increasing r. ALLREDUCE reduces to node 0 and sends the root's bits down the same
@@ -32,6 +36,11 @@
  *                ($PARANIC_PORT_TIMEOUT_MS, default 5 s); read at the first call (a bad
  *                value: -EINVAL at once)
  *   -ECONNRESET  (or other negative errno of ports) the same, from a ports operation
+ *   -ENODEV      PARANIC_COLL=hw and this context has no collective unit (this node only)
+ *   -ENOTRECOVERABLE  an earlier call timed out on the unit, which may hold part of that
+ *                operation: the port must be opened again (the unit is reset then)
+ * On the unit a node that dies leaves the others waiting for the timeout (-ETIMEDOUT);
+ * there is no ABORT message in the network.
  * Buffers: in and out may be the same; they are untouched on error (out may be half
  * written by nobody: results are written only on success).
  */
@@ -56,6 +65,10 @@ int pn_allreduce(pn_port_t *p, const void *in, void *out, size_t nbytes, int dty
 int pn_reduce(pn_port_t *p, unsigned root, const void *in, void *out, size_t nbytes, int dtype, int red);
 /* Every node receives root's buf in buf. */
 int pn_bcast(pn_port_t *p, unsigned root, void *buf, size_t nbytes);
+/* The path this port's collectives take: "unit" (the NIC's collective unit), "sw"
+ * (software over ports), "undecided" (no call yet), "failed" (the unit timed out: every
+ * call returns -ENOTRECOVERABLE until the port is opened again); NULL port: "?". */
+const char *pn_coll_path(const pn_port_t *p);
 
 #ifdef __cplusplus
 }

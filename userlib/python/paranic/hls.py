@@ -26,54 +26,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from paranic.paths import BUILD_ROOT, INCLUDE, TREE
+from paranic.sim.hlsenv import CXXFLAGS, HLS_DIR, HlsError, ap_types_dir, include_dirs
 from paranic.spec import kernels as K
 from paranic.spec import protocol as P
 from paranic.spec.topo import Topology
 
-HLS = TREE / "hls"
 KERNELS = ("route", "collective")
 #: Sources of each kernel (the top's file first) and of its testbench.
 SOURCES = {"route": ("route.cpp", "route.h"), "collective": ("collective.cpp", "collective.h")}
 TESTBENCH = {"route": "route_tb.cpp", "collective": "collective_tb.cpp"}
 BUILD = BUILD_ROOT / "hls"
-CXXFLAGS = ["-std=c++17", "-O2", "-Wall", "-Wextra", "-Werror", "-Wno-unknown-pragmas",
-            # the ap_types headers' own constructors trip these at -O2
-            "-Wno-maybe-uninitialized", "-Wno-uninitialized",
-            "-Wno-unused-label",   # HLS loop labels name loops in the synthesis reports
-            "-ffp-contract=off"]   # no fused multiply-add: IEEE operations one by one, as in hardware
-
-
-class HlsError(RuntimeError):
-    pass
-
-
-def ap_types_dir() -> tuple[Path, str]:
-    """(folder with ap_int.h, where it comes from)."""
-    xilinx = os.environ.get("XILINX_HLS")
-    if xilinx:
-        inc = Path(xilinx) / "include"
-        if not (inc / "ap_int.h").exists():
-            raise HlsError(f"XILINX_HLS={xilinx} but {inc}/ap_int.h does not exist")
-        return inc, f"Vitis HLS ($XILINX_HLS={xilinx})"
-    try:
-        import importlib.util
-        spec = importlib.util.find_spec("hls4ml")
-    except (ImportError, ValueError):
-        spec = None
-    if spec is None or not spec.submodule_search_locations:
-        raise HlsError("no ap_types headers: set XILINX_HLS, or run `make deps` "
-                       "(installs hls4ml --no-deps for its Apache-2.0 ap_types)")
-    inc = Path(list(spec.submodule_search_locations)[0]) / "templates" / "vivado" / "ap_types"
-    if not (inc / "ap_int.h").exists():
-        raise HlsError(f"the hls4ml wheel has no {inc}/ap_int.h")
-    return inc, "the hls4ml wheel's Apache-2.0 ap_types, with hls/csim/hls_stream.h"
-
-
-def include_dirs() -> list[str]:
-    """g++ include options: the stream stand-in (without Vitis only), ap_types, our headers."""
-    inc, _ = ap_types_dir()
-    out = [] if os.environ.get("XILINX_HLS") else ["-I", str(HLS / "csim")]
-    return out + ["-isystem", str(inc), "-I", str(HLS / "include"), "-I", str(INCLUDE)]
+#: Source folder of the kernels, and their g++ environment (shared with the cluster
+#: simulator's harness, which compiles the collective kernel's C++ into its nodes).
+HLS = HLS_DIR
 
 
 def build_tb(kernel: str) -> Path:
@@ -339,7 +304,7 @@ def coll_expected(c: CollCase) -> dict[int, list[tuple[dict[str, int], bytes]]]:
             vec = reduce_ref(o.vectors, o.root, o.dtype, o.red, c.radix_log2)
         for n in range(c.nodes):
             h = o.header(n)
-            h.update(phase=int(K.CollPhase.DOWN), err=0, rsvd=0,
+            h.update(phase=int(K.CollPhase.DOWN), err=0, refused=0, rsvd=0,
                      nodata=int(o.op == K.CollOp.REDUCE and n != o.root))
             h["root"], h["nbytes"] = o.root, len(vec)
             exp[n].append((h, b"" if h["nodata"] else vec))

@@ -1,13 +1,15 @@
-"""`paranic bench collective`: allreduce in software over ports, beside the NIC's barrier.
+"""`paranic bench collective`: allreduce on the NIC's collective unit and in software over
+ports, beside the NIC's barrier.
 
 ``pn_collbench`` (userlib/tools/pn_collbench.c) runs on every node of a simulated
 cluster: ``pn_allreduce`` of 8, 64 and 256 bytes (float64 SUM), back to back, then
 ``pn_port_barrier`` (the NIC's barrier, pn_barrier), each call timed on node 0 by
 ``pn_now_ns`` (simulated time: the hardware path plus the simulated PCIe, at 125 MHz)
-and by the wall clock. Job sizes: 2 and 4 nodes on ring:4, 8 on ring:8; 16 on torus:4x4
-only with ``--coll16`` (slow). The allreduce is libparanic's software path
-(userlib/src/coll.c: the kernel's tree and order, over ports messages); the in-network
-collective unit (hls/collective) is not in NicCore yet, so its column says so.
+and by the wall clock. It runs twice per job: with ``PARANIC_COLL=hw`` (the collective
+unit: hw/collective.py, its kernel the HLS C++ of hls/collective run by the simulator)
+and with ``PARANIC_COLL=sw`` (libparanic's software path, userlib/src/coll.c: the
+kernel's tree and order over ports messages). Job sizes: 2 and 4 nodes on ring:4, 8 on
+ring:8; 16 on torus:4x4 only with ``--coll16`` (slow).
 
 A figure is the median of the per-call samples, with the spread (10th .. 90th
 percentile, and min .. max in the JSON) and the sample count. Beside them
@@ -31,7 +33,8 @@ SIZES = (8, 64, 256)
 #: (nodes, simulated topology)
 JOBS = ((2, "ring:4"), (4, "ring:4"), (8, "ring:8"))
 JOB16 = (16, "torus:4x4")
-HW_ALLREDUCE = "not built yet (the collective unit is not in NicCore)"
+#: pn_collbench's allreduce paths: (PARANIC_COLL, the path it must report).
+PATHS = (("hw", "unit"), ("sw", "sw"))
 ITERS, QUICK_ITERS = 100, 20
 
 
@@ -52,23 +55,29 @@ def parastation_barrier_us(nodes: int) -> float | None:
 
 
 def rows_of(raw: list[dict], topo: str) -> list[dict]:
-    """pn_collbench's node-0 lines (every sample) as figure rows."""
+    """pn_collbench's node-0 lines (every sample) as figure rows; ``path``: "unit" or "sw"
+    (allreduce), "nic" (barrier)."""
     out = []
     for r in raw:
         out.append({"op": r["op"], "nodes": r["nodes"], "topo": topo, "bytes": r["bytes"],
-                    "path": "sw over ports" if r["op"] == "allreduce" else "NIC barrier (pn_barrier)",
-                    "hw": stats(r["hw_ns"]), "wall": stats(r["wall_ns"])})
+                    "path": r.get("path", "sw"), "hw": stats(r["hw_ns"]), "wall": stats(r["wall_ns"])})
     return out
 
 
 def measure(sess: msg.Session, jobs, iters: int, sizes=SIZES) -> list[dict]:
     rows = []
     for nodes, topo in jobs:
-        raw = sess.pn_bench("sim", nodes, [",".join(map(str, sizes)), str(iters)], topo=topo,
-                            program="pn_collbench",
-                            show=lambda r: f"{r['op']} {r['bytes']} B on {r['nodes']} nodes: "
-                                           f"median {statistics.median(r['hw_ns']) / 1e3:.2f} µs simulated")
-        rows += rows_of(raw, topo)
+        for mode, path in PATHS:
+            raw = sess.pn_bench("sim", nodes, [",".join(map(str, sizes)), str(iters)], topo=topo,
+                                program="pn_collbench", wrap=("env", f"PARANIC_COLL={mode}"),
+                                show=lambda r: f"{r['op']} ({r.get('path')}) {r['bytes']} B on {r['nodes']} nodes: "
+                                               f"median {statistics.median(r['hw_ns']) / 1e3:.2f} µs simulated")
+            got = rows_of(raw, topo)
+            wrong = [r for r in got if r["op"] == "allreduce" and r["path"] != path]
+            if wrong:
+                raise msg.BenchError(f"PARANIC_COLL={mode}: the allreduce took the path {wrong[0]['path']!r}")
+            # the barrier once per job (the unit run's)
+            rows += [r for r in got if r["op"] == "allreduce" or mode == PATHS[0][0]]
     return rows
 
 
@@ -76,24 +85,26 @@ def _us(x) -> str:
     return "-" if x is None else f"{x / 1e3:.2f}"
 
 
+def _cell(st: dict) -> str:
+    return f"{_us(st['median_ns'])} [{_us(st['p10_ns'])}..{_us(st['p90_ns'])}] ({st['n']})"
+
+
 def table(rows: list[dict]) -> str:
-    head = (f"{'nodes':>5} {'topo':<10} {'bytes':>5}  {'sw allreduce hw_ns µs: median [p10..p90] (n)':<44} "
-            f"{'wall ms: median':>15}  {'NIC barrier µs (n)':<24} {'ParaStation barrier':>19}  hw allreduce")
+    head = (f"{'nodes':>5} {'topo':<10} {'bytes':>5}  {'unit allreduce µs: median [p10..p90] (n)':<40} "
+            f"{'sw allreduce µs':<28} {'NIC barrier µs':<26} {'ParaStation barrier':>19}")
     lines = [head, "-" * len(head)]
     barrier = {r["nodes"]: r for r in rows if r["op"] == "barrier"}
-    for r in rows:
-        if r["op"] != "allreduce":
-            continue
-        h, w, b = r["hw"], r["wall"], barrier.get(r["nodes"])
-        ps = parastation_barrier_us(r["nodes"])
-        bar = f"{_us(b['hw']['median_ns'])} [{_us(b['hw']['p10_ns'])}..{_us(b['hw']['p90_ns'])}] ({b['hw']['n']})" \
-            if b else "-"
-        lines.append(f"{r['nodes']:>5} {r['topo']:<10} {r['bytes']:>5}  "
-                     f"{_us(h['median_ns']) + ' [' + _us(h['p10_ns']) + '..' + _us(h['p90_ns']) + '] (' + str(h['n']) + ')':<44} "
-                     f"{w['median_ns'] / 1e6:>15.2f}  {bar:<24} {(f'{ps} µs' if ps else '-'):>19}  {HW_ALLREDUCE}")
-    lines.append("hw_ns: simulated time (pn_now_ns) per call on node 0, the software allreduce over ports "
-                 "(userlib/src/coll.c) on the Verilator cluster; wall: the host's clock (the simulator runs "
-                 "~1000x slower than real time). ParaStation: Table 2 (1997).")
+    by = {(r["nodes"], r["bytes"], r["path"]): r for r in rows if r["op"] == "allreduce"}
+    for nodes, nbytes in sorted({(r["nodes"], r["bytes"]) for r in rows if r["op"] == "allreduce"}):
+        unit, sw, b = by.get((nodes, nbytes, "unit")), by.get((nodes, nbytes, "sw")), barrier.get(nodes)
+        topo = (unit or sw)["topo"]
+        ps = parastation_barrier_us(nodes)
+        lines.append(f"{nodes:>5} {topo:<10} {nbytes:>5}  {_cell(unit['hw']) if unit else '-':<40} "
+                     f"{_cell(sw['hw']) if sw else '-':<28} {_cell(b['hw']) if b else '-':<26} "
+                     f"{(f'{ps} µs' if ps else '-'):>19}")
+    lines.append("Simulated time (pn_now_ns) per call on node 0, process to process: unit = the NIC's collective "
+                 "unit (its kernel the HLS C++, run by the simulator), sw = software over ports "
+                 "(userlib/src/coll.c), float64 SUM. ParaStation: Table 2 (1997).")
     return "\n".join(lines)
 
 
@@ -104,13 +115,20 @@ def plot(rows: list[dict], path: str) -> None:
         raise ValueError("no rows to plot")
     fig, ax = plt.subplots(figsize=(8, 4.8))
     for nodes in sorted({r["nodes"] for r in ar}):
-        rs = [r for r in ar if r["nodes"] == nodes]
-        x = [r["bytes"] for r in rs]
-        med = [r["hw"]["median_ns"] / 1e3 for r in rs]
-        err = [[m - r["hw"]["p10_ns"] / 1e3 for m, r in zip(med, rs)], [r["hw"]["p90_ns"] / 1e3 - m for m, r in zip(med, rs)]]
-        line = ax.errorbar(x, med, yerr=err, marker="o", capsize=3, label=f"sw allreduce, {nodes} nodes")
+        line = None
+        for kind, style in (("unit", "-"), ("sw", ":")):
+            rs = sorted((r for r in ar if r["nodes"] == nodes and r["path"] == kind), key=lambda r: r["bytes"])
+            if not rs:
+                continue
+            x = [r["bytes"] for r in rs]
+            med = [r["hw"]["median_ns"] / 1e3 for r in rs]
+            err = [[m - r["hw"]["p10_ns"] / 1e3 for m, r in zip(med, rs)],
+                   [r["hw"]["p90_ns"] / 1e3 - m for m, r in zip(med, rs)]]
+            line = ax.errorbar(x, med, yerr=err, marker="o", capsize=3, ls=style,
+                               color=None if line is None else line[0].get_color(),
+                               label=f"{kind} allreduce, {nodes} nodes")
         b = next((r for r in rows if r["op"] == "barrier" and r["nodes"] == nodes), None)
-        if b:
+        if b and line is not None:
             ax.axhline(b["hw"]["median_ns"] / 1e3, ls="--", color=line[0].get_color(), alpha=0.6,
                        label=f"NIC barrier, {nodes} nodes")
     ps = parastation_barrier_us(8)
@@ -120,9 +138,9 @@ def plot(rows: list[dict], path: str) -> None:
     ax.set_xticks(SIZES)
     ax.set_xticklabels([str(s) for s in SIZES])
     ax.set_xlabel("bytes (float64 SUM)")
-    plots.log_axis(ax, "µs per call (simulated)", "allreduce in software over ports vs the NIC barrier",
+    plots.log_axis(ax, "µs per call (simulated)", "allreduce: collective unit (solid), software (dotted), NIC barrier",
                    legend_size=7, grid_axis="both")
-    plots.save(fig, path, f"paranic bench collective; hardware allreduce: {HW_ALLREDUCE}")
+    plots.save(fig, path, "paranic bench collective")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -146,7 +164,7 @@ def run(a: argparse.Namespace) -> int:
         print(f"paranic bench collective: {e}", file=sys.stderr)
         return 1
     if a.json:
-        print(json.dumps({"bench": "collective", "rows": rows, "hw_allreduce": HW_ALLREDUCE,
+        print(json.dumps({"bench": "collective", "rows": rows,
                           "parastation_barrier_us": {n: parastation_barrier_us(n) for n, _ in jobs},
                           "config": {"iters": iters, "sizes": list(SIZES), "jobs": [list(j) for j in jobs],
                                      "model": getattr(a, "model", None) or S.DEFAULT_MODEL,

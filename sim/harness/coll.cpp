@@ -1,0 +1,203 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * paranic-sim: every node's collective kernel, run as the HLS kernel's own C++
+ * (hls/collective/collective.cpp, compiled into the harness with the kernels' flags)
+ * in place of the block, on the streams NicCore's collective unit brings out
+ * (hw/collective.py, CollectiveExternal). See docs/simulator.md, "The collective kernel".
+ *
+ * Timing: the kernel handles one message per call, the network's first, as the
+ * synthesized kernel with ap_start held high does. It takes the message in at one word
+ * per cycle (ready only on the stream it is reading), then spends COLL_COMBINE_CYCLES
+ * plus one cycle per vector word (the II=1 combining loop), then offers its output words
+ * at one word per cycle on each output stream; it reads the next message once its
+ * outputs have been taken. These are the cycles of the kernel's loops, not a synthesis
+ * report: the Migen twin's or Vitis's figures replace them where they are known.
+ */
+#include "harness.h"
+
+#if SIM_COLL
+#include "collective.h"
+
+/* Cycles between the last word of a message in and its first word out, besides one per
+ * vector word: the kernel's reading of the header and its pipelines' depth. */
+#define COLL_COMBINE_CYCLES 4
+
+class CollNode {
+public:
+	explicit CollNode(const CollPorts &p) : p(p) { coll_reset(st); }
+
+	void pre(uint64_t cycle)
+	{
+		if (*p.rst) {   /* the unit is disabled: the kernel's state is held in reset */
+			coll_reset(st);
+			reading = Src::None;
+			msg.clear();
+			hq.clear();
+			nq.clear();
+			*p.net_in_ready = *p.host_in_ready = 0;
+			*p.host_out_valid = *p.net_out_valid = 0;
+			return;
+		}
+		if (reading == Src::None && idle()) {
+			if (*p.net_in_valid)
+				reading = Src::Net;
+			else if (*p.host_in_valid)
+				reading = Src::Host;
+		}
+		*p.net_in_ready = reading == Src::Net;
+		*p.host_in_ready = reading == Src::Host;
+		bool go = cycle >= out_at;
+		*p.host_out_valid = go && !hq.empty();
+		*p.host_out_data = hq.empty() ? 0 : hq.front();
+		*p.net_out_valid = go && !nq.empty();
+		*p.net_out_data = nq.empty() ? 0 : nq.front();
+	}
+
+	void post(uint64_t cycle)
+	{
+		if (*p.host_out_valid && *p.host_out_ready) {
+			if (sim_verbose > 1)
+				sim_log("node %u: host_out %016llx at cycle %llu", (unsigned)*p.node,
+					(unsigned long long)hq.front(), (unsigned long long)cycle);
+			hq.pop_front();
+		}
+		if (*p.net_out_valid && *p.net_out_ready) {
+			if (sim_verbose > 1)
+				sim_log("node %u: net_out %016llx at cycle %llu", (unsigned)*p.node,
+					(unsigned long long)nq.front(), (unsigned long long)cycle);
+			nq.pop_front();
+		}
+		if (reading == Src::Net && *p.net_in_valid)
+			take(*p.net_in_data, cycle);
+		else if (reading == Src::Host && *p.host_in_valid)
+			take(*p.host_in_data, cycle);
+	}
+
+	bool idle() const { return hq.empty() && nq.empty(); }
+	bool busy() const { return reading != Src::None || !idle(); }
+	uint64_t messages = 0;
+
+private:
+	enum class Src { None, Net, Host };
+
+	/* One word of the message being read; the whole message runs the kernel. */
+	void take(uint64_t w, uint64_t cycle)
+	{
+		msg.push_back(w);
+		if (msg.size() == 1) {
+			if (reading == Src::Net)   /* two header words, then the payload */
+				need = 2 + ((PN_GET((&w), PN_HDR_LENGTH) + 7) >> 3);
+			else                       /* the collective header, then its vector */
+				need = 1 + ((PN_GET((&w), PN_COLLHDR_NBYTES) + 7) >> 3);
+		}
+		if (msg.size() < need)
+			return;
+		hls::stream<word_t> &in = reading == Src::Net ? net_in : host_in;
+		for (uint64_t v : msg)
+			in.write(word_t(v));
+		coll_step(st, host_in, host_out, net_in, net_out, node_t(*p.node), ap_uint<2>(*p.radix_log2));
+		size_t words = 0;
+		while (!host_out.empty()) {
+			hq.push_back(host_out.read().to_uint64());
+			words++;
+		}
+		while (!net_out.empty()) {
+			nq.push_back(net_out.read().to_uint64());
+			words++;
+		}
+		uint64_t vec = msg.size() > 2 ? msg.size() - 2 : 0;
+		out_at = cycle + 1 + COLL_COMBINE_CYCLES + (words ? vec : 0);
+		if (sim_verbose)
+			sim_log("node %u: collective kernel took a %s message of %zu words at cycle %llu: %zu words out",
+				(unsigned)*p.node, reading == Src::Net ? "network" : "host", msg.size(),
+				(unsigned long long)cycle, words);
+		messages++;
+		msg.clear();
+		reading = Src::None;
+	}
+
+	CollPorts p;
+	coll_state st;
+	hls::stream<word_t> host_in, host_out, net_in, net_out;
+	Src reading = Src::None;
+	std::vector<uint64_t> msg;
+	size_t need = 0;
+	std::deque<uint64_t> hq, nq;
+	uint64_t out_at = 0;
+};
+
+void Harness::coll_pre()
+{
+	for (CollNode *c : colls)
+		c->pre(cycle);
+}
+
+void Harness::coll_post()
+{
+	for (CollNode *c : colls)
+		c->post(cycle);
+}
+
+bool Harness::coll_busy() const
+{
+	for (const CollNode *c : colls)
+		if (c->busy())
+			return true;
+	return false;
+}
+
+void Harness::coll_attach(const NodePorts &p)
+{
+	colls.push_back(new CollNode(p.k));
+}
+
+/* Bring-up, as the barrier unit's: enabled, with the tree's fan-out, owned by nobody. */
+void Harness::coll_init(Script *s)
+{
+	s->csr_write(PN_CSR_COLL_ENABLE, PN_CSR_COLL_ENABLE_SIZE, 0);
+	s->csr_write(PN_CSR_COLL_RADIX_LOG2, PN_CSR_COLL_RADIX_LOG2_SIZE, cfg.radix_log2);
+	s->csr_write(PN_CSR_COLL_OWNED, PN_CSR_COLL_OWNED_SIZE, 0);
+	s->csr_write(PN_CSR_COLL_ENABLE, PN_CSR_COLL_ENABLE_SIZE, 1);
+}
+
+/* As a driver would on open: the unit goes to the first context attached on its node. */
+void Harness::coll_claim(const Client *cl)
+{
+	int n = cl->node;
+	if (coll_owner[n] >= 0)
+		return;
+	coll_owner[n] = cl->ctx;
+	Script *s = new Script;
+	s->csr_write(PN_CSR_COLL_CTX, PN_CSR_COLL_CTX_SIZE, (uint64_t)cl->ctx);
+	s->csr_write(PN_CSR_COLL_OWNED, PN_CSR_COLL_OWNED_SIZE, 1);
+	hosts[n]->push_script(s, cycle);
+	if (sim_verbose)
+		sim_log("node %d: collective unit to ctx %d", n, cl->ctx);
+}
+
+/* ... and on close: unowned, and the kernel reset (enable 0, then 1), so that the next
+ * owner does not inherit half an operation of a process that died in one. */
+void Harness::coll_release(const Client *cl)
+{
+	int n = cl->node;
+	if (n < 0 || coll_owner[n] != cl->ctx)
+		return;
+	coll_owner[n] = -1;
+	Script *s = new Script;
+	s->csr_write(PN_CSR_COLL_OWNED, PN_CSR_COLL_OWNED_SIZE, 0);
+	s->csr_write(PN_CSR_COLL_ENABLE, PN_CSR_COLL_ENABLE_SIZE, 0);
+	s->csr_write(PN_CSR_COLL_ENABLE, PN_CSR_COLL_ENABLE_SIZE, 1);
+	hosts[n]->push_script(s, cycle);
+}
+
+#else
+
+void Harness::coll_pre() {}
+void Harness::coll_post() {}
+bool Harness::coll_busy() const { return false; }
+void Harness::coll_attach(const NodePorts &) {}
+void Harness::coll_init(Script *) {}
+void Harness::coll_claim(const Client *) {}
+void Harness::coll_release(const Client *) {}
+
+#endif
