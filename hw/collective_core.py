@@ -173,7 +173,8 @@ class Combine(Module):
     type), as the C++ ``coll_combine``: SUM wraps for integers and is IEEE for floats;
     MIN/MAX return ``b`` only when strictly better, else ``a``; AND/OR for integers; any
     other operator (or AND/OR on a float type) returns ``a``. ``start``: the operands are
-    there (and stay until ``done``); ``done``: ``result`` is valid this cycle."""
+    there (and stay until ``done``); ``done``: ``result`` is valid this cycle (the cycle of
+    ``start`` but for float sums, ``FPAdd.LATENCY`` cycles later)."""
 
     def __init__(self) -> None:
         self.a = Signal(W)
@@ -248,10 +249,11 @@ class Combine(Module):
         self.comb += st_lo + st_hi + st_64
         self.comb += self.result.eq(Mux(narrow, Cat(r_lo, r_hi), r_64))
 
-        # Integer ops and MIN/MAX take one cycle, float sums the adder's latency.
+        # Integer ops and MIN/MAX are done at once (with `start`), float sums after the
+        # adder's latency.
         chain = Signal(FPAdd.LATENCY)
         self.sync += chain.eq(Cat(self.start, chain[:-1]))
-        self.comb += self.done.eq(Mux(flt & (self.red == K.CollRed.SUM), chain[-1], chain[0]))
+        self.comb += self.done.eq(Mux(flt & (self.red == K.CollRed.SUM), chain[-1], self.start))
 
 
 # The kernel -----------------------------------------------------------------------------
@@ -523,7 +525,8 @@ class CollectiveMigen(CollectiveCore):
             ).Else(
                 NextValue(err_r, err_done),
                 NextValue(i, 0),
-                If(h_dw == 0, NextState("FINISH")).Else(NextState("C_ADDR"))))
+                # no child (a leaf): own[w] op nothing = own[w], no pass over the words
+                If((h_dw == 0) | (need == 0), NextState("FINISH")).Else(NextState("C_ADDR"))))
         fsm.act("C_ADDR", NextState("C_LOAD"))          # adr = i: own[i], kid[*][i]
         fsm.act("C_LOAD",
             NextValue(acc, own.dat_r),
@@ -533,7 +536,10 @@ class CollectiveMigen(CollectiveCore):
             If(j == KIDS, NextState("C_WB")
             ).Elif(need_j,
                 cu.start.eq(1),
-                NextState("C_WAIT"),
+                If(cu.done,
+                    NextValue(acc, cu.result),
+                    NextValue(j, j + 1),
+                ).Else(NextState("C_WAIT")),
             ).Else(NextValue(j, j + 1)))
         fsm.act("C_WAIT",
             If(cu.done,

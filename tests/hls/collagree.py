@@ -302,3 +302,80 @@ def add_noise(rng: random.Random, seqs: list[Seq], rate: float) -> list[Seq]:
 
 def messages(seqs: list[Seq]) -> int:
     return sum(len(s.msgs) for s in seqs)
+
+
+# Figures (docs/hls.md): `python tests/hls/collagree.py` ----------------------------------
+
+
+def read_cycles(path: Path) -> list[tuple[str, int, int]]:
+    """The harness's cycles file: (kind, words in, cycles) per message."""
+    out = []
+    for ln in Path(path).read_text().splitlines():
+        k, nw, c = ln.split()
+        out.append((k, int(nw), int(c)))
+    return out
+
+
+def _stats(xs: list[int]) -> str:
+    xs = sorted(xs)
+    return f"median {xs[len(xs) // 2]}, min {xs[0]}, max {xs[-1]}, n {len(xs)}"
+
+
+def completion_latency(dtype: K.CollType, red: K.CollRed, episodes: int = 20, seed: int = 1) -> list[int]:
+    """Cycles of the message that completes an ALLREDUCE of 256 bytes at the root of a
+    5-node tree of fan-out 4 (its last child's UP packet or its host's command, whichever
+    came last): read it, combine 32 words x 4 children, deliver, send DOWN to 4 children."""
+    import tempfile
+    rng = random.Random(seed)
+    ops = [hls.CollOpCase(K.CollOp.ALLREDUCE, dtype, red, 0,
+                          [hls.random_vector(rng, dtype, K.COLL_MAX_BYTES) for _ in range(5)], e)
+           for e in range(episodes)]
+    root = record([hls.CollCase(5, 2, seed, ops)])[0]
+    with tempfile.TemporaryDirectory() as d:
+        cyc = Path(d) / "cycles"
+        outs = run_migen([root], cycles=cyc)
+        cycles = read_cycles(cyc)
+    return [c for o, (_k, _nw, c) in zip(outs, cycles) if o.split("|")[1].strip()]
+
+
+def main() -> None:
+    import argparse
+    import tempfile
+    import time
+    ap = argparse.ArgumentParser(description="C++/Migen agreement of the collective kernel, and its latencies")
+    ap.add_argument("--messages", type=int, default=100_000)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--stall", type=int, default=7, help="stall seed of a second Migen run (0: none)")
+    a = ap.parse_args()
+    for dtype, red in ((K.CollType.I32, K.CollRed.SUM), (K.CollType.I64, K.CollRed.MAX),
+                       (K.CollType.F32, K.CollRed.SUM), (K.CollType.F64, K.CollRed.SUM)):
+        print(f"completion at the root, ALLREDUCE {dtype.name} {red.name} 256 B, 4 children: "
+              f"{_stats(completion_latency(dtype, red))} cycles")
+    rng = random.Random(a.seed)
+    seqs: list[Seq] = []
+    t = time.monotonic()
+    while messages(seqs) < a.messages:
+        seqs += add_noise(rng, record(random_cases(rng, 200, max_nodes=40, ops=6)), 0.05)
+    print(f"recorded {messages(seqs)} messages of {len(seqs)} node sequences in {time.monotonic() - t:.1f} s")
+    t = time.monotonic()
+    cpp = run_cpp(seqs)
+    print(f"C++ replay: {time.monotonic() - t:.1f} s")
+    with tempfile.TemporaryDirectory() as d:
+        cyc = Path(d) / "cycles"
+        t = time.monotonic()
+        mig = run_migen(seqs, cycles=cyc)
+        print(f"Migen (Verilator) replay: {time.monotonic() - t:.1f} s")
+        cycles = read_cycles(cyc)
+    bad = disagreements(seqs, cpp, mig)
+    if a.stall:
+        bad += disagreements(seqs, cpp, run_migen(seqs, stall_seed=a.stall))
+    print("agreement:", "every output word" if not bad else "\n".join(bad))
+    out_words = [len(o.replace("|", " ").split()) - 1 for o in mig]
+    for kind, name in (("h", "host commands"), ("n", "network packets")):
+        sel = [(c, nw, ow) for (k, nw, c), ow in zip(cycles, out_words) if k == kind]
+        print(f"{name}: cycles {_stats([c for c, _, _ in sel])}; "
+              f"cycles - words in - words out {_stats([c - nw - ow for c, nw, ow in sel])}")
+
+
+if __name__ == "__main__":
+    main()
