@@ -5,7 +5,8 @@ compared (docs/hls.md, "The Migen twin").
 
 Sequences are recorded from the C++ model cluster (``collective_replay cluster``: each
 node's input messages in the order its kernel took them), optionally with random messages
-mixed in (:func:`add_noise`): packets that fit no slot, random headers, odd lengths.
+mixed in (:func:`add_noise`): packets that fit no slot, random headers, odd lengths; and
+made up for single nodes of trees too big to simulate (:func:`big_tree_sequences`).
 """
 
 from __future__ import annotations
@@ -300,6 +301,59 @@ def add_noise(rng: random.Random, seqs: list[Seq], rate: float) -> list[Seq]:
     return out
 
 
+def _sub_mod(a: int, b: int, n: int) -> int:
+    """The C++ kernel's sub_mod, with its node_t truncation."""
+    return (a - b if a >= b else a + n - b) & (P.MAX_NODES - 1)
+
+
+def _add_mod(a: int, b: int, n: int) -> int:
+    return (a + b - n if a + b >= n else a + b) & (P.MAX_NODES - 1)
+
+
+def _net(src: int, dst: int, h: int, data: list[int]) -> list[int]:
+    w0 = P.header_words(dst_node=dst, src_node=src, type=int(P.PacketType.COLLECTIVE),
+                        length=8 * (1 + len(data)), flags=int(P.Flags.SOM | P.Flags.EOM))[0]
+    return [w0, 0, h] + data
+
+
+def big_tree_sequences(rng: random.Random, count: int) -> list[Seq]:
+    """Single nodes of trees too big to simulate whole: any node id below 4096, ``nodes``
+    up to 8191 (where the C++'s 12-bit node_t truncates), the host's command, its children's
+    UP packets (in a random order, sometimes one twice) and the parent's DOWN, as the
+    kernel's own formulas name them."""
+    out = []
+    for _ in range(count):
+        radix = rng.randint(0, 3)
+        k = min(radix, K.COLL_MAX_RADIX_LOG2)
+        msgs: list[tuple[str, list[int]]] = []
+        node = rng.randrange(P.MAX_NODES)
+        for e in range(rng.randint(1, 4)):
+            nodes = rng.randint(node + 1, (1 << K.DIM_BITS) - 1)
+            root = rng.randrange(min(nodes, P.MAX_NODES))
+            dtype = rng.choice(list(K.CollType))
+            ints = dtype in (K.CollType.I32, K.CollType.I64)
+            red = rng.choice([r for r in K.CollRed if ints or r < K.CollRed.AND])
+            op = rng.choice((K.CollOp.REDUCE, K.CollOp.ALLREDUCE))
+            nbytes = K.COLL_TYPE_BYTES[dtype] * rng.randint(0, K.COLL_MAX_BYTES // K.COLL_TYPE_BYTES[dtype])
+            h = dict(op=int(op), dtype=int(dtype), red=int(red), root=root, nodes=nodes, nbytes=nbytes, episode=e)
+            vec = lambda: P.bytes_to_words(b"".join(edgy_vectors(rng, dtype, nbytes, 1)))  # noqa: E731
+            rel = _sub_mod(node, root, nodes)
+            first = (rel << k) + 1
+            kids = [_add_mod(first + j, root, nodes) for j in range(1 << k) if first + j < nodes]
+            ev = [("h", [K.pack_coll(**h)] + vec())]
+            ev += [("n", _net(c, node, K.pack_coll(**h, phase=int(K.CollPhase.UP)), vec())) for c in kids]
+            if kids and rng.random() < 0.2:
+                ev.append(rng.choice(ev[1:]))
+            rng.shuffle(ev)
+            msgs += ev
+            if rel:
+                parent = _add_mod((rel - 1) >> k, root, nodes)
+                down = dict(h, phase=int(K.CollPhase.DOWN), nodata=int(op == K.CollOp.REDUCE))
+                msgs.append(("n", _net(parent, node, K.pack_coll(**down), [] if down["nodata"] else vec())))
+        out.append(Seq(node, radix, msgs))
+    return out
+
+
 def messages(seqs: list[Seq]) -> int:
     return sum(len(s.msgs) for s in seqs)
 
@@ -356,6 +410,7 @@ def main() -> None:
     t = time.monotonic()
     while messages(seqs) < a.messages:
         seqs += add_noise(rng, record(random_cases(rng, 200, max_nodes=40, ops=6)), 0.05)
+        seqs += big_tree_sequences(rng, 300)
     print(f"recorded {messages(seqs)} messages of {len(seqs)} node sequences in {time.monotonic() - t:.1f} s")
     t = time.monotonic()
     cpp = run_cpp(seqs)

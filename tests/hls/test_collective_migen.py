@@ -40,10 +40,12 @@ def test_csim_vectors_agree():
 def test_random_clusters_with_errors_and_strays_agree():
     """Random clusters (up to 16 nodes, fan-out 1, 2, 4 and radix_log2 3, four operations
     each, edge-case floats, 15 % of operations with a disagreeing or bad node), with
-    foreign packets and random host commands mixed in; with and without stalls."""
+    foreign packets and random host commands mixed in; and single nodes of trees up to
+    8191 nodes (node ids up to 4095); with and without stalls."""
     rng = random.Random(20261125)
     seqs = C.add_noise(rng, C.record(C.random_cases(rng, 150)), 0.05)
     assert C.messages(seqs) > 8000
+    seqs += C.big_tree_sequences(rng, 400)
     _agree(seqs, stall_seeds=(0, 3))
 
 
@@ -109,9 +111,10 @@ def test_make_core_gives_the_migen_twin_in_the_unit():
 
 @pytest.mark.slow
 def test_long_random_agreement():
-    """100 000+ messages: random clusters up to 40 nodes, noise, random stalls."""
+    """100 000+ messages: random clusters up to 40 nodes, noise, big trees, random stalls."""
     rng = random.Random(4242)
     seqs = []
     while C.messages(seqs) < 100_000:
         seqs += C.add_noise(rng, C.record(C.random_cases(rng, 200, max_nodes=40, ops=6)), 0.05)
+        seqs += C.big_tree_sequences(rng, 300)
     _agree(seqs, stall_seeds=(0, 99))
