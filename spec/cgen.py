@@ -346,6 +346,9 @@ def hls_header() -> str:
          f"#define PN_ROUTE_TABLE_NODES {K.ROUTE_TABLE_NODES}",
          f"#define PN_ROUTE_TABLE_ADDR_BITS {K.ROUTE_TABLE_ADDR_BITS}",
          f"#define PN_DIM_BITS {K.DIM_BITS}", "",
-         "/* collective kernel */", *_coll_lines()]
+         "/* collective kernel */", *_coll_lines(),
+         "/* The NaN a float SUM gives whenever its result is a NaN (canonical, positive, quiet) */",
+         f"#define PN_COLL_F32_QNAN 0x{K.COLL_F32_QNAN:x}u",
+         f"#define PN_COLL_F64_QNAN 0x{K.COLL_F64_QNAN:x}ull"]
     L += ["", "#endif /* PN_HLS_H */"]
     return "\n".join(L) + "\n"

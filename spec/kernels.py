@@ -66,6 +66,11 @@ ROUTE_ARGS: tuple[tuple[str, int], ...] = (
 #: Largest vector of one operation, in bytes (32 words).
 COLL_MAX_BYTES = 256
 COLL_MAX_WORDS = COLL_MAX_BYTES // P.WORD_BYTES
+#: A float SUM whose result is a NaN gives this NaN (positive, quiet), whatever the
+#: operands' payloads: the C++ ``x + y`` keeps one operand's payload, which one depends
+#: on the compiler's operand order; the kernel and its gateware twin both canonicalize.
+COLL_F32_QNAN = 0x7FC00000
+COLL_F64_QNAN = 0x7FF8000000000000
 #: Default combining-tree fan-out exponent (4 children), as the barrier's tree.
 COLL_DEFAULT_RADIX_LOG2 = 2
 #: Largest fan-out exponent the kernel is built for (one child buffer per child: 2**this).

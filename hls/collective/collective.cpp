@@ -21,14 +21,20 @@ static double as_f64(ap_uint<64> v) { uint64_t u = v.to_uint64(); double f; std:
 static ap_uint<64> bits64(double f) { uint64_t u; std::memcpy(&u, &f, 8); return u; }
 
 /* a op b. MIN/MAX return one of the two operands' bits unchanged (b only when strictly
- * better), so the choice between -0.0 and +0.0 or a NaN is defined too. AND/OR on a
- * float type are refused as BAD_ARGS before any data is combined. */
+ * better), so the choice between -0.0 and +0.0 or a NaN is defined too. A float SUM that
+ * is a NaN is the positive quiet NaN (canonical): which operand's NaN payload `x + y`
+ * keeps depends on the compiler's operand order (x86 SSE keeps its first source's), and
+ * the gateware twin (hw/collective_core.py) gives the same bits. AND/OR on a float type
+ * are refused as BAD_ARGS before any data is combined. */
 static ap_uint<32> op32(ap_uint<32> a, ap_uint<32> b, bool flt, ap_uint<3> red)
 {
 #pragma HLS INLINE
 	if (flt) {
 		float x = as_f32(a), y = as_f32(b);
-		if (red == PN_COLL_RED_SUM) return bits32(x + y);
+		if (red == PN_COLL_RED_SUM) {
+			float r = x + y;
+			return r != r ? ap_uint<32>(PN_COLL_F32_QNAN) : bits32(r);
+		}
 		if (red == PN_COLL_RED_MIN) return y < x ? b : a;
 		if (red == PN_COLL_RED_MAX) return y > x ? b : a;
 		return a;
@@ -47,7 +53,10 @@ static ap_uint<64> op64(ap_uint<64> a, ap_uint<64> b, bool flt, ap_uint<3> red)
 #pragma HLS INLINE
 	if (flt) {
 		double x = as_f64(a), y = as_f64(b);
-		if (red == PN_COLL_RED_SUM) return bits64(x + y);
+		if (red == PN_COLL_RED_SUM) {
+			double r = x + y;
+			return r != r ? ap_uint<64>(PN_COLL_F64_QNAN) : bits64(r);
+		}
 		if (red == PN_COLL_RED_MIN) return y < x ? b : a;
 		if (red == PN_COLL_RED_MAX) return y > x ? b : a;
 		return a;
