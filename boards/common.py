@@ -272,6 +272,24 @@ def add_dna(soc, board: "Board") -> None:
 
 # Argument parser -----------------------------------------------------------------------------------
 
+#: --collective: NicCore's build option ``collective`` (docs/hls.md, "In NicCore").
+COLLECTIVE_CHOICES = ("migen", "vitis", "none")
+#: Where `make hls` (hls/flow.tcl) leaves the collective kernel's exported Verilog.
+HLS_COLLECTIVE_RTL = Path("build") / "hls" / "collective" / "pn_collective" / "solution1" / "impl" / "verilog"
+
+
+def add_collective_rtl(soc, rtl_dir: Path | None = None) -> list[Path]:
+    """A board built with ``--collective vitis`` needs the HLS kernel's exported RTL: add
+    its Verilog files to the platform's sources, or fail saying how to make them."""
+    d = Path(rtl_dir) if rtl_dir else Path(__file__).resolve().parents[1] / HLS_COLLECTIVE_RTL
+    files = sorted(d.glob("*.v"))
+    if not files:
+        raise BoardError(f"--collective vitis: no exported RTL in {d}; run `make hls` where Vitis HLS is "
+                         "installed (it exports the kernel there), or build with --collective migen")
+    for f in files:
+        soc.platform.add_source(str(f))
+    return files
+
 def make_parser(board: Board):
     """litex-boards' parser (--build, --load, --toolchain, SoC and builder args) plus ours."""
     from litex.build.parser import LiteXArgumentParser
@@ -285,6 +303,9 @@ def make_parser(board: Board):
                                f"{','.join(board.default_links)}).")
     p.add_target_argument("--node-id", default=None, type=int, help="Node id at reset (default: set by software).")
     p.add_target_argument("--n-ctx", default=P.DEFAULT_CONTEXTS, type=int, help="Hardware contexts.")
+    p.add_target_argument("--collective", default="migen", choices=COLLECTIVE_CHOICES,
+                          help="The collective unit's kernel: migen (the Migen implementation), vitis "
+                               "(the HLS kernel's RTL: run `make hls` with Vitis first), none (no unit).")
     p.set_defaults(output_dir=str(Path("build") / "boards" / board.name))
     return p
 
@@ -464,8 +485,11 @@ def run(board: Board, target_cls, argv: Sequence[str] | None = None) -> int:
         out = Path(bk.pop("output_dir"))
         if args.build or not (args.load or args.flash):
             soc_kwargs = parser.soc_argdict
+            coll = None if args.collective == "none" else args.collective
             soc = target_cls(sys_clk_freq=args.sys_clk_freq, links=args.links,
-                             node_id=args.node_id, n_ctx=args.n_ctx, **soc_kwargs)
+                             node_id=args.node_id, n_ctx=args.n_ctx, collective=coll, **soc_kwargs)
+            if coll == "vitis":
+                add_collective_rtl(soc)
             if args.build:
                 ran = vivado_available()
                 gen = generate(board, soc, out, compile_software=bk.pop("compile_software", False),

@@ -288,8 +288,10 @@ def report_niccore(n_links: int = 4, n_ctx: int = 16, part: str = "xc7a200t") ->
                        p.approximate, time.monotonic() - t0)
 
 
-def generate_board(name: str, links: str | None = None, out: Path | None = None):
-    """Elaborate and generate a board target (no Vivado run); returns (Board, Generated)."""
+def generate_board(name: str, links: str | None = None, out: Path | None = None, collective: str | None = "migen"):
+    """Elaborate and generate a board target (no Vivado run); returns (Board, Generated).
+    ``collective``: the collective unit's kernel, as the board's ``--collective`` (default
+    the Migen implementation)."""
     from paranic.boards import board_module
     from paranic.boards.common import generate
 
@@ -299,7 +301,7 @@ def generate_board(name: str, links: str | None = None, out: Path | None = None)
     board = mod.BOARD
     logging.disable(logging.INFO)     # LiteX's elaboration chatter (SoC map, PLL settings)
     try:
-        soc = mod.Target(links=links)
+        soc = mod.Target(links=links, collective=collective)
     finally:
         logging.disable(logging.NOTSET)
     gen = generate(board, soc, out or (BUILD / name), run_vivado=False)
