@@ -17,10 +17,11 @@ ignored), strips the network header and hands the command to the kernel; it fram
 kernel's results as packets to the owning context's RX ring; it frames the kernel's
 network packets for the router and feeds it the ones the router ejects. The driver (or
 the simulator) enables the unit at bring-up (CSR ``enable``; while it is 0 the kernel is
-held in reset and ejected packets are dropped) and gives it to one context (``ctx``,
-``owned``). Only that context's commands reach the kernel; any other command, and every
-command while the unit is disabled, unowned or has no core, is answered at once with a
-result whose ``refused`` bit is set, so the library can tell
+held in reset and ejected packets are dropped). The first context that sends a command
+to an enabled unit owns it (``ctx``, ``owned``) until the driver disables the unit (as it
+does when that context closes), which also resets the kernel. Only the owner's commands
+reach the kernel; any other command, and every command while the unit is disabled or has
+no core, is answered at once with a result whose ``refused`` bit is set, so the library can tell
 "not configured" from a failed operation. A command whose packet length disagrees with
 its ``nbytes`` reaches the kernel padded with zeros or cut to ``nbytes``, with
 ``BAD_ARGS`` set, so that the node still takes part and nobody waits for it.
@@ -160,8 +161,8 @@ class CollectiveUnit(LiteXModule):
     """The collective unit of one node (see the module's description).
 
     ``core``: a :class:`CollectiveCore` or None. Input ``node_id``; configuration
-    ``enable`` (reset 0), ``ctx`` and ``owned`` (the context that owns the unit),
-    ``radix_log2``.
+    ``enable`` (reset 0) and ``radix_log2``; state ``ctx`` and ``owned`` (the context that
+    owns the unit: the first that sent a command since ``enable`` rose).
     Packet streams: ``host_sink`` (the host's COLLECTIVE packets), ``host_source``
     (results, to the host's RX path), ``net_sink`` (COLLECTIVE packets the router ejects),
     ``net_source`` (packets to inject). Counters (32 bit, wrap): ``commands`` (taken by the
@@ -228,7 +229,12 @@ class CollectiveUnit(LiteXModule):
         ref_hdr = Signal(P.WORD_BITS)
         ref_ctx = Signal(P.CTX_BITS)
         owner = Signal()
-        self.comb += owner.eq(self.enable & self.owned & int(core is not None) & (src_ctx == self.ctx))
+        have_core = int(core is not None)
+        # Ownership: taken by the first command while enabled, lost when disabled.
+        claim = Signal()
+        self.comb += owner.eq(self.enable & have_core & ((self.owned & (src_ctx == self.ctx)) | ~self.owned))
+        self.sync += If(~self.enable, self.owned.eq(0)
+                        ).Elif(claim, self.owned.eq(1), self.ctx.eq(src_ctx))
         h_in = sink.data
         nbytes = cfield(h_in, "nbytes")
         nbytes_up = Signal(len(nbytes) + 1)   # nbytes + 7 without wrapping (up to 511 + 7)
@@ -257,6 +263,7 @@ class CollectiveUnit(LiteXModule):
                 NextValue(i, 0),
                 NextValue(pkt_words, pkt_words - 1),
                 If(owner,
+                    claim.eq(~self.owned),
                     NextState("GIVE_HDR"),
                 ).Else(
                     sink.ready.eq(1),
@@ -361,11 +368,10 @@ class CollectiveUnit(LiteXModule):
         self._enable = CSRStorage(1, reset=0,
             description="1: the collective kernel runs and takes the network's collective packets. "
                         "0: its state is held in reset, those packets are dropped, every command "
-                        "is refused.")
-        self._ctx = CSRStorage(P.CTX_BITS, description="The context that owns the unit (with `owned`).")
-        self._owned = CSRStorage(1, reset=0,
-            description="1: commands of context `ctx` go to the kernel. Other contexts' commands, "
-                        "and all while 0, are answered with `refused` set.")
+                        "is refused, and the unit has no owner.")
+        self._ctx = CSRStatus(P.CTX_BITS, description="The context that owns the unit (while `owned`).")
+        self._owned = CSRStatus(1, description="1: context `ctx` owns the unit: it sent the first command "
+                                               "since `enable` rose; other contexts' commands are refused.")
         self._radix_log2 = CSRStorage(2, reset=K.COLL_DEFAULT_RADIX_LOG2,
             description=f"Tree fan-out 2**radix_log2 (0..{K.COLL_MAX_RADIX_LOG2}). Same value on "
                         "every node; change only while no operation is in progress.")
@@ -373,8 +379,8 @@ class CollectiveUnit(LiteXModule):
             description="1: this NIC has a collective kernel (0: every command is refused).")
         self.comb += [
             self.enable.eq(self._enable.storage),
-            self.ctx.eq(self._ctx.storage),
-            self.owned.eq(self._owned.storage),
+            self._ctx.status.eq(self.ctx),
+            self._owned.status.eq(self.owned),
             self.radix_log2.eq(self._radix_log2.storage),
         ]
         for name in self.COUNTERS:

@@ -151,42 +151,36 @@ void Harness::coll_attach(const NodePorts &p)
 	colls.push_back(new CollNode(p.k));
 }
 
-/* Bring-up, as the barrier unit's: enabled, with the tree's fan-out, owned by nobody. */
+/* Bring-up, as the barrier unit's: enabled, with the tree's fan-out. The first context
+ * that sends a command owns the unit (hw/collective.py). */
 void Harness::coll_init(Script *s)
 {
 	s->csr_write(PN_CSR_COLL_ENABLE, PN_CSR_COLL_ENABLE_SIZE, 0);
 	s->csr_write(PN_CSR_COLL_RADIX_LOG2, PN_CSR_COLL_RADIX_LOG2_SIZE, cfg.radix_log2);
-	s->csr_write(PN_CSR_COLL_OWNED, PN_CSR_COLL_OWNED_SIZE, 0);
 	s->csr_write(PN_CSR_COLL_ENABLE, PN_CSR_COLL_ENABLE_SIZE, 1);
 }
 
-/* As a driver would on open: the unit goes to the first context attached on its node. */
-void Harness::coll_claim(const Client *cl)
-{
-	int n = cl->node;
-	if (coll_owner[n] >= 0)
-		return;
-	coll_owner[n] = cl->ctx;
-	Script *s = new Script;
-	s->csr_write(PN_CSR_COLL_CTX, PN_CSR_COLL_CTX_SIZE, (uint64_t)cl->ctx);
-	s->csr_write(PN_CSR_COLL_OWNED, PN_CSR_COLL_OWNED_SIZE, 1);
-	hosts[n]->push_script(s, cycle);
-	if (sim_verbose)
-		sim_log("node %d: collective unit to ctx %d", n, cl->ctx);
-}
-
-/* ... and on close: unowned, and the kernel reset (enable 0, then 1), so that the next
- * owner does not inherit half an operation of a process that died in one. */
+/* As a driver would when a context closes: if it owns its node's unit, disable and enable
+ * the unit, which frees it and resets the kernel, so that the next owner does not inherit
+ * half an operation of a process that died in one. */
 void Harness::coll_release(const Client *cl)
 {
-	int n = cl->node;
-	if (n < 0 || coll_owner[n] != cl->ctx)
+	int n = cl->node, ctx = cl->ctx;
+	if (n < 0)
 		return;
-	coll_owner[n] = -1;
 	Script *s = new Script;
-	s->csr_write(PN_CSR_COLL_OWNED, PN_CSR_COLL_OWNED_SIZE, 0);
-	s->csr_write(PN_CSR_COLL_ENABLE, PN_CSR_COLL_ENABLE_SIZE, 0);
-	s->csr_write(PN_CSR_COLL_ENABLE, PN_CSR_COLL_ENABLE_SIZE, 1);
+	s->csr_read(PN_CSR_COLL_OWNED);
+	s->csr_read(PN_CSR_COLL_CTX);
+	s->done = [this, n, ctx](Script &sc) {
+		if (!(sc.reads[0] & 1) || (int)sc.reads[1] != ctx)
+			return;
+		Script *t = new Script;
+		t->csr_write(PN_CSR_COLL_ENABLE, PN_CSR_COLL_ENABLE_SIZE, 0);
+		t->csr_write(PN_CSR_COLL_ENABLE, PN_CSR_COLL_ENABLE_SIZE, 1);
+		hosts[n]->push_script(t, cycle);
+		if (sim_verbose)
+			sim_log("node %d: collective unit freed by ctx %d", n, ctx);
+	};
 	hosts[n]->push_script(s, cycle);
 }
 
@@ -197,7 +191,6 @@ void Harness::coll_post() {}
 bool Harness::coll_busy() const { return false; }
 void Harness::coll_attach(const NodePorts &) {}
 void Harness::coll_init(Script *) {}
-void Harness::coll_claim(const Client *) {}
 void Harness::coll_release(const Client *) {}
 
 #endif

@@ -150,7 +150,6 @@ void Harness::configure(Client *cl)
 	r->done = [this, cl, gen](int) {
 		if (cl->st != CState::Config || cl->gen != gen)
 			return;   /* it hung up meanwhile: teardown is under way */
-		coll_claim(cl);   /* queued before the client's first access */
 		welcome(cl);
 	};
 	ctx_push(r, cycle + cfg.c_mmio_w);

@@ -421,12 +421,9 @@ private:
 	void coll_post();
 	bool coll_busy() const;
 	void coll_attach(const NodePorts &p);
-	/* The node's collective unit goes to the first context attached there and back
-	 * when it detaches (coll.cpp). */
-	void coll_claim(const Client *cl);
+	/* The collective units: enabled at bring-up, freed when their owner detaches (coll.cpp). */
 	void coll_init(Script *s);
 	void coll_release(const Client *cl);
-	std::vector<int> coll_owner = std::vector<int>(SIM_NODES, -1);
 	std::vector<Client *> clients;
 	Client *owner[SIM_NODES][SIM_N_CTX] = {};
 	Client *dev_owner[SIM_NODES] = {};   /* a device client holds the node */

@@ -2,7 +2,7 @@
 (CollectiveExternal: the testbench plays the kernel's side of the streams): commands of the
 owning context reach the kernel with exactly ceil(nbytes/8) vector words (padded or cut,
 BAD_ARGS set when the packet's length disagrees); other contexts, an unowned or disabled
-unit, are answered with `refused`; results become packets to the owner; the kernel's
+unit (the first context to send a command owns it), are answered with `refused`; results become packets to the owner; the kernel's
 network words become framed packets; ejected packets are dropped while disabled."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ def command(ctx: int, h: int, vector: list[int], length: int | None = None) -> l
     return [w0, w1, h, *vector]
 
 
-def run(packets=(), results=(), net_words=(), net_packets=(), owned=1, ctx=1, enable=1, cycles=400):
+def run(packets=(), results=(), net_words=(), net_packets=(), owner=None, enable=1, cycles=400):
     """Drive the unit; return what the kernel side saw on host_in/net_in and what left
     host_source/net_source (as (word, first, last))."""
     core = CollectiveExternal()
@@ -44,8 +44,9 @@ def run(packets=(), results=(), net_words=(), net_packets=(), owned=1, ctx=1, en
 
     def host():
         yield dut.enable.eq(enable)
-        yield dut.owned.eq(owned)
-        yield dut.ctx.eq(ctx)
+        if owner is not None:   # as if `owner` had sent the first command
+            yield dut.owned.eq(1)
+            yield dut.ctx.eq(owner)
         yield dut.node_id.eq(5)
         yield
         yield from send(dut.host_sink, packets)
@@ -115,20 +116,22 @@ def refusal(h: int, ctx: int) -> list[tuple[int, int, int]]:
     return [(w0, 1, 0), (w1, 0, 0), (K.pack_coll(**r), 0, 1)]
 
 
-def test_other_context_unowned_or_disabled_is_refused():
+def test_first_command_owns_the_unit_others_are_refused():
+    """The first context to send a command owns the unit: later commands of another
+    context are refused; a disabled unit refuses everybody and has no owner."""
     h = hdr(8)
-    for kw in (dict(ctx=2), dict(owned=0), dict(enable=0)):
-        seen, dut = run(packets=[command(1, h, [3])], **kw)
-        assert seen["host_in"] == [], kw
-        assert seen["host"] == refusal(h, 1), kw
-    seen, _ = run(packets=[command(3, h, [3]), command(1, h, [4])], ctx=1)
-    assert seen["host_in"] == [h, 4] and seen["host"] == refusal(h, 3)
+    seen, dut = run(packets=[command(3, h, [3]), command(1, h, [4]), command(3, h, [5])])
+    assert seen["host_in"] == [h, 3, h, 5] and seen["host"] == refusal(h, 1)
+    seen, _ = run(packets=[command(1, h, [3])], owner=2)
+    assert seen["host_in"] == [] and seen["host"] == refusal(h, 1)
+    seen, _ = run(packets=[command(1, h, [3])], enable=0)
+    assert seen["host_in"] == [] and seen["host"] == refusal(h, 1)
 
 
 def test_results_are_packets_to_the_owner():
     res = hdr(16, phase=1)
     done = hdr(16, phase=1, nodata=1)
-    seen, _ = run(results=[res, 0xAA, 0xBB, done], ctx=7)
+    seen, _ = run(results=[res, 0xAA, 0xBB, done], owner=7)
     w0, w1 = P.header_words(dst_node=5, src_node=5, dst_ctx=7, src_ctx=7, type=COLL, length=24, flags=3)
     v0, v1 = P.header_words(dst_node=5, src_node=5, dst_ctx=7, src_ctx=7, type=COLL, length=8, flags=3)
     assert seen["host"] == [(w0, 1, 0), (w1, 0, 0), (res, 0, 0), (0xAA, 0, 0), (0xBB, 0, 1),

@@ -1,6 +1,6 @@
 """The collective unit of the simulated NIC (hw/collective.py), each node's kernel the HLS
-kernel's own C++ run by the harness (sim/harness/coll.cpp): pn_allreduce, pn_reduce and
-pn_bcast with ``PARANIC_COLL=hw`` (the unit, or -ENODEV: nothing falls back to software)
+kernel's own C++ run by the harness (sim/harness/coll.cpp), on a ring:4 and a torus:2x2:
+pn_allreduce, pn_reduce and pn_bcast with ``PARANIC_COLL=hw`` (the unit, or -ENODEV: nothing falls back to software)
 against ``paranic.hls.reduce_ref``, bit-identical on every node; disagreeing nodes and bad
 arguments give their error on every node (nodes that disagree on the root or op: an
 error where the trees part, see below); a context without the unit is refused (-ENODEV),
@@ -14,9 +14,13 @@ import re
 import sys
 from pathlib import Path
 
+import pytest
+
 from model.collcases import COLL_TEST, EBADMSG, EINVAL, OP, R, T, bad_cases, bad_sequence, check_bad, check_results, run_cases, sweep
 from paranic.hls import random_vector
-from simtest import launch
+from paranic.sim import build as simbuild
+from paranic.sim import run as simrun
+from simtest import launch, sim_socket
 
 HW = {"PARANIC_COLL": "hw"}
 ENODEV, ETIMEDOUT, ENOTRECOVERABLE = -19, -110, -131
@@ -43,6 +47,25 @@ def _same_tree(c: dict, n: int) -> bool:
         o = {"op": c["op"], "root": c["root"], **c.get("override", {}).get(node, {})}
         eff.add((int(o["op"]), o["root"] if o["root"] < n else 0))
     return len(eff) == 1
+
+
+@pytest.fixture(scope="module")
+def torus4(userlib_build):
+    """A 2x2 torus (4 link ports per node: its own build, about 3 minutes the first time)."""
+    simbuild.build("torus:2x2")
+    sim = simrun.start("torus:2x2", socket=sim_socket("coll-torus"), timeout=300)
+    try:
+        yield sim
+    finally:
+        assert sim.stop() == 0, sim.log_text()[-3000:]
+
+
+def test_unit_sweep_torus(torus4, tmp_path):
+    """The same sweep on a 2x2 torus, whose tree edges take other routes than the ring's."""
+    cases = sweep(4, seed=53)
+    rcs, outs = run_cases(None, tmp_path, 4, cases, "unit-torus", backend="sim", launch=on(torus4), timeout=900,
+                          env=HW)
+    check_results(cases, rcs, outs, 4)
 
 
 def test_unit_bad_input(sim4, tmp_path):
@@ -88,20 +111,25 @@ def _one_allreduce(n: int, seed: int) -> list[dict]:
 
 
 def test_context_without_unit(sim4, tmp_path):
-    """Each node's unit belongs to the first context attached there (here a holder on
-    ctx 0); coll_test's context 1 is refused: -ENODEV under PARANIC_COLL=hw on every
-    node, and the software path's correct result under auto."""
+    """Each node's unit belongs to the first context that sends it a command (here a
+    holder on ctx 0, whose allreduce takes it); coll_test's context 1 is refused: -ENODEV
+    under PARANIC_COLL=hw on every node, and the software path's correct result under auto."""
     cases = _one_allreduce(4, 47)
     for mode, rc in (("hw", ENODEV), ("auto", 0)):
         d = tmp_path / mode
         d.mkdir()
+        holder = [sys.executable, str(HOLDER)]
         rcs, outs = run_cases(None, d, 4, cases, f"unit-none-{mode}", backend="sim", timeout=600,
-                              launch=lambda prog, n, name, **kw: launch(sim4, [sys.executable, str(HOLDER), *prog], n,
-                                                                       name, **kw),
+                              launch=lambda prog, n, name, **kw: _checked(launch(sim4, holder + prog, n, name, **kw)),
                               env={"PARANIC_COLL": mode})
         assert all(r == [rc, rc] for r in rcs), (mode, rcs)
         if rc == 0:
             check_results(cases, rcs, outs, 4)
+
+
+def _checked(r):
+    assert all("holding the unit: unit" in r.nodes[k] for k in range(4)), r.out
+    return r
 
 
 def test_unit_killed_node(sim4):

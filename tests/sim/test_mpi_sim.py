@@ -55,3 +55,40 @@ def test_bench_mpi_on_sim_quick(sim_binary, mpi_build):
     assert rows[("bw", 2, "paranic")]["MBps"] > 0
     hw = {g["goal"]: g for g in res["goals"]}["8-byte MPI one-way hardware path on sim"]
     assert hw["value"] is not None and hw["value"] > 0, hw
+
+
+def _coll_run(backend: str, coll: bool) -> dict:
+    r = M.run_mpi([str(M.MPI_BUILD / "mpi_coll_test")], 4, backend=backend, timeout=300, coll=coll,
+                  env={"PARANIC_MPICOLL_STATS": "1"}, cluster=f"pytest-mpicoll-{os.getpid()}-{backend}-{coll}")
+    assert r.rc == 0, r.out
+    res = {ln.split()[1]: bytes.fromhex(ln.split()[2]) for ln in r.lines("result ")}
+    assert all(ln.endswith(" 1") for ln in r.lines("same ")) and len(r.lines("same ")) == 8, r.out
+    return {"results": res, "stats": r.lines("pn_mpicoll rank "), "out": r.out}
+
+
+def test_mpi_allreduce_bcast_on_the_unit(sim_binary, mpi_build):
+    """mpi_coll_test's MPI_Allreduce and MPI_Bcast calls with libparanic-mpicoll.so: on sim
+    every small one goes to the NIC's collective unit (5 allreduce, 2 bcast on "unit" per
+    rank; the 512-byte one to Open MPI), the float sums are the kernel's (reduce_ref), the
+    same bits on every rank, the other results equal Open MPI's own (--no-coll); on sw,
+    which has no unit, everything goes to Open MPI."""
+    import numpy as np
+    from paranic.hls import reduce_ref
+    from paranic.spec import kernels as K
+
+    sim = _coll_run("sim", True)
+    assert sorted(sim["stats"]) == [f"pn_mpicoll rank {r}: 5 allreduce, 2 bcast on unit, 1 passed to MPI"
+                                    for r in range(4)], sim["out"]
+    sw = _coll_run("sw", True)
+    assert sorted(sw["stats"]) == [f"pn_mpicoll rank {r}: 0 allreduce, 0 bcast on none, 8 passed to MPI"
+                                   for r in range(4)], sw["out"]
+    plain = _coll_run("sw", False)
+    assert plain["stats"] == [] and plain["results"] == sw["results"]
+    for name in ("max_i8", "bor_l4", "min_f5", "sum_big", "bcast_i16", "bcast_b64"):
+        assert sim["results"][name] == plain["results"][name], name
+    # the float sums: the kernel's order, as reduce_ref computes it
+    n, lg = 4, K.COLL_DEFAULT_RADIX_LOG2
+    d1 = [np.array([0.1 * (r + 1)]).tobytes() for r in range(n)]
+    d32 = [np.array([(r + 1) * 1.0e-3 + i / 7.0 for i in range(32)]).tobytes() for r in range(n)]
+    assert sim["results"]["sum_d1"] == reduce_ref(d1, 0, K.CollType.F64, K.CollRed.SUM, lg)
+    assert sim["results"]["sum_d32"] == reduce_ref(d32, 0, K.CollType.F64, K.CollRed.SUM, lg)

@@ -75,9 +75,14 @@ int main(int argc, char **argv)
 		}
 	}
 	if (n < ranks) {
-		if (rank == 0)
+		/* Rank 0 says why and ends the job; the others wait for it, so that no other
+		 * rank's abort can end the job before the message is out. */
+		if (rank == 0) {
 			fprintf(stderr, "mpi_heat: the grid (-n %d) needs at least one row per rank (%d ranks)\n", n, ranks);
-		MPI_Abort(MPI_COMM_WORLD, 2);
+			fflush(stderr);
+			MPI_Abort(MPI_COMM_WORLD, 2);
+		}
+		MPI_Barrier(MPI_COMM_WORLD);
 		return 2;
 	}
 

@@ -9,7 +9,10 @@
  * PMI_RANK (MPICH's hydra). It sets PARANIC_NODE, PARANIC_RANK and
  * PARANIC_LOCAL_RANK (what pn_launch sets), checks the node against PARANIC_NODES,
  * and execs PROGRAM, so that the libfabric provider's pn_port_open(NULL) (or any
- * pn_open(NULL)) in the rank attaches to its own node (docs/mpi.md).
+ * pn_open(NULL)) in the rank attaches to its own node (docs/mpi.md). When
+ * PARANIC_MPICOLL names libparanic-mpicoll.so and the job has one rank per node, it
+ * goes first in LD_PRELOAD: MPI_Allreduce/MPI_Bcast of small vectors on ParaNIC's
+ * collectives (userlib/mpi/pn_mpicoll.c).
  * Exit status: PROGRAM's; 127 when it cannot be run; 2 on bad environment.
  */
 #define _GNU_SOURCE
@@ -67,6 +70,15 @@ int main(int argc, char **argv)
 	setenv("PARANIC_RANK", v, 1);
 	snprintf(v, sizeof(v), "%ld", rank % ppn);
 	setenv("PARANIC_LOCAL_RANK", v, 1);
+	if (getenv("PARANIC_MPICOLL") && *getenv("PARANIC_MPICOLL") && ppn == 1) {
+		const char *lib = getenv("PARANIC_MPICOLL"), *pre = getenv("LD_PRELOAD");
+		size_t n = strlen(lib) + (pre ? strlen(pre) : 0) + 2;
+		char *p = malloc(n);
+		if (!p)
+			return 2;
+		snprintf(p, n, "%s%s%s", lib, pre && *pre ? ":" : "", pre && *pre ? pre : "");
+		setenv("LD_PRELOAD", p, 1);
+	}
 	execvp(argv[1], argv + 1);
 	fprintf(stderr, "pn_mpi_exec: cannot run %s: %s\n", argv[1], strerror(errno));
 	return 127;

@@ -406,6 +406,24 @@ static int coll_mode(pn_port_t *p)
 	return 0;
 }
 
+uint64_t pt_coll_header(const pn_port_t *p, int op, unsigned root, const void *in, const void *out, size_t nbytes,
+			int dtype, int red, uint16_t ep, int *bad)
+{
+	uint64_t h = 0;
+	*bad = coll_bad(p, op, root, in, out, nbytes, dtype, red);
+	if (op == PN_COLL_OP_ALLREDUCE)
+		root = 0;   /* the kernel's field is "any, the same on every node" */
+	if (op == PN_COLL_OP_BCAST)
+		red = 0;    /* ignored by BCAST */
+	h = HSET(h, OP, op);
+	h = HSET(h, DTYPE, dtype & (int)PN_COLLHDR_DTYPE_MASK);
+	h = HSET(h, RED, red & (int)PN_COLLHDR_RED_MASK);
+	h = HSET(h, NBYTES, nbytes);
+	h = HSET(h, ROOT, root);
+	h = HSET(h, NODES, p->nodes);
+	return HSET(h, EPISODE, ep);
+}
+
 static int coll_run(pn_port_t *p, int op, unsigned root, const void *in, void *out, size_t nbytes, int dtype,
 		    int red)
 {
@@ -427,21 +445,11 @@ static int coll_run(pn_port_t *p, int op, unsigned root, const void *in, void *o
 	c.aborted_by = -1;
 	if (p->coll_dirty)
 		drain(p, c.ep);
-	bad = coll_bad(p, op, root, in, out, nbytes, dtype, red);
-	c.dtype = dtype & (int)PN_COLLHDR_DTYPE_MASK;
-	c.red = red & (int)PN_COLLHDR_RED_MASK;
+	c.hdr = pt_coll_header(p, op, root, in, out, nbytes, dtype, red, c.ep, &bad);
+	c.dtype = (int)HGET(c.hdr, DTYPE);
+	c.red = (int)HGET(c.hdr, RED);
 	c.nbytes = bad ? 0 : nbytes;
-	if (op == PN_COLL_OP_ALLREDUCE)
-		root = 0;   /* the kernel's field is "any, the same on every node" */
-	if (op == PN_COLL_OP_BCAST)
-		c.red = 0;  /* ignored by BCAST */
-	c.hdr = HSET(c.hdr, OP, op);
-	c.hdr = HSET(c.hdr, DTYPE, c.dtype);
-	c.hdr = HSET(c.hdr, RED, c.red);
-	c.hdr = HSET(c.hdr, NBYTES, nbytes);
-	c.hdr = HSET(c.hdr, ROOT, root);
-	c.hdr = HSET(c.hdr, NODES, c.n);
-	c.hdr = HSET(c.hdr, EPISODE, c.ep);
+	root = (unsigned)HGET(c.hdr, ROOT);
 	err = bad ? PN_COLL_ERR_BAD_ARGS : 0;
 	piggy = !bad && root == 0;
 

@@ -43,48 +43,98 @@ void pt_coll_result(pn_port_t *p, const pn_header_t *hd, const void *pl)
 	p->coll_res_valid = 1;
 }
 
-/* Wait for the result of episode ep: 0, -ETIMEDOUT after the collectives' timeout of
- * silence (the deadline clock), or a negative errno of the NIC. */
-static int unit_wait(pn_port_t *p, uint16_t ep)
+/* Send the command `cmd` (header and dw vector words); its result is awaited by
+ * unit_poll until `deadline` (the deadline clock). */
+static int unit_send(pn_port_t *p, const uint64_t *cmd, size_t dw)
 {
-	uint64_t deadline = pn_deadline_ns(p->h) + p->coll_tmo_ns;
+	uint64_t w[2] = {0, 0};
+	PN_SET(w, PN_HDR_DST_NODE, p->node);
+	PN_SET(w, PN_HDR_DST_CTX, p->ctx);
+	PN_SET(w, PN_HDR_TYPE, PN_TYPE_COLLECTIVE);
+	PN_SET(w, PN_HDR_LENGTH, 8 * (1 + dw));
+	PN_SET(w, PN_HDR_FLAGS, PN_FLAG_SOM | PN_FLAG_EOM);
+	p->coll_res_valid = 0;
+	p->coll_cmd_hdr = cmd[0];
+	p->coll_deadline = pn_deadline_ns(p->h) + p->coll_tmo_ns;
+	return pn_pio_raw(p->h, w, cmd, 8 * (1 + dw));
+}
+
+/* One look for the result of the command sent: 1 it is in, 0 not yet, -ETIMEDOUT after
+ * the collectives' timeout of silence, or a negative errno of the NIC. *n: what the
+ * progress round did (for the caller's backoff). */
+static int unit_poll(pn_port_t *p, int *n)
+{
+	int rc;
+	if ((*n = pn_port_progress(p)) < 0)
+		return *n;
+	while (p->coll_res_valid) {
+		p->coll_res_valid = 0;
+		if (HGET(p->coll_res_hdr, EPISODE) == HGET(p->coll_cmd_hdr, EPISODE))
+			return 1;
+		p->st.foreign++;   /* a late result of an operation that timed out */
+		if ((*n = pn_port_progress(p)) < 0)
+			return *n;
+	}
+	if (pn_deadline_ns(p->h) > p->coll_deadline)
+		return -ETIMEDOUT;
+	if (!*n && (rc = pn_alive(p->h)) < 0)
+		return rc;
+	return 0;
+}
+
+/* Wait for the result, backing off while nothing happens: 0 or a negative errno. */
+static int unit_wait(pn_port_t *p)
+{
 	struct pn_backoff b = {0};
 	uint32_t spins = 0;
 	for (;;) {
-		int rc, n = pn_port_progress(p);
-		if (n < 0)
-			return n;
-		if (p->coll_res_valid) {
-			p->coll_res_valid = 0;
-			if (HGET(p->coll_res_hdr, EPISODE) == ep)
-				return 0;
-			p->st.foreign++;   /* a late result of an operation that timed out */
-			continue;
-		}
+		int n, rc = unit_poll(p, &n);
+		if (rc)
+			return rc < 0 ? rc : 0;
 		if (!n && (rc = pn_wait_alive(p->h, &spins)) < 0)
 			return rc;
 		if (n)
 			pn_backoff_reset(&b);
 		else
 			pn_backoff_step(&b);
-		if (pn_deadline_ns(p->h) > deadline)
-			return -ETIMEDOUT;
 	}
 }
 
-int pt_coll_unit_run(pn_port_t *p, uint64_t hdr, int bad, const void *in, void *out, size_t nbytes)
+int pn_coll_claim(pn_port_t *p)
 {
-	uint64_t w[2] = {0, 0};
-	uint64_t cmd[1 + PN_COLL_MAX_WORDS];
-	unsigned op = (unsigned)HGET(hdr, OP), root = (unsigned)HGET(hdr, ROOT);
-	uint16_t ep = (uint16_t)HGET(hdr, EPISODE);
-	size_t dw = bad ? 0 : (nbytes + 7) / 8;
+	uint64_t cmd;
 	int rc;
+	if (!p)
+		return -EINVAL;
+	if (p->coll_mode == PT_COLL_HW)
+		return 0;
+	if (p->coll_mode == PT_COLL_BROKEN)
+		return -ENOTRECOVERABLE;
+	if (!strcmp(pn_backend_name(p->h), "sw"))
+		return -ENODEV;
+	if (!p->coll_tmo_ns)
+		p->coll_tmo_ns = p->timeout_ns;
+	/* An operation of no nodes: the kernel answers it at once (BAD_ARGS, nodata) and
+	 * keeps no state; the unit takes this context as its owner unless it has one. */
+	cmd = HSET(HSET(HSET(0, OP, PN_COLL_OP_ALLREDUCE), NODES, 0), EPISODE, p->coll_ep);
+	if ((rc = unit_send(p, &cmd, 0)) < 0 || (rc = unit_wait(p)) < 0)
+		return rc;
+	if (HGET(p->coll_res_hdr, REFUSED))
+		return -ENODEV;
+	p->coll_mode = PT_COLL_HW;
+	return 0;
+}
+
+/* Post the operation `hdr` (bad: the local checks failed) with the vector `in`. */
+static int unit_post(pn_port_t *p, uint64_t hdr, int bad, const void *in, size_t nbytes)
+{
+	uint64_t cmd[1 + PN_COLL_MAX_WORDS];
+	size_t dw = bad ? 0 : (nbytes + 7) / 8;
 
 	/* A bad call still takes part (so nobody waits for it), as a header with BAD_ARGS. */
 	if (bad) {
 		hdr = HSET(HSET(hdr, ERR, PN_COLL_ERR_BAD_ARGS), NBYTES, 0);
-		if (root >= p->nodes)   /* else the kernel would answer at once, alone */
+		if (HGET(hdr, ROOT) >= p->nodes)   /* else the kernel would answer at once, alone */
 			hdr = HSET(hdr, ROOT, 0);
 	}
 	cmd[0] = HSET(hdr, PHASE, PN_COLL_PHASE_UP);
@@ -93,15 +143,17 @@ int pt_coll_unit_run(pn_port_t *p, uint64_t hdr, int bad, const void *in, void *
 		if (in)
 			memcpy(&cmd[1], in, nbytes);
 	}
-	PN_SET(w, PN_HDR_DST_NODE, p->node);
-	PN_SET(w, PN_HDR_DST_CTX, p->ctx);
-	PN_SET(w, PN_HDR_TYPE, PN_TYPE_COLLECTIVE);
-	PN_SET(w, PN_HDR_LENGTH, 8 * (1 + dw));
-	PN_SET(w, PN_HDR_FLAGS, PN_FLAG_SOM | PN_FLAG_EOM);
-	p->coll_res_valid = 0;
-	if ((rc = pn_pio_raw(p->h, w, cmd, 8 * (1 + dw))) < 0)
-		return rc;
-	if ((rc = unit_wait(p, ep)) < 0) {
+	p->coll_nbytes = bad ? 0 : nbytes;
+	return unit_send(p, cmd, dw);
+}
+
+/* The result that came for the posted operation (rc: unit_wait's or unit_poll's). */
+static int unit_finish(pn_port_t *p, int rc, void *out)
+{
+	uint64_t cmd = p->coll_cmd_hdr;
+	unsigned op = (unsigned)HGET(cmd, OP), root = (unsigned)HGET(cmd, ROOT);
+	size_t nbytes = p->coll_nbytes;
+	if (rc < 0) {
 		/* The kernel may hold part of this operation: nothing more can go through it
 		 * until the context is opened again (which resets the unit). */
 		if (rc == -ETIMEDOUT)
@@ -110,19 +162,54 @@ int pt_coll_unit_run(pn_port_t *p, uint64_t hdr, int bad, const void *in, void *
 	}
 	if (HGET(p->coll_res_hdr, REFUSED))
 		return -ENODEV;
-	if (bad || (HGET(p->coll_res_hdr, ERR) & PN_COLL_ERR_BAD_ARGS))
+	if (HGET(cmd, ERR) || (HGET(p->coll_res_hdr, ERR) & PN_COLL_ERR_BAD_ARGS))
 		return -EINVAL;
 	/* Nodes that disagree on the root or the op build different trees: a node may then be
 	 * handed another tree's result (or wait in vain: -ETIMEDOUT above). */
-	if (HGET(p->coll_res_hdr, ERR) || HKEY(p->coll_res_hdr) != HKEY(cmd[0]))
+	if (HGET(p->coll_res_hdr, ERR) || HKEY(p->coll_res_hdr) != HKEY(cmd))
 		return -EBADMSG;
-	if (HGET(p->coll_res_hdr, NODATA)) {
-		/* a REDUCE's completion at a node that is not the root */
+	if (HGET(p->coll_res_hdr, NODATA))   /* a REDUCE's completion at a node that is not the root */
 		return op == PN_COLL_OP_REDUCE && p->node != root ? 0 : -EPROTO;
-	}
-	if (p->coll_res_bytes != 8 * dw)
+	if (p->coll_res_bytes != 8 * ((nbytes + 7) / 8))
 		return -EPROTO;
 	if (nbytes && (op != PN_COLL_OP_REDUCE || p->node == root))
 		memcpy(out, p->coll_res, nbytes);
 	return 0;
+}
+
+int pt_coll_unit_run(pn_port_t *p, uint64_t hdr, int bad, const void *in, void *out, size_t nbytes)
+{
+	int rc = unit_post(p, hdr, bad, in, nbytes);
+	if (rc < 0)
+		return rc;
+	return unit_finish(p, unit_wait(p), out);
+}
+
+int pn_coll_start(pn_port_t *p, int op, unsigned root, const void *in, size_t nbytes, int dtype, int red)
+{
+	uint64_t hdr;
+	int bad, rc;
+	if (!p || op < 0 || op > PN_COLL_OP_BCAST)
+		return -EINVAL;
+	if (p->coll_busy)
+		return -EBUSY;
+	if (p->coll_mode != PT_COLL_HW)
+		return p->coll_mode == PT_COLL_BROKEN ? -ENOTRECOVERABLE : -ENODEV;
+	hdr = pt_coll_header(p, op, root, in, in, nbytes, dtype, red, p->coll_ep++, &bad);
+	if ((rc = unit_post(p, hdr, bad, in, nbytes)) < 0)
+		return rc;
+	p->coll_busy = 1;
+	return 0;
+}
+
+int pn_coll_test(pn_port_t *p, void *out)
+{
+	int n, rc;
+	if (!p || !p->coll_busy)
+		return -EINVAL;
+	if ((rc = unit_poll(p, &n)) == 0)
+		return 0;
+	p->coll_busy = 0;
+	rc = unit_finish(p, rc, out);
+	return rc < 0 ? rc : 1;
 }

@@ -247,6 +247,10 @@ struct pn_port {
 	uint64_t coll_res_hdr;
 	size_t coll_res_bytes;
 	uint64_t coll_res[PN_COLL_MAX_WORDS];
+	/* the operation pn_coll_start started on the unit (pn_coll_test ends it) */
+	int coll_busy;
+	uint64_t coll_cmd_hdr, coll_deadline;
+	size_t coll_nbytes;
 };
 
 /* The collectives' path (pn_port_t.coll_mode), chosen at the first call from
@@ -469,6 +473,9 @@ void pt_live_check(pn_port_t *p);
  * operation on the unit (hdr: the kernel's header word; bad: the local checks failed). */
 void pt_coll_result(pn_port_t *p, const pn_header_t *hd, const void *pl);
 int pt_coll_unit_run(pn_port_t *p, uint64_t hdr, int bad, const void *in, void *out, size_t nbytes);
+/* coll.c: the kernel's header word of an operation (episode ep); *bad: the local checks failed. */
+uint64_t pt_coll_header(const pn_port_t *p, int op, unsigned root, const void *in, const void *out, size_t nbytes,
+			int dtype, int red, uint16_t ep, int *bad);
 
 /* ports_recv.c: one progress round (call progress(), below) */
 int pt_progress_round(pn_port_t *p);

@@ -7,13 +7,14 @@
  * The operations, element types, operators, error bits, size limit and combining tree
  * are those of the in-network collective unit (HLS kernel hls/collective, spec
  * paranic/spec/kernels.py; the constants come from the generated pn_coll_spec.h).
- * A call goes to the NIC's collective unit when this context owns it (the driver, or
- * the simulator, gives each node's unit to one context: the simulator to the first
- * attached), else in software over ports (channel PN_COLL_CHANNEL), with the same
- * results bit for bit. $PARANIC_COLL chooses, at the first call: "auto" (default: the
- * unit, else software; on the sw backend, software), "hw" (the unit only: -ENODEV on a
- * context without one), "sw" (software only); another value: -EINVAL. Every node of an
- * operation must take the same path. *
+ * A call goes to the NIC's collective unit when this context owns it (a node's unit
+ * belongs to the first context that sends it a command, until that context closes),
+ * else in software over ports (channel PN_COLL_CHANNEL), with the same results bit for
+ * bit. $PARANIC_COLL chooses, at the first call: "auto" (default: the unit, else
+ * software; on the sw backend, software), "hw" (the unit only: -ENODEV on a context
+ * without one), "sw" (software only); another value: -EINVAL. Every node of an
+ * operation must take the same path.
+ *
  * Reduction order: the implicit 4-ary heap over relative ids r = (node - root) mod
  * nodes; every node combines its own vector, then its children's partial results in
  * increasing r. ALLREDUCE reduces to node 0 and sends the root's bits down the same
@@ -65,6 +66,20 @@ int pn_allreduce(pn_port_t *p, const void *in, void *out, size_t nbytes, int dty
 int pn_reduce(pn_port_t *p, unsigned root, const void *in, void *out, size_t nbytes, int dtype, int red);
 /* Every node receives root's buf in buf. */
 int pn_bcast(pn_port_t *p, unsigned root, void *buf, size_t nbytes);
+/* Take this node's collective unit for the port's context now, without communicating:
+ * 0 (it is this context's: the calls take the unit from now on, whatever PARANIC_COLL
+ * says), -ENODEV (another context has it, the NIC has none, or the sw backend), or
+ * another negative errno of the NIC. For a program that must agree with its peers on
+ * the path before the first call (the MPI library does: userlib/mpi/pn_mpicoll.c). */
+int pn_coll_claim(pn_port_t *p);
+/* Non-blocking, on the unit only (after pn_coll_claim returned 0): pn_coll_start posts
+ * an operation (op PN_COLL_OP_*; the arguments as the calls above; `in` is copied at
+ * once), then pn_coll_test(p, out) until it returns 1 (done: out written as the blocking
+ * call writes it) or a negative errno (the blocking call's). One operation at a time per
+ * port (-EBUSY); -ENODEV without the unit. For a caller that must keep another progress
+ * engine running while it waits (the MPI library). */
+int pn_coll_start(pn_port_t *p, int op, unsigned root, const void *in, size_t nbytes, int dtype, int red);
+int pn_coll_test(pn_port_t *p, void *out);
 /* The path this port's collectives take: "unit" (the NIC's collective unit), "sw"
  * (software over ports), "undecided" (no call yet), "failed" (the unit timed out: every
  * call returns -ENOTRECOVERABLE until the port is opened again); NULL port: "?". */

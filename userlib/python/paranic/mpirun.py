@@ -57,6 +57,8 @@ EXEC = MPI_BUILD / "pn_mpi_exec"
 #: The libfabric provider (branch wt-fabric, userlib/fabric) and the directory
 #: libfabric scans for it (FI_PROVIDER_PATH: files named lib*-fi.so).
 PROVIDER = L.USERLIB_BUILD / "libparanic-fi.so"
+#: MPI_Allreduce / MPI_Bcast of small vectors on ParaNIC's collectives (PMPI; userlib/mpi/pn_mpicoll.c).
+MPICOLL = MPI_BUILD / "libparanic-mpicoll.so"
 PROVIDER_NAME = "paranic"
 
 TRANSPORTS: dict[str, list[str]] = {
@@ -82,6 +84,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--stats", action="store_true",
                    help="paranic: every rank's provider prints its counters at the end (PARANIC_FI_STATS)")
     p.add_argument("--tag-output", action="store_true", help="prefix each output line with its rank (mpirun's)")
+    p.add_argument("--no-coll", dest="coll", action="store_false",
+                   help="paranic: leave MPI_Allreduce/MPI_Bcast to Open MPI (default: small vectors on "
+                        "ParaNIC's collectives, libparanic-mpicoll.so, with one rank per node)")
     runjob.add_cluster_arguments(p, "mpirun")
     p.add_argument("program", nargs=argparse.REMAINDER, help="-- PROGRAM ARGS...")
 
@@ -191,20 +196,22 @@ def traffic_line(t: dict[str, int]) -> str:
 def run_mpi(prog: Sequence[str], np_: int, *, ppn: int = 1, backend: str = "sw", transport: str = "paranic",
             topo: str | None = None, cluster: str | None = None, timeout: int = 600, daemons: bool = True,
             stats: bool = False, sim_socket: str | None = None, env: Mapping[str, str] | None = None,
-            stream: TextIO | None = None, tag_output: bool = False) -> MpiRun:
+            stream: TextIO | None = None, tag_output: bool = False, coll: bool = True) -> MpiRun:
     """Run ``prog`` as an MPI job of ``np_`` ranks (``ppn`` per node) on a fresh cluster of
     ``backend`` and wait. ``env``: extra variables for the ranks; ``sim_socket``: a
-    running simulator to use. Raises runjob.UsageError, MpiError, TimeoutError."""
+    running simulator to use; ``coll``: small MPI_Allreduce/MPI_Bcast on ParaNIC's
+    collectives (transport paranic, one rank per node). Raises runjob.UsageError,
+    MpiError, TimeoutError."""
     p = argparse.ArgumentParser(add_help=False)
     runjob.add_cluster_arguments(p, "mpirun")   # the cluster options' defaults, from their one definition
     a = p.parse_args([])
     a.__dict__.update(backend=backend, topo=topo, cluster=cluster, timeout=timeout, no_daemon=not daemons,
                       sim_socket=sim_socket)
-    return _run(a, list(prog), np_, ppn, transport, stats, env or {}, stream, tag_output)
+    return _run(a, list(prog), np_, ppn, transport, stats, env or {}, stream, tag_output, coll)
 
 
 def _run(a: argparse.Namespace, prog: list[str], np_: int, ppn: int, transport: str, stats: bool,
-         extra_env: Mapping[str, str], stream: TextIO | None, tag_output: bool) -> MpiRun:
+         extra_env: Mapping[str, str], stream: TextIO | None, tag_output: bool, coll: bool = True) -> MpiRun:
     if not 1 <= np_ <= 1024:
         raise runjob.UsageError(f"-np must be 1..1024, not {np_}")
     if not 1 <= ppn <= runjob.MAX_PPN:
@@ -226,6 +233,8 @@ def _run(a: argparse.Namespace, prog: list[str], np_: int, ppn: int, transport: 
     stats_dir = None
     if transport == "paranic":
         env["FI_PROVIDER_PATH"] = str(PROVIDER.parent)
+        if coll:    # pn_mpi_exec preloads it (one rank per node only)
+            env["PARANIC_MPICOLL"] = str(MPICOLL)
         if stats:   # one file per rank process ("%p": its pid), read after the run
             stats_dir = tempfile.mkdtemp(prefix="pn-mpi-stats-")
             env["PARANIC_FI_STATS"] = os.path.join(stats_dir, "fi-%p.txt")
@@ -297,7 +306,7 @@ def run(a: argparse.Namespace) -> int:
     try:
         prog = runjob.program_arg(a, "paranic mpirun")
         with runjob.owned_lifetime():   # a signal stops mpirun, the daemons, the simulator
-            r = _run(a, prog, a.np, a.ppn, a.transport, a.stats, {}, sys.stdout, a.tag_output)
+            r = _run(a, prog, a.np, a.ppn, a.transport, a.stats, {}, sys.stdout, a.tag_output, a.coll)
     except runjob.Terminated as e:
         print(f"paranic mpirun: {signal.Signals(e.signum).name}: stopped", file=sys.stderr)
         return 128 + e.signum

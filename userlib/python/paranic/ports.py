@@ -342,6 +342,12 @@ class Ports:
         check(lib.pn_port_barrier(self._ptr()), "pn_port_barrier")
 
     # -- collectives (pn_coll.h) --
+    @property
+    def coll_path(self) -> str:
+        """``pn_coll_path``: "unit" (the NIC's collective unit), "sw" (software over ports),
+        "undecided" (no call yet) or "failed"."""
+        return ffi.string(lib.pn_coll_path(self._ptr())).decode()
+
     def allreduce(self, data: Any, red: Any = "SUM", dtype: Any = None) -> Any:
         """``pn_allreduce``: every node's ``data`` combined with ``red`` (a CollRed or its
         name); ``data`` a numpy array (its dtype gives the element type) or bytes with
