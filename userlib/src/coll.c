@@ -35,8 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "paranic/pn_coll.h"
-#include "ports_int.h"
+#include "coll_int.h"
 
 #if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "the collective header and vectors are little-endian on the wire"
@@ -53,14 +52,6 @@
 
 enum { K_UP1 = 1, K_DOWN1, K_UP2, K_DOWN2, K_ABORT };
 
-#define HGET(w, F) (((w) >> PN_COLLHDR_##F##_SHIFT) & PN_COLLHDR_##F##_MASK)
-#define HSET(w, F, v) \
-	(((w) & ~(PN_COLLHDR_##F##_MASK << PN_COLLHDR_##F##_SHIFT)) | \
-	 (((uint64_t)(v) & PN_COLLHDR_##F##_MASK) << PN_COLLHDR_##F##_SHIFT))
-/* The fields every contribution of one operation must agree on. */
-#define HFIELD(w, F) ((w) & (PN_COLLHDR_##F##_MASK << PN_COLLHDR_##F##_SHIFT))
-#define HKEY(w) (HFIELD(w, OP) | HFIELD(w, DTYPE) | HFIELD(w, RED) | HFIELD(w, NBYTES) | HFIELD(w, ROOT) | \
-		 HFIELD(w, NODES) | HFIELD(w, EPISODE))
 
 struct coll {
 	pn_port_t *p;

@@ -18,17 +18,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "paranic/pn_coll.h"
-#include "ports_int.h"
+#include "coll_int.h"
 
-#define HGET(w, F) (((w) >> PN_COLLHDR_##F##_SHIFT) & PN_COLLHDR_##F##_MASK)
-#define HSET(w, F, v) \
-	(((w) & ~(PN_COLLHDR_##F##_MASK << PN_COLLHDR_##F##_SHIFT)) | \
-	 (((uint64_t)(v) & PN_COLLHDR_##F##_MASK) << PN_COLLHDR_##F##_SHIFT))
-#define HFIELD(w, F) ((w) & (PN_COLLHDR_##F##_MASK << PN_COLLHDR_##F##_SHIFT))
-/* The fields a result shares with the command it answers. */
-#define HKEY(w) (HFIELD(w, OP) | HFIELD(w, DTYPE) | HFIELD(w, RED) | HFIELD(w, NBYTES) | HFIELD(w, ROOT) | \
-		 HFIELD(w, NODES) | HFIELD(w, EPISODE))
 
 void pt_coll_result(pn_port_t *p, const pn_header_t *hd, const void *pl)
 {

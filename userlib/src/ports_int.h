@@ -469,13 +469,9 @@ int pt_drain_check(pn_port_t *p);
 /* ports_live.c */
 void pt_live_check(pn_port_t *p);
 
-/* coll_unit.c: a result packet of the collective unit (from the receive loop); one
- * operation on the unit (hdr: the kernel's header word; bad: the local checks failed). */
+/* coll_unit.c: a result packet of the collective unit (from the receive loop). */
 void pt_coll_result(pn_port_t *p, const pn_header_t *hd, const void *pl);
-int pt_coll_unit_run(pn_port_t *p, uint64_t hdr, int bad, const void *in, void *out, size_t nbytes);
-/* coll.c: the kernel's header word of an operation (episode ep); *bad: the local checks failed. */
-uint64_t pt_coll_header(const pn_port_t *p, int op, unsigned root, const void *in, const void *out, size_t nbytes,
-			int dtype, int red, uint16_t ep, int *bad);
+
 
 /* ports_recv.c: one progress round (call progress(), below) */
 int pt_progress_round(pn_port_t *p);

@@ -243,7 +243,7 @@ async def dma_isolation(dut):
         await c0.dma_send(NODE, 2, b"", addr=b["addr"], length=b["length"])
     await c0.dma_send(NODE, 2, b"", addr=W.base, length=64, type=P.PacketType.BARRIER)
     await c0.dma_send(NODE, 2, b"", addr=W.base, length=64, type=P.PacketType.CONTROL)
-    await c0.dma_send(NODE, 2, b"", addr=W.base, length=64, type=6)
+    await c0.dma_send(NODE, 2, b"", addr=W.base, length=64, type=7)   # no such PacketType
     nbad = len(bad) + 3
     s = await c0.wait_status(tx_done=nbad)
     assert s["errors"] == nbad and s["tx_done"] == nbad
