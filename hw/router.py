@@ -106,7 +106,9 @@ class Router(LiteXModule):
     def __init__(self, n_links: int = 2, mtu: int = P.DEFAULT_MTU, buf_words: int | None = None,
                  table_nodes: int = P.DEFAULT_TABLE_NODES, eject_words: int | None = None,
                  inject_words: int | None = None, table_init: list[int] | None = None,
-                 bubble: str = "packet", voq: bool | None = None) -> None:
+                 bubble: str = "packet", voq: bool | None = None,
+                 inject_packets: int = INJECT_PACKETS, voq_order: str = "oldest",
+                 transit_first: bool = True) -> None:
         if n_links not in (2, 4):
             raise ValueError("n_links must be 2 (ring) or 4 (torus)")
         if not 8 <= mtu <= P.MAX_MTU:
@@ -213,7 +215,7 @@ class Router(LiteXModule):
         self.link_entries = slots + 1 if voq else buf_words // P.HEADER_WORDS
         self.inject = PacketFifo(inject_words, max_pkt, backpressure=True, lookahead=True,
                                  head_word=True, random_read=voq,
-                                 packets=INJECT_PACKETS if voq else None)
+                                 packets=inject_packets if voq else None)
         self.eject = PacketFifo(eject_words, max_pkt)
         # every packet holds at least the header words: depth // HEADER_WORDS entries
         self.inputs = [self.inject] + [
@@ -469,14 +471,37 @@ class Router(LiteXModule):
                 for q in reversed(range(NQ)):
                     drop_chain = If(dq[q], ch.eq(q)) if drop_chain is None else \
                         If(dq[q], ch.eq(q)).Else(drop_chain)
-                cases = {}
-                for last in range(NQ):
-                    chain = None
-                    for j in reversed([(last + 1 + i) % NQ for i in range(NQ)]):
-                        chain = If(av[j], ch.eq(j)) if chain is None else If(av[j], ch.eq(j)).Else(chain)
-                    cases[last] = chain
+                if voq_order == "rr":
+                    cases = {}
+                    for last in range(NQ):
+                        chain = None
+                        for j in reversed([(last + 1 + i) % NQ for i in range(NQ)]):
+                            chain = If(av[j], ch.eq(j)) if chain is None else If(av[j], ch.eq(j)).Else(chain)
+                        cases[last] = chain
+                    fwd_choice = Case(rr_in[k], cases)
+                else:
+                    # the oldest available head (arrival order: entry number after the
+                    # oldest entry held), so that room comes back as early as it can
+                    nent = f.pfifo.depth
+                    hp = f._rec["hptr"]
+                    best_v, best_a, best_q = Constant(0, 1), Constant(0, 1), Constant(0, 1)
+                    for q, e in enumerate(ents):
+                        if q == DROPQ:
+                            continue
+                        qn = PORT_NAMES[q]
+                        age = Signal(len(hp) + 1, name=f"qage_{PORT_NAMES[k]}_{qn}")
+                        self.comb += age.eq(Mux(e["idx"] >= hp, e["idx"] - hp, e["idx"] + nent - hp))
+                        bv = Signal(name=f"bestv_{PORT_NAMES[k]}_{qn}")
+                        ba = Signal(len(age), name=f"besta_{PORT_NAMES[k]}_{qn}")
+                        bq = Signal(max=NQ, name=f"bestq_{PORT_NAMES[k]}_{qn}")
+                        better = av[q] & (~best_v | (age < best_a))
+                        self.comb += [bv.eq(best_v | av[q]),
+                                      ba.eq(Mux(better, age, best_a)),
+                                      bq.eq(Mux(better, q, best_q))]
+                        best_v, best_a, best_q = bv, ba, bq
+                    fwd_choice = ch.eq(best_q)
                 self.comb += [
-                    If(anyd, drop_chain).Else(Case(rr_in[k], cases)),
+                    If(anyd, drop_chain).Else(fwd_choice),
                     route[k].eq(Array(fin)[ch]),
                     words[k].eq(Array(e["words"] for e in ents)[ch]),
                     req[k].eq(~anyd & reduce(or_, av)),
@@ -491,6 +516,7 @@ class Router(LiteXModule):
                 chosen.append(ch)
 
         self.rr = rr = [Signal(max=max(n_links, 2), name=f"rr_{PORT_NAMES[o]}") for o in range(nports)]
+        rr_all = [Signal(max=nports, name=f"rrall_{PORT_NAMES[o]}") for o in range(nports)]
         for o in range(nports):
             elig = []
             for k in range(nports):
@@ -511,6 +537,17 @@ class Router(LiteXModule):
                 self.comb += link_req.eq(reduce(or_, link_wants[o]))
             else:
                 self.comb += link_req.eq(reduce(or_, [req[k] & (route[k] == o) for k in range(1, nports)]))
+            if not transit_first:
+                # round robin among all inputs, the local one included
+                cases = {}
+                for last in range(nports):
+                    chain = None
+                    for j in reversed([(last + 1 + i) % nports for i in range(nports)]):
+                        chain = If(elig[j], grant[o][j].eq(1)) if chain is None else \
+                            If(elig[j], grant[o][j].eq(1)).Else(chain)
+                    cases[last] = chain
+                self.comb += Case(rr_all[o], cases)
+                continue
             # round robin among link inputs, starting after the last one granted
             cases = {}
             for last in range(n_links):
@@ -664,6 +701,8 @@ class Router(LiteXModule):
             ]
             for k in range(nports):
                 self.sync += If(grant[o][k], owner[o].eq(k))
+                if not transit_first:
+                    self.sync += If(grant[o][k], rr_all[o].eq(k))
                 if k >= 1:
                     self.sync += If(grant[o][k], rr[o].eq(k - 1))
 
