@@ -3,9 +3,11 @@
 Table-based self-routing with a routing table in block RAM, virtual cut-through on
 link inputs (a packet is routed and forwarded from its header while its tail still
 arrives; the room it reserves is the length its link layer declared from the SOF)
-with whole-packet credits, store-and-forward injection and ejection, round-robin
-arbitration with in-transit traffic first, and bubble flow control for deadlock
-freedom (see docs/architecture.md, "Router" and "Deadlock freedom"). A packet whose
+with whole-packet credits, store-and-forward injection and ejection, virtual output
+queues on every input (a packet waiting for one output never holds back one for
+another: docs/architecture.md, "Virtual output queues"), round-robin arbitration,
+and bubble flow control for deadlock freedom (see docs/architecture.md, "Router" and
+"Deadlock freedom"). A packet whose
 last word carries ``error`` (its CRC failed at the tail, or it was stomped upstream)
 is passed on with it: the next link stomps it, the ejection FIFO drops it. The table
 holds two sets; a packet is routed by the set in its header's ``rt``, and while
@@ -19,10 +21,12 @@ was written on a link input, one cycle after its last on the injection input)::
 
     T    header word 0 of the entry; table read address = dst_node;
          length check and word count registered
-    T+1  route from the table (set ``rt``, or the other one when diverted); request,
-         credit check, arbitration (combinational); grant (and divert flip) registered
-         at the end of the cycle; the input takes the entry (the next one's lookup
-         starts while this packet streams)
+    T+1  route from the table (set ``rt``); the entry leaves the packet-ready FIFO
+         into the queue of its output (an empty queue passes it straight to its
+         head); every queue head: divert (the other set's route when its link is
+         not up), credit and bubble check; the input offers its oldest head that
+         may go, the output arbitrates (all combinational); grant (and divert flip)
+         registered at the end of the cycle (the next entry's lookup starts)
     T+2  the input streams into the output's pipeline register
     T+3  header word valid on the output ``source`` (link port or ejection FIFO)
 
@@ -101,6 +105,15 @@ class Router(LiteXModule):
         not deadlock-free in general with variable-size packets (free space can
         fragment across a ring). See docs/architecture.md, "Deadlock freedom".
         Word credits (``credits >= len``) are checked in both modes.
+    voq: virtual output queues on every input (default: on with ``bubble="packet"``;
+        ``False``: one FIFO per input, the router before them). Needs
+        ``bubble="packet"``: a link input holds ``buf_words // max_pkt + 1`` packets.
+    inject_packets: packets the injection input holds with ``voq`` (default 8).
+    voq_order: which available queue head an input offers: ``"oldest"`` (default,
+        arrival order) or ``"rr"`` (round robin over the queues).
+    transit_first: ``True``: the local input is granted an output only when no link
+        input wants it (ParaStation's in-transit priority); ``False`` (default): it
+        takes its turn in the round robin with the link inputs.
     """
 
     def __init__(self, n_links: int = 2, mtu: int = P.DEFAULT_MTU, buf_words: int | None = None,
@@ -108,7 +121,7 @@ class Router(LiteXModule):
                  inject_words: int | None = None, table_init: list[int] | None = None,
                  bubble: str = "packet", voq: bool | None = None,
                  inject_packets: int = INJECT_PACKETS, voq_order: str = "oldest",
-                 transit_first: bool = True) -> None:
+                 transit_first: bool = False) -> None:
         if n_links not in (2, 4):
             raise ValueError("n_links must be 2 (ring) or 4 (torus)")
         if not 8 <= mtu <= P.MAX_MTU:
@@ -155,6 +168,8 @@ class Router(LiteXModule):
         self.bubble = bubble
         if voq is None:
             voq = bubble == "packet"
+        if voq_order not in ("oldest", "rr"):
+            raise ValueError("voq_order must be 'oldest' or 'rr'")
         if voq and bubble != "packet":
             raise ValueError("virtual output queues need bubble='packet' (entries per packet slot)")
         self.voq = voq

@@ -580,10 +580,12 @@ def test_batched_credit_return(bubble):
     assert b.max_inflight[Port.XP] <= b.dut.buf_words
 
 
-def test_in_transit_priority_and_round_robin():
+@pytest.mark.parametrize("transit_first", [True, False])
+def test_in_transit_priority_and_round_robin(transit_first):
     """All inputs hold packets for XP while it is down; when it comes up the link
-    inputs are served round-robin and the local input only when none waits."""
-    b = Bench(4)
+    inputs are served round-robin and (``transit_first``) the local input only when
+    none waits, or (default) the local input takes its turn in the round robin."""
+    b = Bench(4, transit_first=transit_first)
     res = {}
     n_each = 3
 
@@ -602,7 +604,10 @@ def test_in_transit_priority_and_round_robin():
     b.run(main)
     assert res["before"] == 0
     srcs = [w[1] >> 4 for w in b.words(Port.XP)]
-    assert srcs == [Port.XM, Port.YP, Port.YM] * n_each + [Port.LOCAL] * n_each
+    if transit_first:
+        assert srcs == [Port.XM, Port.YP, Port.YM] * n_each + [Port.LOCAL] * n_each
+    else:
+        assert srcs == [Port.XM, Port.YP, Port.YM, Port.LOCAL] * n_each
 
 
 def test_round_robin_fair_under_contention():
