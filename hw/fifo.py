@@ -84,8 +84,8 @@ class PacketFifo(LiteXModule):
         in arrival order: ``drained`` pulses once per word (declared words, like the
         cut-through reader's pad words) of the oldest packet that has been read, so
         credits and ``level`` behave exactly as for a FIFO whose reader is late for
-        packets it overtook. A packet finds its entry table full: refused
-        (cut-through) or held back at its last beat (``backpressure``).
+        packets it overtook. While every entry is taken, a cut-through packet is
+        refused and a ``backpressure`` writer waits.
 
     Interface
     ---------
@@ -345,8 +345,9 @@ class PacketFifo(LiteXModule):
         self.comb += [
             too_long.eq(wcnt == max_packet_words),
             fits.eq(~self.full & ~too_long & ~drop),
-            # random_read: a complete packet waits at its last beat for a free entry
-            stall.eq((self.full & ~too_long & ~drop) | (sink.last & self._table_full))
+            # random_read: while every entry is taken the writer waits (ready does not
+            # depend on the beat itself, as a producer may assume)
+            stall.eq((self.full & ~too_long & ~drop) | self._table_full)
             if backpressure else stall.eq(0),
             sink.ready.eq(~stall),
             beat.eq(sink.valid & sink.ready),
