@@ -114,6 +114,8 @@ class Router(LiteXModule):
     transit_first: ``True``: the local input is granted an output only when no link
         input wants it (ParaStation's in-transit priority); ``False`` (default): it
         takes its turn in the round robin with the link inputs.
+    local_every: with ``transit_first``, a local input passed over for this many
+        grants to link inputs while it could have gone goes next (0, default: never).
     """
 
     def __init__(self, n_links: int = 2, mtu: int = P.DEFAULT_MTU, buf_words: int | None = None,
@@ -121,7 +123,7 @@ class Router(LiteXModule):
                  inject_words: int | None = None, table_init: list[int] | None = None,
                  bubble: str = "packet", voq: bool | None = None,
                  inject_packets: int = INJECT_PACKETS, voq_order: str = "oldest",
-                 transit_first: bool = False) -> None:
+                 transit_first: bool = False, local_every: int = 0) -> None:
         if n_links not in (2, 4):
             raise ValueError("n_links must be 2 (ring) or 4 (torus)")
         if not 8 <= mtu <= P.MAX_MTU:
@@ -573,10 +575,29 @@ class Router(LiteXModule):
                     chain = If(elig[j + 1], *stmt) if chain is None else \
                         If(elig[j + 1], *stmt).Else(chain)
                 cases[last] = chain
-            self.comb += [
-                Case(rr[o], cases),
-                If(~link_req, grant[o][0].eq(elig[0])),
-            ]
+            if local_every:
+                # the local input, passed over for ``local_every`` grants to link inputs
+                # while it could have gone, goes next (its share of a contended output:
+                # 1 in local_every + 1)
+                passed = Signal(max=local_every + 1, name=f"passed_{PORT_NAMES[o]}")
+                turn = Signal(name=f"localturn_{PORT_NAMES[o]}")
+                self.comb += turn.eq(elig[0] & (passed == local_every))
+                self.comb += [
+                    If(turn, grant[o][0].eq(1)
+                    ).Else(
+                        Case(rr[o], cases),
+                        If(~link_req, grant[o][0].eq(elig[0])),
+                    ),
+                ]
+                link_granted = reduce(or_, [grant[o][k] for k in range(1, nports)])
+                self.sync += If(grant[o][0], passed.eq(0)
+                                ).Elif(link_granted & elig[0] & (passed != local_every),
+                                       passed.eq(passed + 1))
+            else:
+                self.comb += [
+                    Case(rr[o], cases),
+                    If(~link_req, grant[o][0].eq(elig[0])),
+                ]
 
         # -- state updates -----------------------------------------------------
         # An input takes its packet-ready entry when it starts forwarding or draining

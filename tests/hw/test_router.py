@@ -610,6 +610,29 @@ def test_in_transit_priority_and_round_robin(transit_first):
         assert srcs == [Port.XM, Port.YP, Port.YM, Port.LOCAL] * n_each
 
 
+def test_local_every_share():
+    """transit_first with local_every=2: the local input, passed over for two grants to
+    link inputs while it could have gone, goes next (a third of a contended output)."""
+    b = Bench(4, transit_first=True, local_every=2)
+    n_each = 3
+
+    def main():
+        yield b.dut.links[0].up.eq(0)
+        yield from b.load({1: Port.XP})
+        for src in (Port.XM, Port.YP, Port.YM, Port.LOCAL):
+            yield from b.send(src, [pkt(1, src=int(src), tag=int(src) * 16 + i, length=8)
+                                    for i in range(n_each)])
+        for _ in range(10):
+            yield
+        yield b.dut.links[0].up.eq(1)
+        for _ in range(200):
+            yield
+    b.run(main)
+    srcs = [w[1] >> 4 for w in b.words(Port.XP)]
+    L, XM, YP, YM = Port.LOCAL, Port.XM, Port.YP, Port.YM
+    assert srcs == [XM, YP, L, YM, XM, L, YP, YM, L, XM, YP, YM]
+
+
 def test_round_robin_fair_under_contention():
     """Two backlogged link inputs alternate strictly on a shared output."""
     b = Bench(4)
