@@ -310,8 +310,8 @@ class PacketFifo(LiteXModule):
             free_h.eq(strobe & (rc + 1 == h_words)),
             self.drained.eq(strobe),
         ]
-        self._rec = dict(hptr=hptr, rc=rc, reading=reading, cur_idx=cur_idx, rsent=rsent,
-                         aptr=aptr, done=done, words=words)
+        #: random_read: entry number of the oldest packet held (arrival order)
+        self.oldest = hptr
 
         def inc(x):
             return Mux(x == n - 1, 0, x + 1)

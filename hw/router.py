@@ -500,7 +500,7 @@ class Router(LiteXModule):
                     # the oldest available head (arrival order: entry number after the
                     # oldest entry held), so that room comes back as early as it can
                     nent = f.pfifo.depth
-                    hp = f._rec["hptr"]
+                    hp = f.oldest
                     best_v, best_a, best_q = Constant(0, 1), Constant(0, 1), Constant(0, 1)
                     for q, e in enumerate(ents):
                         if q == DROPQ:
