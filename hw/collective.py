@@ -311,7 +311,6 @@ class CollectiveUnit(LiteXModule):
         src = self.host_source
         rh = Signal(P.WORD_BITS)
         rctx = Signal(P.CTX_BITS)
-        from_kernel = Signal()
         left = Signal(7)
         res_hdr = Signal(P.WORD_BITS)       # the refusal's result header, from the command's
         self.comb += [
@@ -340,12 +339,12 @@ class CollectiveUnit(LiteXModule):
         res.act("IDLE",
             If(ref_valid,
                 NextValue(rh, res_hdr), NextValue(rctx, ref_ctx), NextValue(left, 0),
-                NextValue(from_kernel, 0), NextValue(ref_valid, 0),
+                NextValue(ref_valid, 0),
                 NextState("W0"),
             ).Elif(results.valid,
                 results.ready.eq(1),
                 NextValue(rh, results.data), NextValue(rctx, self.ctx),
-                NextValue(left, rwords), NextValue(from_kernel, 1),
+                NextValue(left, rwords),
                 NextValue(self.results, self.results + 1),
                 NextState("W0")))
         res.act("W0",

@@ -301,6 +301,9 @@ def _coll_lines() -> list[str]:
     """The collective kernel's facts as C macros (shared by ``pn_hls.h`` and ``pn_coll_spec.h``)."""
     L = [f"#define PN_COLL_MAX_BYTES {K.COLL_MAX_BYTES}",
          f"#define PN_COLL_MAX_WORDS {K.COLL_MAX_WORDS}",
+         "/* The NaN a float SUM gives whenever its result is a NaN (canonical, positive, quiet) */",
+         f"#define PN_COLL_F32_QNAN 0x{K.COLL_F32_QNAN:x}u",
+         f"#define PN_COLL_F64_QNAN 0x{K.COLL_F64_QNAN:x}ull",
          f"#define PN_COLL_DEFAULT_RADIX_LOG2 {K.COLL_DEFAULT_RADIX_LOG2}",
          f"#define PN_COLL_MAX_RADIX_LOG2 {K.COLL_MAX_RADIX_LOG2}", ""]
     for enum, prefix in ((K.CollOp, "PN_COLL_OP"), (K.CollType, "PN_COLL_T"), (K.CollRed, "PN_COLL_RED"),
@@ -346,9 +349,6 @@ def hls_header() -> str:
          f"#define PN_ROUTE_TABLE_NODES {K.ROUTE_TABLE_NODES}",
          f"#define PN_ROUTE_TABLE_ADDR_BITS {K.ROUTE_TABLE_ADDR_BITS}",
          f"#define PN_DIM_BITS {K.DIM_BITS}", "",
-         "/* collective kernel */", *_coll_lines(),
-         "/* The NaN a float SUM gives whenever its result is a NaN (canonical, positive, quiet) */",
-         f"#define PN_COLL_F32_QNAN 0x{K.COLL_F32_QNAN:x}u",
-         f"#define PN_COLL_F64_QNAN 0x{K.COLL_F64_QNAN:x}ull"]
+         "/* collective kernel */", *_coll_lines()]
     L += ["", "#endif /* PN_HLS_H */"]
     return "\n".join(L) + "\n"

@@ -133,3 +133,23 @@ def check_bad(good: dict, bad: list[tuple[dict, int]], rcs, outs, n: int) -> Non
             own = own[:c.get("override", {}).get(node, {}).get("nbytes", len(own))]
             assert outs[node][2 * i] == own + b"\xa5" * (SLOT - len(own)), (i, node)     # untouched on error
             assert rcs[node][2 * i + 1] == 0 and outs[node][2 * i + 1][:len(want)] == want, (i, node)
+
+
+def nan_cases(n: int) -> list[dict]:
+    """Float sums whose result is a NaN: NaNs with payloads of either sign, and inf - inf.
+    Every path must give the canonical NaN (COLL_F32_QNAN / COLL_F64_QNAN), on every node."""
+    import struct
+    out = []
+    for dtype, fmt, nan_a, nan_b in ((T.F32, "<I", 0x7FC00123, 0xFFC00456), (T.F64, "<Q", 0x7FF8000000000123,
+                                                                          0xFFF8000000000456)):
+        vecs = []
+        for node in range(n):
+            w = [0] * 4
+            w[0] = nan_a if node == 0 else 0
+            w[1] = nan_b if node == n - 1 else 0
+            inf = 0x7F800000 if dtype == T.F32 else 0x7FF0000000000000
+            sign = 0x80000000 if dtype == T.F32 else 0x8000000000000000
+            w[2] = inf if node == 0 else (inf | sign if node == 1 else 0)
+            vecs.append(b"".join(struct.pack(fmt, x) for x in w))
+        out.append(dict(op=OP.ALLREDUCE, dtype=dtype, red=R.SUM, root=0, vectors=vecs))
+    return out

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from model.collcases import COLL_TEST, EBADMSG, EINVAL, OP, R, T, bad_cases, bad_sequence, check_bad, check_results, run_cases, sweep
+from model.collcases import (COLL_TEST, EBADMSG, EINVAL, OP, R, T, bad_cases, bad_sequence, check_bad,
+                             check_results, nan_cases, run_cases, sweep)
 from paranic.hls import random_vector
 from paranic.sim import build as simbuild
 from paranic.sim import run as simrun
@@ -33,8 +34,9 @@ def on(sim):
 
 def test_unit_sweep(sim4, tmp_path):
     """Every op x type x operator x size (0, one element, 8, 256 bytes), random roots,
-    on the unit of each of 4 nodes: reduce_ref's bits on every node."""
-    cases = sweep(4, seed=41)
+    and float sums that come out NaN, on the unit of each of 4 nodes: reduce_ref's bits
+    on every node (a NaN sum: the canonical NaN)."""
+    cases = sweep(4, seed=41) + nan_cases(4)
     rcs, outs = run_cases(None, tmp_path, 4, cases, "unit-sweep", backend="sim", launch=on(sim4), timeout=900, env=HW)
     check_results(cases, rcs, outs, 4)
 

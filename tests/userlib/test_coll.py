@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from model.collcases import (COLL_TEST, EINVAL, OP, R, SLOT, T, bad_cases, bad_sequence, check_bad, check_results,
-                             run_cases, sweep)
+                             expected, nan_cases, run_cases, sweep)
 from paranic.hls import NP_TYPES, random_vector, reduce_ref
 from paranic.spec import kernels as K
 
@@ -42,6 +42,19 @@ def test_float_order_matters(run_nodes, tmp_path):
     assert differs, "the test vectors do not depend on the order"
     rcs, outs = run_cases(run_nodes, tmp_path, n, cases, "coll-order")
     check_results(cases, rcs, outs, n)
+
+
+def test_nan_sums_are_canonical(run_nodes, tmp_path):
+    """A float sum that is a NaN is the canonical quiet NaN on every node, as the kernel
+    gives it, whatever the payloads and signs of the NaNs that went in."""
+    n = 4
+    cases = nan_cases(n)
+    rcs, outs = run_cases(run_nodes, tmp_path, n, cases, "coll-nan")
+    check_results(cases, rcs, outs, n)
+    for c in cases:
+        size = K.COLL_TYPE_BYTES[c["dtype"]]
+        qnan = (K.COLL_F32_QNAN if size == 4 else K.COLL_F64_QNAN).to_bytes(size, "little")
+        assert expected(c, n)[:3 * size] == qnan * 3
 
 
 def test_mismatch_and_bad_args(run_nodes, tmp_path):

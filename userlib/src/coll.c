@@ -119,6 +119,29 @@ static unsigned children(const struct coll *c, unsigned rel, unsigned out[FANOUT
 		}                                                                 \
 	} while (0)
 
+/* A float sum that is a NaN becomes the canonical NaN, as in the kernel (the payload of
+ * a NaN sum would otherwise be the compiler's choice of operand order). */
+static void canonical_nans(void *acc, size_t nbytes, int dtype)
+{
+	if (dtype == PN_COLL_T_F32) {
+		uint32_t *w = acc, q = PN_COLL_F32_QNAN;
+		for (size_t i = 0; i < nbytes / 4; i++) {
+			float f;
+			memcpy(&f, &w[i], 4);
+			if (f != f)
+				w[i] = q;
+		}
+	} else {
+		uint64_t *w = acc, q = PN_COLL_F64_QNAN;
+		for (size_t i = 0; i < nbytes / 8; i++) {
+			double f;
+			memcpy(&f, &w[i], 8);
+			if (f != f)
+				w[i] = q;
+		}
+	}
+}
+
 static void combine(void *acc, const void *b, size_t nbytes, int dtype, int red)
 {
 	if (red == PN_COLL_RED_AND || red == PN_COLL_RED_OR) {   /* integers only (checked) */
@@ -134,6 +157,8 @@ static void combine(void *acc, const void *b, size_t nbytes, int dtype, int red)
 	case PN_COLL_T_F32: COMBINE(float, float, 0); break;
 	case PN_COLL_T_F64: COMBINE(double, double, 0); break;
 	}
+	if (red == PN_COLL_RED_SUM && (dtype == PN_COLL_T_F32 || dtype == PN_COLL_T_F64))
+		canonical_nans(acc, nbytes, dtype);
 }
 
 /* ---- messages ---------------------------------------------------------------------------- */

@@ -7,6 +7,9 @@
 /* The collective operations (the HLS kernel's and libparanic's software path) */
 #define PN_COLL_MAX_BYTES 256
 #define PN_COLL_MAX_WORDS 32
+/* The NaN a float SUM gives whenever its result is a NaN (canonical, positive, quiet) */
+#define PN_COLL_F32_QNAN 0x7fc00000u
+#define PN_COLL_F64_QNAN 0x7ff8000000000000ull
 #define PN_COLL_DEFAULT_RADIX_LOG2 2
 #define PN_COLL_MAX_RADIX_LOG2 2
 

@@ -183,7 +183,11 @@ def combine_ref(a, b, red: K.CollRed):
     np = _np()
     if red == K.CollRed.SUM:
         with np.errstate(over="ignore", invalid="ignore"):
-            return a + b                    # integers wrap; floats: IEEE, one rounding
+            r = a + b                       # integers wrap; floats: IEEE, one rounding
+        if r.dtype.kind == "f":             # a NaN sum is the canonical NaN (COLL_F32/F64_QNAN)
+            qnan = K.COLL_F32_QNAN if r.dtype.itemsize == 4 else K.COLL_F64_QNAN
+            r = np.where(np.isnan(r), np.array([qnan], dtype=f"<u{r.dtype.itemsize}").view(r.dtype), r)
+        return r
     if red == K.CollRed.MIN:
         return np.where(b < a, b, a)        # b only when strictly smaller: a's bits otherwise
     if red == K.CollRed.MAX:
