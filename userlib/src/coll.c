@@ -121,25 +121,23 @@ static unsigned children(const struct coll *c, unsigned rel, unsigned out[FANOUT
 
 /* A float sum that is a NaN becomes the canonical NaN, as in the kernel (the payload of
  * a NaN sum would otherwise be the compiler's choice of operand order). */
+#define CANONICAL_NANS(T, W, QNAN)                                 \
+	do {                                                       \
+		W *w = acc;                                        \
+		for (size_t i = 0; i < nbytes / sizeof(W); i++) {  \
+			T f;                                       \
+			memcpy(&f, &w[i], sizeof(f));              \
+			if (f != f)                                \
+				w[i] = QNAN;                       \
+		}                                                  \
+	} while (0)
+
 static void canonical_nans(void *acc, size_t nbytes, int dtype)
 {
-	if (dtype == PN_COLL_T_F32) {
-		uint32_t *w = acc, q = PN_COLL_F32_QNAN;
-		for (size_t i = 0; i < nbytes / 4; i++) {
-			float f;
-			memcpy(&f, &w[i], 4);
-			if (f != f)
-				w[i] = q;
-		}
-	} else {
-		uint64_t *w = acc, q = PN_COLL_F64_QNAN;
-		for (size_t i = 0; i < nbytes / 8; i++) {
-			double f;
-			memcpy(&f, &w[i], 8);
-			if (f != f)
-				w[i] = q;
-		}
-	}
+	if (dtype == PN_COLL_T_F32)
+		CANONICAL_NANS(float, uint32_t, PN_COLL_F32_QNAN);
+	else
+		CANONICAL_NANS(double, uint64_t, PN_COLL_F64_QNAN);
 }
 
 static void combine(void *acc, const void *b, size_t nbytes, int dtype, int red)
