@@ -35,6 +35,9 @@ KERNELS = ("route", "collective")
 #: Sources of each kernel (the top's file first) and of its testbench.
 SOURCES = {"route": ("route.cpp", "route.h"), "collective": ("collective.cpp", "collective.h")}
 TESTBENCH = {"route": "route_tb.cpp", "collective": "collective_tb.cpp"}
+#: Headers the testbenches include beside the kernel's (the collective's model cluster,
+#: shared with tests/hls/collective_replay.cpp).
+TB_HEADERS = {"route": (), "collective": ("collective_model.h",)}
 BUILD = BUILD_ROOT / "hls"
 #: Source folder of the kernels, and their g++ environment (shared with the cluster
 #: simulator's harness, which compiles the collective kernel's C++ into its nodes).
@@ -46,7 +49,7 @@ def build_tb(kernel: str) -> Path:
     if kernel not in KERNELS:
         raise HlsError(f"unknown kernel {kernel!r}: one of {', '.join(KERNELS)}")
     d = HLS / kernel
-    srcs = [d / s for s in SOURCES[kernel] + (TESTBENCH[kernel],)]
+    srcs = [d / s for s in SOURCES[kernel] + TB_HEADERS[kernel] + (TESTBENCH[kernel],)]
     deps = srcs + [HLS / "include" / "pn_hls.h", INCLUDE / "paranic" / "pn_protocol.h",
                    HLS / "csim" / "hls_stream.h"]
     cxx = os.environ.get("CXX") or "g++"
