@@ -274,14 +274,14 @@ def add_dna(soc, board: "Board") -> None:
 
 #: --collective: NicCore's build option ``collective`` (docs/hls.md, "In NicCore").
 COLLECTIVE_CHOICES = ("migen", "vitis", "none")
-#: Where `make hls` (hls/flow.tcl) leaves the collective kernel's exported Verilog.
-HLS_COLLECTIVE_RTL = Path("build") / "hls" / "collective" / "pn_collective" / "solution1" / "impl" / "verilog"
 
 
 def add_collective_rtl(soc, rtl_dir: Path | None = None) -> list[Path]:
     """A board built with ``--collective vitis`` needs the HLS kernel's exported RTL: add
     its Verilog files to the platform's sources, or fail saying how to make them."""
-    d = Path(rtl_dir) if rtl_dir else Path(__file__).resolve().parents[1] / HLS_COLLECTIVE_RTL
+    from paranic.sim.hlsenv import exported_rtl_dir
+
+    d = Path(rtl_dir) if rtl_dir else exported_rtl_dir("collective")
     files = sorted(d.glob("*.v"))
     if not files:
         raise BoardError(f"--collective vitis: no exported RTL in {d}; run `make hls` where Vitis HLS is "

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .paths import TREE
+from .paths import BUILD_ROOT, TREE
 
 #: The kernels' sources (hls/<kernel>/, hls/include, hls/csim).
 HLS_DIR = TREE / "hls"
@@ -27,6 +27,26 @@ CXXFLAGS = ["-std=c++17", "-O2", "-Wall", "-Wextra", "-Werror", "-Wno-unknown-pr
             "-Wno-maybe-uninitialized", "-Wno-uninitialized",
             "-Wno-unused-label",   # HLS loop labels name loops in the synthesis reports
             "-ffp-contract=off"]   # no fused multiply-add: IEEE operations one by one, as in hardware
+
+
+#: The Vitis flow's names: kernel k's project is ``pn_<k>`` in ``build/hls/<k>``, with one
+#: solution. ``paranic.hls`` hands them to hls/flow.tcl (PN_HLS_PROJECT, PN_HLS_SOLUTION);
+#: board builds with ``--collective vitis`` take the exported Verilog from there.
+HLS_SOLUTION = "solution1"
+
+
+def hls_project(kernel: str) -> str:
+    return f"pn_{kernel}"
+
+
+def hls_work_dir(kernel: str) -> Path:
+    """Where the Vitis flow of ``kernel`` runs."""
+    return BUILD_ROOT / "hls" / kernel
+
+
+def exported_rtl_dir(kernel: str) -> Path:
+    """The kernel's Verilog after csynth (what a Vitis board build instantiates)."""
+    return hls_work_dir(kernel) / hls_project(kernel) / HLS_SOLUTION / "impl" / "verilog"
 
 
 class HlsError(RuntimeError):

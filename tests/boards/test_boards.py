@@ -298,3 +298,32 @@ def test_board_resources(name, tmp_path, monkeypatch):
 def _ns(**kw):
     import argparse
     return argparse.Namespace(**kw)
+
+
+def test_vitis_collective_takes_the_exported_rtl(tmp_path, monkeypatch):
+    """--collective vitis: the Verilog from where `make hls` exports it (one definition
+    with hls/flow.tcl's project and solution), or one line saying how to make it."""
+    from paranic.boards.common import add_collective_rtl
+    from paranic.sim import hlsenv
+
+    class Platform:
+        def __init__(self):
+            self.sources: list[str] = []
+
+        def add_source(self, f):
+            self.sources.append(f)
+
+    class Soc:
+        platform = Platform()
+
+    monkeypatch.setattr(hlsenv, "BUILD_ROOT", tmp_path)
+    with pytest.raises(BoardError, match=r"--collective vitis: no exported RTL in .*pn_collective.*run `make hls`"):
+        add_collective_rtl(Soc())
+    d = hlsenv.exported_rtl_dir("collective")
+    assert d.is_relative_to(tmp_path)
+    d.mkdir(parents=True)
+    (d / "collective.v").write_text("module collective; endmodule\n")
+    (d / "collective_notes.txt").write_text("")
+    soc = Soc()
+    assert add_collective_rtl(soc) == [d / "collective.v"]
+    assert soc.platform.sources == [str(d / "collective.v")]

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from paranic import hls
+from paranic.sim import hlsenv
 from paranic.paths import TREE
 
 
@@ -81,7 +82,7 @@ def _tcl_calls(kernel: str, tmp_path: Path) -> list[list[str]]:
         pytest.fail("tclsh is missing: run `make deps` (Debian package tcl)")
     script = tmp_path / "eval.tcl"
     script.write_text(_RECORDER + f"source {{{TREE / 'hls' / kernel / 'run_hls.tcl'}}}\n")
-    env = dict(os.environ, PN_TREE=str(TREE), PN_HLS_VECTORS="/vectors.txt")
+    env = hls.vitis_env(kernel, Path("/vectors.txt"))
     r = subprocess.run([tclsh, str(script)], env=env, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     calls: list[list[str]] = []
@@ -103,6 +104,10 @@ def test_run_hls_tcl_names_the_right_top_and_files(kernel, tmp_path):
     for c in calls:
         by.setdefault(c[0], []).append(c[1:])
     assert by["set_top"] == [[kernel]]
+    # The project and solution are the names a Vitis board build looks under for the RTL.
+    assert by["open_project"] == [["-reset", hlsenv.hls_project(kernel)]]
+    assert by["open_solution"][0][:2] == ["-reset", hlsenv.HLS_SOLUTION]
+    assert hlsenv.exported_rtl_dir(kernel).parts[-4:-2] == (hlsenv.hls_project(kernel), hlsenv.HLS_SOLUTION)
     design, tb = by["add_files"]
     assert design[0] == str(TREE / "hls" / kernel / hls.SOURCES[kernel][0])
     assert tb[:2] == ["-tb", str(TREE / "hls" / kernel / hls.TESTBENCH[kernel])]

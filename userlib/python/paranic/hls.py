@@ -26,7 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from paranic.paths import BUILD_ROOT, INCLUDE, TREE
-from paranic.sim.hlsenv import CXXFLAGS, HLS_DIR, HlsError, ap_types_dir, include_dirs
+from paranic.sim.hlsenv import (CXXFLAGS, HLS_DIR, HLS_SOLUTION, HlsError, ap_types_dir, hls_project,
+                                 hls_work_dir, include_dirs)
 from paranic.spec import kernels as K
 from paranic.spec import protocol as P
 from paranic.spec.topo import Topology
@@ -427,11 +428,17 @@ def csim(kernel: str, vectors: Path) -> None:
         raise HlsError(f"{kernel}: C simulation failed ({exe.name} exit {r.returncode}):\n{r.stderr[-3000:]}")
 
 
+def vitis_env(kernel: str, vectors: Path) -> dict[str, str]:
+    """The environment hls/flow.tcl reads (see its head)."""
+    return dict(os.environ, PN_TREE=str(TREE), PN_HLS_VECTORS=str(vectors),
+                PN_HLS_PROJECT=hls_project(kernel), PN_HLS_SOLUTION=HLS_SOLUTION)
+
+
 def run_vitis(kernel: str, vectors: Path, cmd: list[str]) -> Path:
-    work = BUILD / kernel
+    work = hls_work_dir(kernel)
     work.mkdir(parents=True, exist_ok=True)
     log = work / "vitis.log"
-    env = dict(os.environ, PN_TREE=str(TREE), PN_HLS_VECTORS=str(vectors))
+    env = vitis_env(kernel, vectors)
     with open(log, "w") as f:
         r = subprocess.run(cmd + [str(HLS / kernel / "run_hls.tcl")], cwd=work, env=env,
                            stdout=f, stderr=subprocess.STDOUT)
@@ -458,7 +465,7 @@ def main(argv: list[str] | None = None) -> int:
             if vitis:
                 work = run_vitis(k, vectors, vitis)
                 print(f"hls: {k}: Vitis flow ({' '.join(vitis)} hls/{k}/run_hls.tcl): csim, csynth, "
-                      f"cosim and IP export passed; reports and IP in {work}/pn_{k}/solution1")
+                      f"cosim and IP export passed; reports and IP in {work / hls_project(k) / HLS_SOLUTION}")
         if not vitis:
             why = "--csim-only given" if a.csim_only else "neither vitis_hls nor vitis-run is on PATH"
             print(f"hls: Vitis HLS flow not run ({why}). With Vitis, `make hls` runs for each kernel "
