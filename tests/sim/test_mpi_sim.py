@@ -63,7 +63,12 @@ def _coll_run(backend: str, coll: bool) -> dict:
     assert r.rc == 0, r.out
     res = {ln.split()[1]: bytes.fromhex(ln.split()[2]) for ln in r.lines("result ")}
     assert all(ln.endswith(" 1") for ln in r.lines("same ")) and len(r.lines("same ")) == 8, r.out
-    return {"results": res, "stats": r.lines("pn_mpicoll rank "), "out": r.out}
+    inputs: dict[str, list[bytes]] = {}
+    for ln in r.lines("input "):
+        _, name, rank, hexbytes = ln.split()
+        inputs.setdefault(name, []).append(bytes.fromhex(hexbytes))
+        assert len(inputs[name]) == int(rank) + 1, r.out
+    return {"results": res, "inputs": inputs, "stats": r.lines("pn_mpicoll rank "), "out": r.out}
 
 
 def test_mpi_allreduce_bcast_on_the_unit(sim_binary, mpi_build):
@@ -72,7 +77,6 @@ def test_mpi_allreduce_bcast_on_the_unit(sim_binary, mpi_build):
     rank; the 512-byte one to Open MPI), the float sums are the kernel's (reduce_ref), the
     same bits on every rank, the other results equal Open MPI's own (--no-coll); on sw,
     which has no unit, everything goes to Open MPI."""
-    import numpy as np
     from paranic.hls import reduce_ref
     from paranic.spec import kernels as K
 
@@ -86,9 +90,9 @@ def test_mpi_allreduce_bcast_on_the_unit(sim_binary, mpi_build):
     assert plain["stats"] == [] and plain["results"] == sw["results"]
     for name in ("max_i8", "bor_l4", "min_f5", "sum_big", "bcast_i16", "bcast_b64"):
         assert sim["results"][name] == plain["results"][name], name
-    # the float sums: the kernel's order, as reduce_ref computes it
-    n, lg = 4, K.COLL_DEFAULT_RADIX_LOG2
-    d1 = [np.array([0.1 * (r + 1)]).tobytes() for r in range(n)]
-    d32 = [np.array([(r + 1) * 1.0e-3 + i / 7.0 for i in range(32)]).tobytes() for r in range(n)]
-    assert sim["results"]["sum_d1"] == reduce_ref(d1, 0, K.CollType.F64, K.CollRed.SUM, lg)
-    assert sim["results"]["sum_d32"] == reduce_ref(d32, 0, K.CollType.F64, K.CollRed.SUM, lg)
+    # the float sums: the kernel's order, as reduce_ref computes it from the ranks' inputs
+    lg = K.COLL_DEFAULT_RADIX_LOG2
+    for name in ("sum_d1", "sum_d32"):
+        ins = sim["inputs"][name]
+        assert len(ins) == 4 and len(set(ins)) == 4, name
+        assert sim["results"][name] == reduce_ref(ins, 0, K.CollType.F64, K.CollRed.SUM, lg), name

@@ -5,9 +5,10 @@
  *
  * Inputs are a function of (rank, element); rank 0 prints each result as
  * "result NAME HEX" (the bytes, little-endian) and, after gathering every rank's result
- * bytes with MPI_Gather, "same NAME 1" when all ranks hold the same bits. The test
- * computes the expected bytes (paranic.hls.reduce_ref for the reductions). Exit status 0,
- * or 1 with a message when an MPI call fails.
+ * bytes with MPI_Gather, "same NAME 1" when all ranks hold the same bits. For the float
+ * sums, whose bits depend on the order of the reduction, it also prints every rank's
+ * input as "input NAME RANK HEX", from which the test computes the expected bytes
+ * (paranic.hls.reduce_ref). Exit status 0, or 1 with a message when an MPI call fails.
  */
 #include <mpi.h>
 #include <stdint.h>
@@ -30,6 +31,22 @@ static void report(const char *name, const void *buf, int bytes)
 	for (int i = 0; i < bytes; i++)
 		printf("%02x", ((const unsigned char *)buf)[i]);
 	printf("\nsame %s %d\n", name, same);
+	free(all);
+}
+
+/* Every rank's input bytes, printed by rank 0 as "input NAME RANK HEX". */
+static void report_inputs(const char *name, const void *buf, int bytes)
+{
+	unsigned char *all = rank == 0 ? malloc((size_t)bytes * (size_t)size) : NULL;
+	MPI_Gather(buf, bytes, MPI_BYTE, all, bytes, MPI_BYTE, 0, MPI_COMM_WORLD);
+	if (rank)
+		return;
+	for (int r = 0; r < size; r++) {
+		printf("input %s %d ", name, r);
+		for (int i = 0; i < bytes; i++)
+			printf("%02x", all[(size_t)r * (size_t)bytes + (size_t)i]);
+		printf("\n");
+	}
 	free(all);
 }
 
@@ -58,11 +75,13 @@ int main(int argc, char **argv)
 	d1 = 0.1 * (rank + 1);
 	CHECK(MPI_Allreduce(&d1, &o1, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
 	report("sum_d1", &o1, sizeof(o1));
+	report_inputs("sum_d1", &d1, sizeof(d1));
 
 	for (int i = 0; i < 32; i++)
 		d32[i] = (rank + 1) * 1.0e-3 + i / 7.0;
 	CHECK(MPI_Allreduce(d32, o32, 32, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
 	report("sum_d32", o32, sizeof(o32));
+	report_inputs("sum_d32", d32, sizeof(d32));
 
 	for (int i = 0; i < 8; i++)
 		i8[i] = (rank * 37 + i * 11) % 23 - 11;
