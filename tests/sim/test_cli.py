@@ -82,6 +82,7 @@ def test_demo_quick(sim_binary, userlib_build, tmp_path):
                     sp = x["hw_spread"]
                     assert sp["samples"] >= 2 and sp["min"] <= sp["p10"] <= sp["median"] <= sp["p90"] <= sp["max"], x
                     assert x["hw_ns"] == pytest.approx(sp["median"], abs=0.2) and x["hw_best_ns"] == sp["min"], x
+                    assert (x["hw_ns_p10"], x["hw_ns_p90"]) == (sp["p10"], sp["p90"]), x
     # One way over one hop by PIO, 1..8 bytes: MMIO stores, NIC, link, RX DMA write: at
     # least 60 cycles of pipeline (the PCIe model alone is 38); the upper bound is loose:
     # simulated time runs on while a client process waits for a CPU (see bench/msg.py).

@@ -235,6 +235,7 @@ def measure_messages(sess: Session, benches: Iterable[str] = MSG_BENCHES, layers
         out.append({"bench": bench, "layer": layer, "bytes": nbytes,
                     "hw_spread": hw_spread, "hw_best_ns": hw_spread and hw_spread["min"],
                     "hw_ns": _r(hw_ns), "sw_ns": _r(sw_ns), "total_ns": _r(total),
+                    "hw_ns_p10": hw_spread and hw_spread["p10"], "hw_ns_p90": hw_spread and hw_spread["p90"],
                     "MBps": round(_mbps(bench, nbytes, total), 3),
                     "hw_cycles": _r(hw_ns and hw_ns / P.TARGET_CLK_NS),
                     "topology": topo if hw else None,

@@ -137,6 +137,19 @@ def latency(layer: str, pause: bool, busy: int, samples: int, sim_args: Sequence
             h.wait()
 
 
+def summary(rows: list[dict]) -> dict:
+    """The headline keys: ``<topo>_cycles_per_s`` (``ring4_cycles_per_s``,
+    ``torus4x4_cycles_per_s`` ...), the median wall-clock rate of the free-running
+    cluster, and ``<topo>_cycles_per_cpu_s`` beside it, per topology measured."""
+    out: dict = {}
+    for r in rows:
+        if r["what"] == "cycles_per_s" and not r["traffic"]:
+            key = r["topo"].replace(":", "")
+            out[f"{key}_cycles_per_s"] = r["median"]
+            out[f"{key}_cycles_per_cpu_s"] = r["per_cpu_s"]["median"]
+    return out
+
+
 def run(a: argparse.Namespace) -> int:
     sim_args = shlex.split(a.sim_args)
     if a.samples < 1 or a.cycles < 1000:
@@ -172,7 +185,7 @@ def run(a: argparse.Namespace) -> int:
         print(f"paranic bench simspeed: {e}", file=sys.stderr)
         return 1
     if a.json:
-        print(json.dumps({"bench": "simspeed", "rows": rows, "config": {"sim_args": sim_args}}))
+        print(json.dumps({"bench": "simspeed", **summary(rows), "rows": rows, "config": {"sim_args": sim_args}}))
     else:
         for r in rows:
             label = (f"{r['topo']:10s} {'split' if r['split'] else 'one-model':9s} "
