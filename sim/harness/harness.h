@@ -110,6 +110,7 @@ struct Config {
 	int verbose = 0;
 	double stats_s = 0;           /* print a statistics line every stats_s seconds */
 	bool free_run = false;        /* never throttle (speed measurements) */
+	uint32_t threads = 1;         /* threads evaluating the node models (split builds) */
 	bool link_activity = true;    /* links_busy (link work on a cable) counts as activity */
 	/* SoC cluster (firmware mode): ROM image, identity inputs per node index, and how
 	 * long the firmware may take to bring the cluster up. */
@@ -243,6 +244,11 @@ bool fault_option(Config &c, const char *opt, const char *arg, std::string &err)
 void sim_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void sim_open_log(const char *path);
 extern int sim_verbose;
+
+/* The worker threads of a split cluster's node models (evalpool.h), or none: the
+ * models are evaluated one after the other on the harness's thread. */
+class EvalPool;
+extern EvalPool *sim_eval_pool;
 
 /* A 64-bit store into shared memory a client polls. */
 static inline void store64(uint64_t *p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }

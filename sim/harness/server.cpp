@@ -17,7 +17,10 @@
 #include <unistd.h>
 
 #include "Vcluster.h"
+#include "evalpool.h"
 #include "harness.h"
+
+EvalPool *sim_eval_pool = nullptr;
 
 static double wall_s()
 {
@@ -208,6 +211,13 @@ void Harness::cleanup()
 
 int Harness::run()
 {
+#ifndef SIM_SPLIT
+	if (cfg.threads > 1) {
+		sim_log("--threads %u needs a split build (one model per node: paranic.sim.build.build(split=True))",
+			cfg.threads);
+		return 2;
+	}
+#endif
 	setup_socket();   /* first: refuses to start when another simulator listens there */
 	setup_shm();
 	VerilatedContext *vctx = new VerilatedContext;
@@ -219,6 +229,10 @@ int Harness::run()
 	vctx->commandArgs(2, vargs);
 #endif
 	m = new Vcluster{vctx};
+	if (cfg.threads > 1) {
+		sim_eval_pool = new EvalPool((int)cfg.threads);
+		sim_log("%u threads evaluate the %d node models", cfg.threads, SIM_NODES);
+	}
 	NodePorts ports[SIM_NODES] = {};
 	sim_bind_ports(m, ports);
 	for (int n = 0; n < SIM_NODES; n++) {
@@ -304,6 +318,12 @@ int Harness::run()
 	}
 	print_stats(wall_s() - t0);
 	sim_log("stopped at cycle %llu (%llu idle ticks)", (unsigned long long)cycle, (unsigned long long)idle_ticks);
+	if (sim_eval_pool)
+		sim_log("worker threads: %d, %llu parallel evaluations, %llu wake-ups from sleep",
+			sim_eval_pool->threads(), (unsigned long long)sim_eval_pool->runs,
+			(unsigned long long)sim_eval_pool->wakeups.load());
+	delete sim_eval_pool;
+	sim_eval_pool = nullptr;
 	m->final();
 	cleanup();
 	delete m;

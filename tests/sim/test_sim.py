@@ -11,6 +11,7 @@ import os
 import re
 import signal
 import stat
+import subprocess
 import time
 from pathlib import Path
 
@@ -119,6 +120,19 @@ def test_start_stop_clean(sim_binary, userlib_build):
         assert r.rc == 0 and r.nodes[0][-1] == "PASS", r.out
     assert not sim.socket.exists()
     sim.log.unlink()
+
+
+def test_threads_need_a_split_build(sim_binary, tmp_path):
+    """--threads N evaluates the models of a split build on N threads; the one-model build
+    has one model, and says so instead of starting. Out-of-range counts are refused."""
+    base = [str(sim_binary), "--socket", str(tmp_path / "s.sock"), "--shm", str(tmp_path / "shm"),
+            "--max-cycles", "10"]
+    r = subprocess.run(base + ["--threads", "2"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "--threads 2 needs a split build" in r.stderr, r.stderr
+    assert list(tmp_path.iterdir()) == []
+    for bad in ("0", "5"):   # ring:4: 1..4
+        r = subprocess.run(base + ["--threads", bad], capture_output=True, text=True, timeout=60)
+        assert r.returncode == 2 and "--threads" in r.stderr, r.stderr
 
 
 def test_no_simulator(userlib_build):

@@ -60,3 +60,18 @@ def test_split_cut_cable(split_binary, sim_binary, userlib_build):
             log = sim.log_text()
         assert "PCIe rule broken" not in log
     assert ups[0] == ups[1], ups
+
+
+def test_split_worker_threads_match(split_binary, userlib_build):
+    """--threads 2 (docs/simulator.md, "Worker threads"): the node models are evaluated on
+    two threads between the harness's steps; the links train in the same cycle and the
+    8-byte hardware path takes the same cycles as on one thread."""
+    got = []
+    for threads in (1, 2):
+        with simrun.start("ring:4", socket=sim_socket(f"threads{threads}"), split=True,
+                          extra_args=["--threads", str(threads)]) as sim:
+            got.append((sim.info["links_up_cycle"], [x[3:] for x in _latency(sim)]))
+            log = sim.log_text()
+        if threads == 2:
+            assert "2 threads evaluate the 4 node models" in log, log[-2000:]
+    assert got[0] == got[1], got

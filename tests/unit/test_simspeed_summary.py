@@ -7,9 +7,9 @@ from __future__ import annotations
 from paranic.bench.simspeed import summary
 
 
-def _row(topo: str, traffic: bool, median: float, cpu: float | None = None) -> dict:
-    r = {"what": "cycles_per_s", "topo": topo, "split": False, "traffic": traffic, "median": median,
-         "min": median, "max": median, "n": 1}
+def _row(topo: str, traffic: bool, median: float, cpu: float | None = None, threads: int = 1) -> dict:
+    r = {"what": "cycles_per_s", "topo": topo, "split": threads > 1, "threads": threads, "traffic": traffic,
+         "median": median, "min": median, "max": median, "n": 1}
     if cpu is not None:
         r["per_cpu_s"] = {"median": cpu, "min": cpu, "max": cpu, "n": 1}
     return r
@@ -18,8 +18,30 @@ def _row(topo: str, traffic: bool, median: float, cpu: float | None = None) -> d
 def test_summary_keys_per_topology():
     rows = [_row("ring:4", False, 150_000.0, 170_000.0), _row("ring:4", True, 30_000.0),
             _row("torus:4x4", False, 20_000.0, 22_000.0), _row("torus:4x4", True, 5_000.0)]
-    assert summary(rows) == {"ring4_cycles_per_s": 150_000.0, "ring4_cycles_per_cpu_s": 170_000.0,
-                             "torus4x4_cycles_per_s": 20_000.0, "torus4x4_cycles_per_cpu_s": 22_000.0}
+    assert summary(rows) == {"ring4_cycles_per_s": 150_000.0, "ring4_cycles_per_cpu_s": 170_000.0, "ring4_threads": 1,
+                             "torus4x4_cycles_per_s": 20_000.0, "torus4x4_cycles_per_cpu_s": 22_000.0,
+                             "torus4x4_threads": 1}
+
+
+def test_summary_takes_the_fastest_configuration():
+    rows = [_row("ring:4", False, 150_000.0, 170_000.0), _row("ring:4", False, 240_000.0, 130_000.0, threads=2),
+            _row("ring:4", True, 400_000.0, threads=2)]
+    assert summary(rows) == {"ring4_cycles_per_s": 240_000.0, "ring4_cycles_per_cpu_s": 130_000.0,
+                             "ring4_threads": 2}
+
+
+def test_threads_need_the_split_build():
+    import pytest
+
+    from paranic.bench.simspeed import _threads
+
+    assert _threads("1", False) == [1] and _threads("1,2", True) == [1, 2]
+    with pytest.raises(ValueError, match="needs --split"):
+        _threads("2", False)
+    with pytest.raises(ValueError, match=">= 1"):
+        _threads("0,2", True)
+    with pytest.raises(ValueError, match="thread counts"):
+        _threads("two", True)
 
 
 def test_summary_of_latency_rows_is_empty():

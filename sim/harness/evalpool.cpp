@@ -1,0 +1,103 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/* paranic-sim: worker threads for a split cluster's node models (evalpool.h). */
+#include "evalpool.h"
+
+#include <climits>
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+/* Spin this many rounds (a pause instruction each, ~10-40 ns) before sleeping. */
+#define SPIN_ROUNDS 4000
+
+static inline void cpu_relax()
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	asm volatile("yield");
+#endif
+}
+
+static void futex_wait(std::atomic<uint32_t> *addr, uint32_t val)
+{
+	syscall(SYS_futex, reinterpret_cast<uint32_t *>(addr), FUTEX_WAIT_PRIVATE, val, nullptr, nullptr, 0);
+}
+
+static void futex_wake_all(std::atomic<uint32_t> *addr)
+{
+	syscall(SYS_futex, reinterpret_cast<uint32_t *>(addr), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr, nullptr, 0);
+}
+
+EvalPool::EvalPool(int threads) : nthreads(threads < 1 ? 1 : threads)
+{
+	for (int t = 1; t < nthreads; t++)
+		workers.emplace_back(&EvalPool::worker, this, t);
+}
+
+EvalPool::~EvalPool()
+{
+	quit.store(true, std::memory_order_release);
+	gen.fetch_add(1, std::memory_order_acq_rel);
+	futex_wake_all(&gen);
+	for (std::thread &w : workers)
+		w.join();
+}
+
+void EvalPool::share(int t)
+{
+	for (int i = t; i < n; i += nthreads)
+		fn(arg, i);
+}
+
+void EvalPool::run(int count, Fn f, void *a)
+{
+	runs++;
+	if (nthreads == 1) {
+		for (int i = 0; i < count; i++)
+			f(a, i);
+		return;
+	}
+	n = count;
+	fn = f;
+	arg = a;
+	pending.store(nthreads - 1, std::memory_order_relaxed);
+	/* Sequentially consistent, as the worker's sleepers/gen pair: either a worker going
+	 * to sleep is counted here, or it sees the new generation and does not sleep. */
+	gen.fetch_add(1);   /* publishes n, fn, arg */
+	if (sleepers.load() > 0)
+		futex_wake_all(&gen);
+	share(0);
+	for (unsigned k = 0; pending.load(std::memory_order_acquire) != 0; k++) {
+		cpu_relax();
+		if (k >= SPIN_ROUNDS)
+			std::this_thread::yield();   /* a worker lost its core: let it run */
+	}
+}
+
+void EvalPool::worker(int t)
+{
+	uint32_t seen = 0;   /* gen's first value: run() may bump it before this thread starts */
+	for (;;) {
+		uint32_t g;
+		unsigned k = 0;
+		while ((g = gen.load(std::memory_order_acquire)) == seen) {
+			if (++k < SPIN_ROUNDS) {
+				cpu_relax();
+				continue;
+			}
+			sleepers.fetch_add(1);
+			if (gen.load() == seen) {
+				futex_wait(&gen, seen);
+				wakeups.fetch_add(1, std::memory_order_relaxed);
+			}
+			sleepers.fetch_sub(1, std::memory_order_acq_rel);
+			k = 0;
+		}
+		seen = g;
+		if (quit.load(std::memory_order_acquire))
+			return;
+		share(t);
+		pending.fetch_sub(1, std::memory_order_acq_rel);
+	}
+}
