@@ -290,6 +290,26 @@ def add_collective_rtl(soc, rtl_dir: Path | None = None) -> list[Path]:
         soc.platform.add_source(str(f))
     return files
 
+#: --route: NicCore's build option ``route_fn`` (docs/hls.md, "In the router").
+ROUTE_CHOICES = ("migen", "vitis")
+#: Where `make hls` (hls/flow.tcl) leaves the route kernel's exported Verilog.
+HLS_ROUTE_RTL = Path("build") / "hls" / "route" / "pn_route" / "solution1" / "impl" / "verilog"
+
+
+def add_route_rtl(soc, rtl_dir: Path | None = None) -> list[Path]:
+    """A board built with ``--route vitis`` needs the route kernel's exported RTL (module
+    ``route``, one instance per router input): add its Verilog files to the platform's
+    sources, or fail saying how to make them."""
+    d = Path(rtl_dir) if rtl_dir else Path(__file__).resolve().parents[1] / HLS_ROUTE_RTL
+    files = sorted(d.glob("*.v"))
+    if not files:
+        raise BoardError(f"--route vitis: no exported RTL in {d}; run `make hls` where Vitis HLS is "
+                         "installed (it exports the kernel there), or build with --route migen")
+    for f in files:
+        soc.platform.add_source(str(f))
+    return files
+
+
 def make_parser(board: Board):
     """litex-boards' parser (--build, --load, --toolchain, SoC and builder args) plus ours."""
     from litex.build.parser import LiteXArgumentParser
@@ -306,6 +326,9 @@ def make_parser(board: Board):
     p.add_target_argument("--collective", default="migen", choices=COLLECTIVE_CHOICES,
                           help="The collective unit's kernel: migen (the Migen implementation), vitis "
                                "(the HLS kernel's RTL: run `make hls` with Vitis first), none (no unit).")
+    p.add_target_argument("--route", default="migen", choices=ROUTE_CHOICES,
+                          help="The router's routing function (the route kernel, one per input): migen "
+                               "(its Migen twin), vitis (the HLS kernel's RTL: run `make hls` with Vitis first).")
     p.set_defaults(output_dir=str(Path("build") / "boards" / board.name))
     return p
 
@@ -487,9 +510,12 @@ def run(board: Board, target_cls, argv: Sequence[str] | None = None) -> int:
             soc_kwargs = parser.soc_argdict
             coll = None if args.collective == "none" else args.collective
             soc = target_cls(sys_clk_freq=args.sys_clk_freq, links=args.links,
-                             node_id=args.node_id, n_ctx=args.n_ctx, collective=coll, **soc_kwargs)
+                             node_id=args.node_id, n_ctx=args.n_ctx, collective=coll,
+                             route_fn=args.route, **soc_kwargs)
             if coll == "vitis":
                 add_collective_rtl(soc)
+            if args.route == "vitis":
+                add_route_rtl(soc)
             if args.build:
                 ran = vivado_available()
                 gen = generate(board, soc, out, compile_software=bk.pop("compile_software", False),

@@ -181,10 +181,9 @@ class RouteCoords(Module, AutoCSR):
         rem = Signal(K.DIM_BITS + 1)
         q = Signal(nb)
         shifted = Signal(K.DIM_BITS + 1)
-        bit = Signal()
+        sh = Signal(nb)             # the dividend's bits still to come, highest first
         self.comb += [
-            bit.eq(seen_id >> (nb - 1 - step)),
-            shifted.eq((rem << 1) | bit),
+            shifted.eq((rem << 1) | sh[nb - 1]),
             self.ready.eq(~busy & (seen_id == self.node_id) & (seen_dx == self.dim_x)),
             self._node_x.status.eq(self.node_x),
             self._node_y.status.eq(self.node_y),
@@ -192,12 +191,12 @@ class RouteCoords(Module, AutoCSR):
         self.sync += [
             If((seen_id != self.node_id) | (seen_dx != self.dim_x),
                 seen_id.eq(self.node_id), seen_dx.eq(self.dim_x),
-                busy.eq(1), step.eq(0), rem.eq(0), q.eq(0),
+                busy.eq(1), step.eq(0), rem.eq(0), q.eq(0), sh.eq(self.node_id),
             ).Elif(busy,
                 If(step == nb,
                     busy.eq(0), self.node_x.eq(rem), self.node_y.eq(q),
                 ).Else(
-                    step.eq(step + 1),
+                    step.eq(step + 1), sh.eq(sh << 1),
                     If(shifted >= seen_dx,
                         rem.eq(shifted - seen_dx), q.eq((q << 1) | 1),
                     ).Else(

@@ -243,6 +243,8 @@ bool fault_option(Config &c, const char *opt, const char *arg, std::string &err)
 void sim_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void sim_open_log(const char *path);
 extern int sim_verbose;
+/* Routing decisions made by the route kernel's C++ through DPI-C (route_dpi.cpp). */
+uint64_t sim_route_dpi_calls();
 
 /* A 64-bit store into shared memory a client polls. */
 static inline void store64(uint64_t *p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }

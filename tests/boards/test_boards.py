@@ -298,3 +298,21 @@ def test_board_resources(name, tmp_path, monkeypatch):
 def _ns(**kw):
     import argparse
     return argparse.Namespace(**kw)
+
+
+def test_route_rtl(tmp_path):
+    """--route vitis: the route kernel's exported Verilog joins the sources; without it,
+    a BoardError that says how to make it."""
+    from types import SimpleNamespace
+
+    from paranic.boards.common import add_route_rtl, make_parser
+
+    added = []
+    soc = SimpleNamespace(platform=SimpleNamespace(add_source=added.append))
+    with pytest.raises(BoardError, match="--route vitis: no exported RTL.*--route migen"):
+        add_route_rtl(soc, tmp_path)
+    (tmp_path / "route.v").write_text("module route; endmodule\n")
+    assert add_route_rtl(soc, tmp_path) == [tmp_path / "route.v"]
+    assert added == [str(tmp_path / "route.v")]
+    assert make_parser(get_board(ALL[0])).parse_args([]).route == "migen"
+    assert make_parser(get_board(ALL[0])).parse_args(["--route", "vitis"]).route == "vitis"
