@@ -1,6 +1,8 @@
 """The ParaNIC router: one local port plus 2 (ring) or 4 (torus) link ports.
 
-Table-based self-routing with a routing table in block RAM, virtual cut-through on
+Table-based self-routing with a routing table in block RAM (through the HLS route
+kernel, or its Migen twin, per input: beyond the table it computes dimension-order
+routes), virtual cut-through on
 link inputs (a packet is routed and forwarded from its header while its tail still
 arrives; the room it reserves is the length its link layer declared from the SOF)
 with whole-packet credits, store-and-forward injection and ejection, round-robin
@@ -17,17 +19,20 @@ Pipeline of one packet (cycles relative to the cycle ``T`` in which its
 packet-ready entry is at the head of its input FIFO: one cycle after its first word
 was written on a link input, one cycle after its last on the injection input)::
 
-    T    header word 0 of the entry; table read address = dst_node;
+    T    header word 0 of the entry; the input's route kernel (hw/router_route.py,
+         build option ``route_fn``) gets the request and reads the table at dst_node;
          length check and word count registered
-    T+1  route from the table (set ``rt``, or the other one when diverted); request,
-         credit check, arbitration (combinational); grant (and divert flip) registered
-         at the end of the cycle; the input takes the entry (the next one's lookup
-         starts while this packet streams)
-    T+2  the input streams into the output's pipeline register
-    T+3  header word valid on the output ``source`` (link port or ejection FIFO)
+    T+1  the table entry reaches the kernel
+    T+2  the kernel's answer (ap_done): the route (set ``rt``, or the other one when
+         diverted); request, credit check, arbitration (combinational); grant (and
+         divert flip) registered at the end of the cycle; the input takes the entry
+         (the next one's request follows while this packet streams)
+    T+3  the input streams into the output's pipeline register
+    T+4  header word valid on the output ``source`` (link port or ejection FIFO)
 
-so a link input's header leaves 4 cycles after it came in, whatever the packet's
-length. An output is granted its next packet in the cycle in which the last word of
+so a link input's header leaves 5 cycles after it came in, whatever the packet's
+length (with ``route_fn="table"`` the route comes from the table at T+1: 4 cycles; a
+destination beyond the table, computed by the kernel, at T+5: 8 cycles). An output is granted its next packet in the cycle in which the last word of
 the current one passes, so back-to-back packets leave without idle cycles.
 """
 
