@@ -92,3 +92,28 @@ def test_route_coords(dims, ids):
             got.append(((yield dut.node_x), (yield dut.node_y)))
     run_simulation(dut, gen())
     assert got == [(i % dims[0], i // dims[0]) for i in ids]
+
+
+def test_beyond_the_table_costs_three_cycles():
+    """Unloaded, a destination beyond the table leaves 3 cycles later than one inside it:
+    the twin's long path (the divider) against its short one."""
+    from test_router import HOP
+
+    lat = {}
+    for dst in (11, 27):          # (3, 1) in the table, (3, 3) beyond it
+        b = Bench(4, route_fn="migen", dims=(TOPO.x, TOPO.y))
+
+        def main():
+            x, y = TOPO.coords(NODE)
+            yield b.dut.node_x.eq(x)
+            yield b.dut.node_y.eq(y)
+            yield from b.load({11: Port.XP})
+            for _ in range(5):
+                yield
+            yield from b.send(Port.XM, [pkt(dst, length=24)])
+            for _ in range(40):
+                yield
+        b.run(main)
+        out = TOPO.route(NODE, dst)
+        lat[dst] = b.hdr_out[out][0] - b.commit_cycle[Port.XM][0]
+    assert lat == {11: HOP["migen"] - 1, 27: HOP["migen"] - 1 + 3}
