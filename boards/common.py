@@ -276,19 +276,36 @@ def add_dna(soc, board: "Board") -> None:
 COLLECTIVE_CHOICES = ("migen", "vitis", "none")
 
 
-def add_collective_rtl(soc, rtl_dir: Path | None = None) -> list[Path]:
-    """A board built with ``--collective vitis`` needs the HLS kernel's exported RTL: add
-    its Verilog files to the platform's sources, or fail saying how to make them."""
+def add_kernel_rtl(soc, kernel: str, option: str, rtl_dir: Path | None = None) -> list[Path]:
+    """A board built with ``--<option> vitis`` needs the HLS kernel's exported RTL: add its
+    Verilog files (from where `make hls` exports them, paranic.sim.hlsenv) to the
+    platform's sources, or fail saying how to make them."""
     from paranic.sim.hlsenv import exported_rtl_dir
 
-    d = Path(rtl_dir) if rtl_dir else exported_rtl_dir("collective")
+    d = Path(rtl_dir) if rtl_dir else exported_rtl_dir(kernel)
     files = sorted(d.glob("*.v"))
     if not files:
-        raise BoardError(f"--collective vitis: no exported RTL in {d}; run `make hls` where Vitis HLS is "
-                         "installed (it exports the kernel there), or build with --collective migen")
+        raise BoardError(f"--{option} vitis: no exported RTL in {d}; run `make hls` where Vitis HLS is "
+                         f"installed (it exports the kernel there), or build with --{option} migen")
     for f in files:
         soc.platform.add_source(str(f))
     return files
+
+
+def add_collective_rtl(soc, rtl_dir: Path | None = None) -> list[Path]:
+    """``--collective vitis``: the collective kernel's RTL (module ``collective``)."""
+    return add_kernel_rtl(soc, "collective", "collective", rtl_dir)
+
+
+#: --route: NicCore's build option ``route_fn`` (docs/hls.md, "In the router").
+ROUTE_CHOICES = ("migen", "vitis")
+
+
+def add_route_rtl(soc, rtl_dir: Path | None = None) -> list[Path]:
+    """``--route vitis``: the route kernel's RTL (module ``route``, one instance per
+    router input)."""
+    return add_kernel_rtl(soc, "route", "route", rtl_dir)
+
 
 def make_parser(board: Board):
     """litex-boards' parser (--build, --load, --toolchain, SoC and builder args) plus ours."""
@@ -306,6 +323,9 @@ def make_parser(board: Board):
     p.add_target_argument("--collective", default="migen", choices=COLLECTIVE_CHOICES,
                           help="The collective unit's kernel: migen (the Migen implementation), vitis "
                                "(the HLS kernel's RTL: run `make hls` with Vitis first), none (no unit).")
+    p.add_target_argument("--route", default="migen", choices=ROUTE_CHOICES,
+                          help="The router's routing function (the route kernel, one per input): migen "
+                               "(its Migen twin), vitis (the HLS kernel's RTL: run `make hls` with Vitis first).")
     p.set_defaults(output_dir=str(Path("build") / "boards" / board.name))
     return p
 
@@ -487,9 +507,12 @@ def run(board: Board, target_cls, argv: Sequence[str] | None = None) -> int:
             soc_kwargs = parser.soc_argdict
             coll = None if args.collective == "none" else args.collective
             soc = target_cls(sys_clk_freq=args.sys_clk_freq, links=args.links,
-                             node_id=args.node_id, n_ctx=args.n_ctx, collective=coll, **soc_kwargs)
+                             node_id=args.node_id, n_ctx=args.n_ctx, collective=coll,
+                             route_fn=args.route, **soc_kwargs)
             if coll == "vitis":
                 add_collective_rtl(soc)
+            if args.route == "vitis":
+                add_route_rtl(soc)
             if args.build:
                 ran = vivado_available()
                 gen = generate(board, soc, out, compile_software=bk.pop("compile_software", False),

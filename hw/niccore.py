@@ -28,6 +28,7 @@ from .lane import LaneRx, LaneTx
 from .link import LinkLayer
 from .mgmt import FwStatus, Identity, MgmtPort, MgmtTxPath
 from .router import Router, default_buf_words
+from .router_route import RouteCoords
 
 
 #: Words of the injection FIFO kept for the management port's control packets (an LSA
@@ -70,12 +71,20 @@ class NicCore(LiteXModule):
     a ribbon's sync line; adds the ``barrier_use_line`` CSR, so the CSR map differs).
     ``collective`` picks the collective unit's kernel (:func:`~paranic.hw.collective.make_core`):
     None (the unit refuses every command), ``"migen"``, ``"vitis"`` or ``"sim"``.
+    ``route_fn`` picks how the router routes (:class:`~paranic.hw.router.Router`,
+    docs/architecture.md "Routing stage"): ``"migen"`` (default: the route kernel's Migen
+    twin, 5-cycle hops), ``"vitis"`` (the kernel's exported RTL), ``"sim"`` (the
+    simulator's DPI-C shell around the kernel's C++), ``"table"`` (the table alone, no
+    routing beyond it). ``dims``: the topology's (X, Y) the kernel assumes after reset
+    (CSRs ``route_coords_dim_x``/``_dim_y``; default a ring of MAX_NODES, which routes every
+    destination inside the table by it); the node's coordinates follow from the node id.
     """
 
     def __init__(self, n_links: int = 2, n_ctx: int = P.DEFAULT_CONTEXTS, mtu: int = P.DEFAULT_MTU,
                  table_nodes: int = P.DEFAULT_TABLE_NODES, buf_words: int | None = None,
                  link_kwargs: dict | None = None, host_kwargs: dict | None = None,
-                 with_sync_line: bool = False, collective: str | None = None) -> None:
+                 with_sync_line: bool = False, collective: str | None = None,
+                 route_fn: str = "migen", dims: tuple[int, int] = (P.MAX_NODES, 1)) -> None:
         self.n_links = n_links
         self.n_ctx = n_ctx
         self.mtu = mtu
@@ -97,7 +106,9 @@ class NicCore(LiteXModule):
         self.router = Router(n_links=n_links, mtu=mtu,
                              buf_words=link_buf_words(mtu) if buf_words is None else buf_words,
                              eject_words=default_buf_words(mtu),
-                             inject_words=inject_buf_words(mtu), table_nodes=table_nodes)
+                             inject_words=inject_buf_words(mtu), table_nodes=table_nodes,
+                             route_fn=route_fn, dims=dims)
+        self.route_coords = RouteCoords(dims)
         self.host = HostInterface(n_ctx=n_ctx, mtu=mtu, **(host_kwargs or {}))
         self.barrier = BarrierUnit(n_ctx=n_ctx, with_sync_line=with_sync_line)
         self.mgmt = MgmtPort(mtu=mtu)
@@ -117,6 +128,11 @@ class NicCore(LiteXModule):
 
         self.comb += [
             self.router.node_id.eq(node_id),
+            self.route_coords.node_id.eq(node_id),
+            self.router.node_x.eq(self.route_coords.node_x),
+            self.router.node_y.eq(self.route_coords.node_y),
+            self.router.dim_x.eq(self.route_coords.dim_x),
+            self.router.dim_y.eq(self.route_coords.dim_y),
             self.host.node_id.eq(node_id),
             self.barrier.node_id.eq(node_id),
             self.coll.node_id.eq(node_id),

@@ -14,6 +14,8 @@ Blocks:
   is there; a caller must not assume the latency, since the Vitis build's differs).
 * :class:`RouteFnVitis` -- the same ports as an ``Instance`` of the kernel's exported
   RTL (module ``route``), for a board built with Vitis; only elaborated here.
+* :class:`RouteFnDpi` -- the same ports as an ``Instance`` of the simulator's DPI-C shell
+  (module ``route_dpi``), which runs the kernel's C++ in the Verilator cluster.
 * :class:`RouteTable` -- the table: block RAM of ``ROUTE_TABLE_NODES`` entries, written
   through a port the router's CSRs drive, read through the kernel's ``ap_memory`` port.
 * :class:`RouteUnit` -- a table and a routing function, the function chosen by the build
@@ -77,22 +79,34 @@ class RouteFn(Module):
     taking one request per cycle.
 
     Cycle 0: ``ap_start`` with the inputs; the table is read at ``dst``, the inputs are
-    registered. Cycle 1: the table entry arrives (``table_q0``) and is kept; the
-    destination's coordinates ``dst / dim_x``, ``dst % dim_x`` are computed by a
-    restoring divider, ``div_bits`` quotient bits per cycle (``NODE_BITS / div_bits``
-    stages, for timing: a 12-step compare-and-subtract chain is too long for one
-    125 MHz cycle). Then the dimension-order port, and the choice among DROP, the
-    table entry and that port. ``ap_done`` comes :attr:`latency` cycles after
-    ``ap_start``; callers wait for ``ap_done`` and never count cycles (the Vitis build's
-    latency is its own).
+    registered. Cycle 1: the table entry arrives (``table_q0``); the request is classified
+    (outside the topology: DROP; inside the table: the entry). Such a request takes the
+    short path: ``ap_done`` with its result at cycle 2 (:attr:`latency_table`). A request
+    beyond the table takes the long path: the destination's coordinates ``dst / dim_x``,
+    ``dst % dim_x`` from a restoring divider, ``div_bits`` quotient bits per cycle
+    (``NODE_BITS / div_bits`` stages, for timing: a 12-step compare-and-subtract chain is
+    too long for one 125 MHz cycle), then the dimension-order port; ``ap_done`` at
+    :attr:`latency` (2 + stages). Results stay in request order (``ap_ctrl_hs``): a request
+    that could take the short path while an earlier one is still on the long path takes
+    the long path too. Callers wait for ``ap_done`` and never count cycles (the Vitis
+    build's latency is its own).
+
+    ``table_nodes``: entries of the table behind the ``ap_memory`` port (default the C++
+    kernel's ``ROUTE_TABLE_NODES``; a router with a smaller table gives its own size, so
+    that the computed fallback starts where its table ends).
     """
 
-    def __init__(self, div_bits: int = 4) -> None:
+    def __init__(self, div_bits: int = 4, table_nodes: int = K.ROUTE_TABLE_NODES) -> None:
         if not 1 <= div_bits <= P.NODE_BITS:
             raise ValueError(f"div_bits must be 1..{P.NODE_BITS}")
+        if table_nodes & (table_nodes - 1) or not 2 <= table_nodes <= P.MAX_NODES:
+            raise ValueError(f"table_nodes must be a power of two in 2..{P.MAX_NODES}")
+        self.table_nodes = table_nodes
         _ports(self)
-        ab = K.ROUTE_TABLE_ADDR_BITS
+        ab = (table_nodes - 1).bit_length()
         nb = P.NODE_BITS
+        if ab != len(self.table_address0):
+            self.table_address0 = Signal(ab, name="table_address0")
         self.comb += [
             self.table_address0.eq(self.dst[:ab]),
             self.table_ce0.eq(self.ap_start),
@@ -101,46 +115,78 @@ class RouteFn(Module):
 
         def stage(name: str) -> dict[str, Signal]:
             return dict(valid=Signal(name=f"{name}_valid"), dst=Signal(nb), nx=Signal(nb), ny=Signal(nb),
-                        dimx=Signal(K.DIM_BITS), dimy=Signal(K.DIM_BITS), tq=Signal(P.ROUTE_BITS),
-                        drop=Signal(), table=Signal(), rem=Signal(K.DIM_BITS + 1), q=Signal(nb))
+                        dimx=Signal(K.DIM_BITS), dimy=Signal(K.DIM_BITS),
+                        rem=Signal(K.DIM_BITS + 1), q=Signal(nb))
 
-        # -- stage 0: the request, registered
+        # -- stage 0: the request, registered; the table entry arrives
         s0 = stage("s0")
         self.sync += [s0["valid"].eq(self.ap_start),
                       If(self.ap_start, s0["dst"].eq(self.dst), s0["nx"].eq(self.node_x),
                          s0["ny"].eq(self.node_y), s0["dimx"].eq(self.dim_x), s0["dimy"].eq(self.dim_y))]
-        self.comb += [s0["drop"].eq(s0["dst"] >= s0["dimx"] * s0["dimy"]),
-                      s0["table"].eq(s0["dst"] < K.ROUTE_TABLE_NODES), s0["tq"].eq(self.table_q0)]
-        # -- division stages: each takes div_bits quotient bits, highest first
-        prev = s0
+        drop = Signal()
+        in_table = Signal()
+        self.comb += [drop.eq(s0["dst"] >= s0["dimx"] * s0["dimy"]),
+                      in_table.eq(s0["dst"] < table_nodes)]
+        # -- division stages (the long path only): each takes div_bits quotient bits, highest first
+        prev = dict(s0)
+        long_valid = Signal()
         self.comb += [s0["rem"].eq(0), s0["q"].eq(0)]
         high_first = list(range(nb - 1, -1, -1))
         groups = [high_first[i:i + div_bits] for i in range(0, nb, div_bits)]
         valids = [s0["valid"]]
+        long_valids = []
+        short = Signal()
         for k, bits in enumerate(groups):
             rem, q = _div_steps(self, prev["rem"], prev["q"], prev["dst"], prev["dimx"], bits)
             nxt = stage(f"div{k}")
-            self.sync += [nxt[f].eq(prev[f]) for f in ("valid", "dst", "nx", "ny", "dimx", "dimy",
-                                                        "tq", "drop", "table")]
-            self.sync += [nxt["rem"].eq(rem), nxt["q"].eq(q)]
+            self.sync += [nxt[f].eq(prev[f]) for f in ("dst", "nx", "ny", "dimx", "dimy")]
+            self.sync += [nxt["valid"].eq(prev["valid"] & ~short if k == 0 else prev["valid"]),
+                          nxt["rem"].eq(rem), nxt["q"].eq(q)]
             valids.append(nxt["valid"])
+            long_valids.append(nxt["valid"])
             prev = nxt
+        # The short path, unless an earlier request is on the long path (order).
+        busy_long = long_valids[0]
+        for v in long_valids[1:]:
+            busy_long = busy_long | v
+        self.comb += [long_valid.eq(busy_long),
+                      short.eq(s0["valid"] & (drop | in_table) & ~long_valid)]
         # -- last stage: dimension order, the choice, the result registered
         px, sx = _dor_step(prev["nx"], prev["rem"], prev["dimx"], prev["q"], P.Port.XP, P.Port.XM)
         py, sy = _dor_step(prev["ny"], prev["q"], prev["dimy"], prev["rem"], P.Port.YP, P.Port.YM)
         self.comb += sx + sy
+        # A request on the long path because of an earlier one may be a DROP or a table hit:
+        # those are kept with it.
+        hold_drop = Signal()
+        hold_table = Signal()
+        hold_tq = Signal(P.ROUTE_BITS)
+        hd, ht, hq = [hold_drop], [hold_table], [hold_tq]
+        self.sync += [hd[0].eq(drop), ht[0].eq(in_table), hq[0].eq(self.table_q0)]
+        for k in range(1, len(groups)):
+            d, t, q = Signal(), Signal(), Signal(P.ROUTE_BITS)
+            self.sync += [d.eq(hd[-1]), t.eq(ht[-1]), q.eq(hq[-1])]
+            hd.append(d)
+            ht.append(t)
+            hq.append(q)
         port = Signal(P.ROUTE_BITS)
-        self.comb += If(prev["drop"], port.eq(P.Port.DROP)
-                        ).Elif(prev["table"], port.eq(prev["tq"])
+        self.comb += If(hd[-1], port.eq(P.Port.DROP)
+                        ).Elif(ht[-1], port.eq(hq[-1])
                                ).Elif(px != P.Port.LOCAL, port.eq(px)
                                       ).Else(port.eq(py))
-        self.sync += [self.ap_done.eq(prev["valid"]), If(prev["valid"], self.ap_return.eq(port))]
+        self.sync += [
+            self.ap_done.eq(short | prev["valid"]),
+            If(short, self.ap_return.eq(Mux(drop, P.Port.DROP, self.table_q0))
+               ).Elif(prev["valid"], self.ap_return.eq(port)),
+        ]
         busy = self.ap_start | self.ap_done
         for v in valids:
             busy = busy | v
         self.comb += self.ap_idle.eq(~busy)
-        #: Cycles from ap_start to ap_done.
+        #: Cycles from ap_start to ap_done of a request on the long path (beyond the table).
         self.latency = 2 + len(groups)
+        #: Cycles from ap_start to ap_done of a request on the short path (in the table, or
+        #: DROP) when no earlier request is on the long path.
+        self.latency_table = 2
 
 
 class RouteFnVitis(Module):
@@ -164,6 +210,15 @@ class RouteFnVitis(Module):
             else:
                 conn[f"{d}_{name}"] = getattr(self, name)
         self.specials += Instance(self.MODULE, **conn)
+
+
+class RouteFnDpi(RouteFnVitis):
+    """The same ports as an ``Instance`` of ``route_dpi`` (``sim/harness/route_dpi.sv``):
+    in the Verilator cluster, a SystemVerilog shell that reads the table through the real
+    ``ap_memory`` port and calls the kernel's C++ ``route()`` through DPI-C
+    (``sim/harness/route_dpi.cpp``; docs/simulator.md, "The route kernel")."""
+
+    MODULE = "route_dpi"
 
 
 class RouteTable(Module):

@@ -1,6 +1,8 @@
 """The ParaNIC router: one local port plus 2 (ring) or 4 (torus) link ports.
 
-Table-based self-routing with a routing table in block RAM, virtual cut-through on
+Table-based self-routing with a routing table in block RAM (through the HLS route
+kernel, or its Migen twin, per input: beyond the table it computes dimension-order
+routes), virtual cut-through on
 link inputs (a packet is routed and forwarded from its header while its tail still
 arrives; the room it reserves is the length its link layer declared from the SOF)
 with whole-packet credits, store-and-forward injection and ejection, round-robin
@@ -17,17 +19,20 @@ Pipeline of one packet (cycles relative to the cycle ``T`` in which its
 packet-ready entry is at the head of its input FIFO: one cycle after its first word
 was written on a link input, one cycle after its last on the injection input)::
 
-    T    header word 0 of the entry; table read address = dst_node;
+    T    header word 0 of the entry; the input's route kernel (hw/router_route.py,
+         build option ``route_fn``) gets the request and reads the table at dst_node;
          length check and word count registered
-    T+1  route from the table (set ``rt``, or the other one when diverted); request,
-         credit check, arbitration (combinational); grant (and divert flip) registered
-         at the end of the cycle; the input takes the entry (the next one's lookup
-         starts while this packet streams)
-    T+2  the input streams into the output's pipeline register
-    T+3  header word valid on the output ``source`` (link port or ejection FIFO)
+    T+1  the table entry reaches the kernel
+    T+2  the kernel's answer (ap_done): the route (set ``rt``, or the other one when
+         diverted); request, credit check, arbitration (combinational); grant (and
+         divert flip) registered at the end of the cycle; the input takes the entry
+         (the next one's request follows while this packet streams)
+    T+3  the input streams into the output's pipeline register
+    T+4  header word valid on the output ``source`` (link port or ejection FIFO)
 
-so a link input's header leaves 4 cycles after it came in, whatever the packet's
-length. An output is granted its next packet in the cycle in which the last word of
+so a link input's header leaves 5 cycles after it came in, whatever the packet's
+length (with ``route_fn="table"`` the route comes from the table at T+1: 4 cycles; a
+destination beyond the table, computed by the kernel, at T+5: 8 cycles). An output is granted its next packet in the cycle in which the last word of
 the current one passes, so back-to-back packets leave without idle cycles.
 """
 
@@ -43,10 +48,12 @@ from litex.gen import LiteXModule
 from litex.soc.interconnect import stream
 from litex.soc.interconnect.csr import CSR, CSRStatus, CSRStorage
 
+from paranic.spec import kernels as K
 from paranic.spec import protocol as P
 
 from .common import LinkPortIf, hdr, packet_layout, packet_words
 from .fifo import PacketFifo
+from .router_route import ROUTE_FNS, RouteStage
 
 PORT_NAMES = {int(p): p.name.lower() for p in P.Port}
 
@@ -97,12 +104,21 @@ class Router(LiteXModule):
         not deadlock-free in general with variable-size packets (free space can
         fragment across a ring). See docs/architecture.md, "Deadlock freedom".
         Word credits (``credits >= len``) are checked in both modes.
+    route_fn: how an input's route is computed (hw/router_route.py, ``ROUTE_FNS``):
+        ``"migen"`` (default: the route kernel's Migen twin, the table inside it and
+        dimension-order routing beyond it), ``"vitis"`` (the kernel's exported RTL),
+        ``"sim"`` (the simulator's DPI-C shell running the kernel's C++), ``"table"``
+        (the table alone, as before the kernel: a destination beyond it is dropped; one
+        cycle less per hop). The kernels use the inputs ``node_x``, ``node_y`` (this
+        node's coordinates, default 0) and ``dim_x``, ``dim_y`` (the topology's shape,
+        reset to ``dims``; a kernel drops a destination >= ``dim_x * dim_y``).
     """
 
     def __init__(self, n_links: int = 2, mtu: int = P.DEFAULT_MTU, buf_words: int | None = None,
                  table_nodes: int = P.DEFAULT_TABLE_NODES, eject_words: int | None = None,
                  inject_words: int | None = None, table_init: list[int] | None = None,
-                 bubble: str = "packet") -> None:
+                 bubble: str = "packet", route_fn: str = "migen",
+                 dims: tuple[int, int] = (P.MAX_NODES, 1)) -> None:
         if n_links not in (2, 4):
             raise ValueError("n_links must be 2 (ring) or 4 (torus)")
         if not 8 <= mtu <= P.MAX_MTU:
@@ -118,11 +134,20 @@ class Router(LiteXModule):
         if table_nodes & (table_nodes - 1) or table_nodes < 2:
             raise ValueError("table_nodes must be a power of two >= 2")
         self.table_nodes = table_nodes
+        if route_fn not in ROUTE_FNS:
+            raise ValueError(f"route_fn must be one of {ROUTE_FNS}")
+        self.route_fn = route_fn
         tbits = log2_int(table_nodes)
         nports = n_links + 1
 
         # -- interface -------------------------------------------------------
         self.node_id = Signal(P.NODE_BITS)
+        # This node's coordinates and the topology's dimensions (the route kernels only;
+        # reset: ``dims`` and node (0, 0)).
+        self.node_x = Signal(P.NODE_BITS)
+        self.node_y = Signal(P.NODE_BITS)
+        self.dim_x = Signal(K.DIM_BITS, reset=dims[0])
+        self.dim_y = Signal(K.DIM_BITS, reset=dims[1])
         self.table_we = Signal()
         self.table_set = Signal()          # which of the two table sets table_we writes
         self.table_adr = Signal(tbits)
@@ -251,27 +276,32 @@ class Router(LiteXModule):
         directs = []
         diverts = []
         flips = []
+        self.route_stages = stages = []
         for k, f in enumerate(self.inputs):
-            rp = table.get_port(mode=READ_FIRST)
-            self.specials += rp
+            # The route of the head packet (hw/router_route.py): ``look`` says it is there.
+            st = RouteStage(route_fn, table, table_nodes)
+            setattr(self, f"route_{PORT_NAMES[k]}", st)
+            stages.append(st)
             w0 = f.head_word           # header word 0 of the next packet not yet started
             dst = hdr(w0, "dst_node")
             length = hdr(w0, "length")
             head = Signal(name=f"head_{PORT_NAMES[k]}")
-            oob = Signal(name=f"oob_{PORT_NAMES[k]}")
             bl = Signal(name=f"badlen_{PORT_NAMES[k]}")
             nw = Signal(len(f.head_words), name=f"words_{PORT_NAMES[k]}")
             pw = Signal(len(length) + 1)
             self.comb += [
                 head.eq(f.waiting != 0),
-                rp.adr.eq(dst[:tbits]),
+                st.head.eq(head & self.ready),
+                st.dst.eq(dst), st.rt.eq(hdr(w0, "rt")),
+                st.node_x.eq(self.node_x), st.node_y.eq(self.node_y),
+                st.dim_x.eq(self.dim_x), st.dim_y.eq(self.dim_y),
+                look[k].eq(st.valid),
                 pw.eq(packet_words(length)),
             ]
             # Link-local packets (header ``direct`` != 0, CONTROL only): from the local
             # port out on link port ``direct``; from a link port to the local port.
             dr = Signal(len(hdr(w0, "direct")), name=f"direct_{PORT_NAMES[k]}")
             self.sync += [
-                oob.eq(dst[tbits:] != 0) if P.NODE_BITS > tbits else oob.eq(0),
                 bl.eq((length > mtu) | (pw != f.head_words)),
                 nw.eq(f.head_words),
                 dr.eq(Mux(hdr(w0, "type") == P.PacketType.CONTROL, hdr(w0, "direct"), 0)),
@@ -279,15 +309,12 @@ class Router(LiteXModule):
             # The packet's route in its own set (header ``rt``) and in the other one. Divert
             # when the own route is a link port that is not up (a packet diverted to a link
             # that is not up either waits there: it is never flipped back).
+            # A destination beyond the table (route kernels) has no other set: not diverted.
             rt = hdr(w0, "rt")
-            r_set = [rp.dat_r[s * rb:(s + 1) * rb] for s in range(2)]
-            r_own = Signal(rb, name=f"rown_{PORT_NAMES[k]}")
-            r_other = Signal(rb, name=f"rother_{PORT_NAMES[k]}")
+            r_own, r_other, oob = st.own, st.other, st.oob
             dv = Signal(name=f"divert_{PORT_NAMES[k]}")
             self.comb += [
-                r_own.eq(Mux(rt, r_set[1], r_set[0])),
-                r_other.eq(Mux(rt, r_set[0], r_set[1])),
-                dv.eq(self.divert_on & (rt == self.divert_from) & (dr == 0) &
+                dv.eq(self.divert_on & (rt == self.divert_from) & (dr == 0) & st.in_table &
                       (r_own != P.Port.LOCAL) & (r_own <= n_links) & ~Array(link_up)[r_own]),
             ]
             r = Signal(P.ROUTE_BITS, name=f"route_{PORT_NAMES[k]}")
@@ -317,7 +344,6 @@ class Router(LiteXModule):
             req.append(rq)
             drop_now.append(dn)
             badlen.append(bl)
-            setattr(self, f"_head_{k}", head)
 
         # -- arbitration per output --------------------------------------------
         grant = [[Signal(name=f"grant_{PORT_NAMES[o]}_{PORT_NAMES[k]}") for k in range(nports)]
@@ -385,13 +411,12 @@ class Router(LiteXModule):
                 dk.eq(drop_now[k] & can_start[k]),
                 take.eq(gk | dk),
                 f.head_take.eq(take),
+                stages[k].take.eq(take),
             ]
             granted.append(gk)
             dropping.append(dk)
             cur_direct.append(cd)
-            head = getattr(self, f"_head_{k}")
             self.sync += [
-                look[k].eq(head & self.ready & ~take),
                 If(gk,
                     fwd[k].eq(1), drain[k].eq(0), sel[k].eq(route[k]), flip[k].eq(flips[k]),
                     cd.eq(directs[k]),

@@ -102,7 +102,7 @@ class ParaNicSoC(SoCCore):
                  n_ctx: int = P.DEFAULT_CONTEXTS, mtu: int = P.DEFAULT_MTU,
                  node_id: int | None = None, with_cpu: bool = True,
                  with_sync_line: bool = False, collective: str | None = None, ident: str = "ParaNIC",
-                 **soc_kwargs) -> None:
+                 route_fn: str = "migen", **soc_kwargs) -> None:
         if with_cpu:
             soc_kwargs.setdefault("cpu_type", "vexriscv")
             soc_kwargs.setdefault("cpu_variant", "standard")
@@ -132,7 +132,8 @@ class ParaNicSoC(SoCCore):
 
         # NicCore on the SoC bus ----------------------------------------------------------------
         self.nic = NicCoreStandalone(n_links=n_links, n_ctx=n_ctx, mtu=mtu,
-                                     with_sync_line=with_sync_line, collective=collective)
+                                     with_sync_line=with_sync_line, collective=collective,
+                                     route_fn=route_fn)
         if node_id is not None:
             if not 0 <= node_id < P.MAX_NODES:
                 raise ValueError(f"node_id {node_id} not in 0..{P.MAX_NODES - 1}")

@@ -244,6 +244,8 @@ bool fault_option(Config &c, const char *opt, const char *arg, std::string &err)
 void sim_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void sim_open_log(const char *path);
 extern int sim_verbose;
+/* Routing decisions made by the route kernel's C++ through DPI-C (route_dpi.cpp). */
+uint64_t sim_route_dpi_calls();
 
 /* The worker threads of a split cluster's node models (evalpool.h), or none: the
  * models are evaluated one after the other on the harness's thread. */

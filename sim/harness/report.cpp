@@ -98,6 +98,8 @@ void Harness::print_stats(double wall)
 		g->clients, (unsigned long long)g->mmio_ops, (unsigned long long)wb, (unsigned long long)r,
 		(unsigned long long)w, (unsigned long long)g->dma_refused, (unsigned long long)errors,
 		(unsigned long long)client_errors);
+	sim_log("route kernel: %llu routing decisions by its C++ (DPI-C, sim/harness/route_dpi.cpp)",
+		(unsigned long long)sim_route_dpi_calls());
 	if (g->pauses)
 		sim_log("paused %llu times for clients to look (%.3f s of wall time; %llu ended by the cap)",
 			(unsigned long long)g->pauses, pause_wall, (unsigned long long)g->pause_caps);

@@ -61,9 +61,11 @@ USERLIB_HEADERS = (TREE / "userlib/include/paranic/pn_ctxseq.h", TREE / "userlib
 HARNESS_INCLUDES = (TREE / "userlib/src", TREE / "userlib/include")
 #: The HLS collective kernel's C++, compiled into the harness (coll.cpp runs it for every
 #: node) with the kernels' own flags (paranic.sim.hlsenv), and the headers it includes.
-KERNEL_SOURCES = (HLS_DIR / "collective" / "collective.cpp",)
-KERNEL_HEADERS = (HLS_DIR / "collective" / "collective.h", HLS_DIR / "include" / "pn_hls.h",
-                  HLS_DIR / "csim" / "hls_stream.h")
+#: The route kernel's C++ too: every router input of a NicCore cluster instantiates
+#: ROUTE_DPI_SV, which calls route() through DPI-C (sim/harness/route_dpi.cpp).
+KERNEL_SOURCES = (HLS_DIR / "collective" / "collective.cpp", HLS_DIR / "route" / "route.cpp")
+KERNEL_HEADERS = (HLS_DIR / "collective" / "collective.h", HLS_DIR / "route" / "route.h",
+                  HLS_DIR / "include" / "pn_hls.h", HLS_DIR / "csim" / "hls_stream.h")
 
 
 _TAG = threading.local()  # the topology being built by this thread (log prefix)
@@ -108,6 +110,11 @@ def _package_sources(*packages) -> list[Path]:
 #: The NicCore clusters' collective kernel: driven from outside, by the harness running the
 #: kernel's C++ (sim/harness/coll.cpp; a SoC cluster's nodes have no collective kernel).
 COLLECTIVE = "sim"
+
+#: The NicCore clusters' route kernel (the router's build option ``route_fn``): the DPI-C
+#: shell ``route_dpi`` (ROUTE_DPI_SV), so every simulated packet is routed by the kernel's C++.
+ROUTE_FN = "sim"
+ROUTE_DPI_SV = HARNESS_DIR / "route_dpi.sv"
 
 #: Width of the NicCore cluster's host bus in bytes (the SoC cluster's Bar0Window is 32-bit):
 #: the harness applies a 64-bit store as one beat (harness.h ``SIM_BUS_BYTES``).
@@ -161,7 +168,8 @@ def _verilog(topo: Topology, mtu: int, n_ctx: int, phy_delay: int, quiet: bool) 
     _log(f"generating Verilog for {topo} (MTU {mtu}, {n_ctx} contexts)", quiet)
     t0 = time.time()
     v, top, csr = cluster_verilog(topo, out, name=name, n_ctx=n_ctx, mtu=mtu, phy_delay=phy_delay,
-                                  bus_width=8 * SIM_BUS_BYTES, collective=COLLECTIVE)
+                                  bus_width=8 * SIM_BUS_BYTES, collective=COLLECTIVE,
+                                  route_fn=ROUTE_FN)
     stamp.write_text(key)
     _log(f"Verilog written in {time.time() - t0:.1f} s: {v} ({v.stat().st_size >> 10} KiB)", quiet)
     return v, csr, top
@@ -181,7 +189,8 @@ def _node_verilog(n_links: int, table_nodes: int, mtu: int, n_ctx: int, quiet: b
         return v, csr, name
     _log(f"generating a split node's Verilog ({n_links} link ports, MTU {mtu}, {n_ctx} contexts)", quiet)
     v, top, csr = node_verilog(n_links, out, name=name, n_ctx=n_ctx, mtu=mtu, table_nodes=table_nodes,
-                               bus_width=8 * SIM_BUS_BYTES, collective=COLLECTIVE)
+                               bus_width=8 * SIM_BUS_BYTES, collective=COLLECTIVE,
+                                  route_fn=ROUTE_FN)
     stamp.write_text(key)
     return v, csr, top
 
@@ -587,7 +596,7 @@ def _build_harness(bdir: Path, obj: Path, gen: list[Path], vhash: str, quiet: bo
         return exe
     t0 = time.time()
     _log(f"compiling the harness ({', '.join(s.name for s in srcs + list(HARNESS_C_SOURCES))})", quiet)
-    kinc = kernel_include_dirs() + ["-I", str(HLS_DIR / "collective")]
+    kinc = kernel_include_dirs() + ["-I", str(HLS_DIR / "collective"), "-I", str(HLS_DIR / "route")]
     inc = [f"-I{obj}", f"-I{vroot / 'include'}", f"-I{vroot / 'include' / 'vltstd'}",
            f"-I{gen[0].parent}", f"-I{HARNESS_DIR}"] + [f"-I{d}" for d in HARNESS_INCLUDES] + kinc
     objs = []
@@ -660,6 +669,7 @@ def build(topo: str | Topology = "ring:4", mtu: int = P.DEFAULT_MTU, n_ctx: int 
             v, extra = srcs[0], srcs[1:]
         else:
             v, csr, top = _verilog(t, mtu, n_ctx, phy_delay, quiet)
+            extra = [ROUTE_DPI_SV]
         vhash = model_hash(v, csr, *extra)
         bdir = simroot / f"cluster-{tag}-{vhash}"
         bdir.mkdir(exist_ok=True)
@@ -683,12 +693,12 @@ def _build_split(t: Topology, tag: str, simroot: Path, mtu: int, n_ctx: int, phy
     """build(split=True): the node model (shared by topologies with the same node), the
     topology's glue and harness."""
     v, csr, top = _node_verilog(t.link_ports, table_nodes_of(t), mtu, n_ctx, quiet)
-    vhash = model_hash(v, csr)
+    vhash = model_hash(v, csr, ROUTE_DPI_SV)
     obj = simroot / f"node-{vhash}" / "obj"
     obj.parent.mkdir(exist_ok=True)
     with open(simroot / f"node-{vhash}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        _build_model(v, top, obj, vhash, jobs, quiet, prefix=NODE_MODEL)
+        _build_model(v, top, obj, vhash, jobs, quiet, [ROUTE_DPI_SV], prefix=NODE_MODEL)
     bdir = simroot / f"cluster-{tag}-d{phy_delay}-{vhash}"
     bdir.mkdir(exist_ok=True)
     gen = gen_glue(t, csr, mtu, n_ctx, bdir / "gen", phy_delay=phy_delay, split=True)

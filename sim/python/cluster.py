@@ -108,6 +108,8 @@ class NicCluster(LiteXModule):
         self.bus_width = bus_width
         ports = _Ports()
         table_nodes = table_nodes or max(16, 1 << (topo.nodes - 1).bit_length())
+        # The route kernels' topology after reset (NicCore ``dims``): this cluster's.
+        nic_kwargs.setdefault("dims", (topo.x, topo.y))
         self.nodes: list = []
         for i in range(topo.nodes):
             node = self.add_node(i, ports, n_ctx=n_ctx, mtu=mtu, table_nodes=table_nodes, **nic_kwargs)

@@ -76,10 +76,12 @@ class RouterNetwork(LiteXModule):
         for i in range(n):
             r = Router(n_links=topo.link_ports, mtu=mtu, buf_words=buf_words,
                        table_nodes=table_nodes, eject_words=eject_words,
-                       table_init=topo.table(i, min(table_nodes, n)), bubble=bubble)
+                       table_init=topo.table(i, min(table_nodes, n)), bubble=bubble,
+                       dims=(topo.x, topo.y))
             setattr(self, f"router{i}", r)
             self.routers.append(r)
-            self.comb += r.node_id.eq(i)
+            x, y = topo.coords(i)
+            self.comb += [r.node_id.eq(i), r.node_x.eq(x), r.node_y.eq(y)]
         self.max_pkt = self.routers[0].max_pkt
         self.buf_words = self.routers[0].buf_words
 

@@ -327,3 +327,24 @@ def test_vitis_collective_takes_the_exported_rtl(tmp_path, monkeypatch):
     soc = Soc()
     assert add_collective_rtl(soc) == [d / "collective.v"]
     assert soc.platform.sources == [str(d / "collective.v")]
+
+
+def test_route_rtl(tmp_path):
+    """--route vitis: the route kernel's exported Verilog joins the sources; without it,
+    a BoardError that says how to make it."""
+    from types import SimpleNamespace
+
+    from paranic.boards.common import add_route_rtl, make_parser
+
+    added = []
+    soc = SimpleNamespace(platform=SimpleNamespace(add_source=added.append))
+    with pytest.raises(BoardError, match="--route vitis: no exported RTL.*--route migen"):
+        add_route_rtl(soc, tmp_path)
+    (tmp_path / "route.v").write_text("module route; endmodule\n")
+    assert add_route_rtl(soc, tmp_path) == [tmp_path / "route.v"]
+    assert added == [str(tmp_path / "route.v")]
+    assert make_parser(get_board(ALL[0])).parse_args([]).route == "migen"
+    assert make_parser(get_board(ALL[0])).parse_args(["--route", "vitis"]).route == "vitis"
+    # without a folder: where `make hls` exports the kernel (paranic.sim.hlsenv)
+    with pytest.raises(BoardError, match=r"no exported RTL in .*/hls/route/pn_route/solution1/impl/verilog"):
+        add_route_rtl(soc)

@@ -14,6 +14,7 @@ from migen.sim import run_simulation
 from paranic import hls
 from paranic.hw.route_fn import RouteFn, RouteFnVitis, RouteUnit
 from paranic.spec import kernels as K
+from paranic.spec.protocol import Port
 from paranic.spec.topo import Topology
 from routefn_sim import run_route_fn
 
@@ -97,7 +98,7 @@ def test_route_unit_with_its_table():
     assert got == exp
     # A generator's writes take effect at the next cycle: request i reaches the unit at
     # cycle i + 1, its answer comes the twin's latency later, one per cycle.
-    lat = dut.fn.latency
+    lat = dut.fn.latency_table   # all of them in the table or DROP: the short path
     assert when == list(range(1 + lat, 1 + lat + len(dsts)))
 
 
@@ -135,3 +136,33 @@ def test_vitis_instance_elaborates():
     assert " * " not in v
     twin = RouteUnit(vitis=False)
     assert " * " in str(convert(twin, ios={twin.ap_start, twin.dst, twin.ap_return}, name="unit"))
+
+
+def test_short_path_keeps_request_order():
+    """A table hit right after a request beyond the table waits for it (ap_ctrl_hs: in
+    order); alone, a table hit answers after latency_table cycles, one beyond the table
+    after latency."""
+    t = Topology.torus(64, 64)
+    node = 2080
+    x, y = t.coords(node)
+    dut = RouteFn()
+    # (cycle, dst): a hit alone, a computed one, a hit right behind it, then a hit alone
+    reqs = {0: 5, 10: 3000, 11: 7, 30: 9}
+    got = []
+
+    def gen():
+        yield dut.node_x.eq(x)
+        yield dut.node_y.eq(y)
+        yield dut.dim_x.eq(64)
+        yield dut.dim_y.eq(64)
+        yield dut.table_q0.eq(int(Port.XM))      # a table of XM entries
+        for cyc in range(45):
+            if (yield dut.ap_done):
+                got.append((cyc, (yield dut.ap_return)))
+            yield dut.ap_start.eq(cyc in reqs)
+            yield dut.dst.eq(reqs.get(cyc, 0))
+            yield
+    run_simulation(dut, gen())
+    # a request set in cycle c reaches the unit at c + 1
+    assert got == [(1 + 0 + dut.latency_table, Port.XM), (1 + 10 + dut.latency, t.route(node, 3000)),
+                   (1 + 10 + dut.latency + 1, Port.XM), (1 + 30 + dut.latency_table, Port.XM)]

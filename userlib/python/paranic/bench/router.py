@@ -236,6 +236,8 @@ def measure(progress: Callable[..., Any] = print, quick: bool = False) -> dict:
         "hop_latency_pairs": lat["pairs"],
         # a transit hop (link input, cut-through); injection is store-and-forward
         "hop_header_mtu_cycles": lat["mtu_header_link_max"],
+        # the same figure under the name of the route-kernel issue's goal (<= 8 cycles)
+        "hop_latency_mtu_cycles": lat["mtu_header_link_max"],
         "hop_header_mtu_min_cycles": lat["mtu_header_min"],
         "inject_header_mtu_min_cycles": lat["mtu_header_local_min"],
         "hop_header_mtu_pairs": lat["mtu_header_pairs"],

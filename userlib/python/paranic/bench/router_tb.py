@@ -147,8 +147,10 @@ async def _hop(dut, src: int, dst: int, length: int, rng: random.Random) -> tupl
 
 @cocotb.test()
 async def test_hop_latency(dut):
-    """Unloaded hop latency, every input to every output: 3 cycles from a complete
-    packet to its header out (by design); header in to header out for an MTU packet."""
+    """Unloaded hop latency, every input to every output: 4 cycles from a complete
+    packet to its header out with the route kernel's Migen twin (the router's default
+    ``route_fn``; 3 with the table alone), the same for every pair; header in to
+    header out for an MTU packet."""
     await setup(dut)
     n = nports(dut)
     await load_table(dut, {d: d for d in range(n)})
@@ -168,7 +170,7 @@ async def test_hop_latency(dut):
            "mtu_header_min": min(mtu_pairs.values())}
     write_result(res)
     assert res["max"] <= 4
-    assert set(pairs.values()) == {3}
+    assert len(set(pairs.values())) == 1
     # link inputs are cut-through: the header leaves long before the tail is in; the
     # injection input is store-and-forward: not before the last word is in
     link_in = [v for k, v in mtu_pairs.items() if not k.startswith(NAMES[0] + "->")]

@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: BSD-2-Clause
+// paranic-sim: the route kernel's C++ in place of its RTL (docs/simulator.md, "The route
+// kernel"). Module `route_dpi` has the kernel's ports (paranic.spec.kernels.ROUTE_PORTS;
+// tests/sim/test_route_dpi_sim.py checks them) and the same ap_ctrl_hs behaviour as the
+// Migen twin's short path: ap_start with the inputs (cycle 0) reads the table through the
+// real ap_memory port (table_address0/table_ce0); table_q0 comes back in cycle 1, when
+// the C++ route() runs (route_dpi.cpp: the entry put in place in its table) and its
+// result is registered: ap_done and ap_return in cycle 2. One request per cycle.
+module route_dpi (
+    input  wire        ap_clk,
+    input  wire        ap_rst,
+    input  wire        ap_start,
+    output reg         ap_done,
+    output wire        ap_idle,
+    output wire        ap_ready,
+    input  wire [11:0] dst,
+    input  wire [11:0] node_x,
+    input  wire [11:0] node_y,
+    input  wire [12:0] dim_x,
+    input  wire [12:0] dim_y,
+    output wire [7:0]  table_address0,
+    output wire        table_ce0,
+    input  wire [2:0]  table_q0,
+    output reg  [2:0]  ap_return
+);
+    import "DPI-C" function int pn_route_dpi(input int dst, input int node_x, input int node_y,
+                                             input int dim_x, input int dim_y, input int entry);
+
+    reg        s_valid;
+    reg [11:0] s_dst, s_nx, s_ny;
+    reg [12:0] s_dx, s_dy;
+    int        r;   // verilator lint_off UNUSEDSIGNAL
+
+    assign table_address0 = dst[7:0];
+    assign table_ce0 = ap_start;
+    assign ap_ready = 1'b1;
+    assign ap_idle = ~(ap_start | s_valid | ap_done);
+
+    always @(posedge ap_clk) begin
+        if (ap_rst) begin
+            s_valid <= 1'b0;
+            ap_done <= 1'b0;
+        end else begin
+            s_valid <= ap_start;
+            ap_done <= s_valid;
+        end
+        if (ap_start) begin
+            s_dst <= dst;
+            s_nx <= node_x;
+            s_ny <= node_y;
+            s_dx <= dim_x;
+            s_dy <= dim_y;
+        end
+        if (s_valid && !ap_rst) begin
+            /* verilator lint_off BLKSEQ */
+            r = pn_route_dpi({20'd0, s_dst}, {20'd0, s_nx}, {20'd0, s_ny}, {19'd0, s_dx},
+                             {19'd0, s_dy}, {29'd0, table_q0});
+            /* verilator lint_on BLKSEQ */
+            ap_return <= r[2:0];
+        end
+    end
+endmodule
