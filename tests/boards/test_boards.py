@@ -329,7 +329,7 @@ def test_vitis_collective_takes_the_exported_rtl(tmp_path, monkeypatch):
     assert soc.platform.sources == [str(d / "collective.v")]
 
 
-def test_route_rtl(tmp_path):
+def test_route_rtl(tmp_path, monkeypatch):
     """--route vitis: the route kernel's exported Verilog joins the sources; without it,
     a BoardError that says how to make it."""
     from types import SimpleNamespace
@@ -346,5 +346,8 @@ def test_route_rtl(tmp_path):
     assert make_parser(get_board(ALL[0])).parse_args([]).route == "migen"
     assert make_parser(get_board(ALL[0])).parse_args(["--route", "vitis"]).route == "vitis"
     # without a folder: where `make hls` exports the kernel (paranic.sim.hlsenv)
+    from paranic.sim import hlsenv
+
+    monkeypatch.setattr(hlsenv, "BUILD_ROOT", tmp_path / "build")
     with pytest.raises(BoardError, match=r"no exported RTL in .*/hls/route/pn_route/solution1/impl/verilog"):
         add_route_rtl(soc)
