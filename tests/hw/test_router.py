@@ -580,10 +580,12 @@ def test_batched_credit_return(bubble):
     assert b.max_inflight[Port.XP] <= b.dut.buf_words
 
 
-def test_in_transit_priority_and_round_robin():
+@pytest.mark.parametrize("transit_first", [True, False])
+def test_in_transit_priority_and_round_robin(transit_first):
     """All inputs hold packets for XP while it is down; when it comes up the link
-    inputs are served round-robin and the local input only when none waits."""
-    b = Bench(4)
+    inputs are served round-robin and (``transit_first``) the local input only when
+    none waits, or (default) the local input takes its turn in the round robin."""
+    b = Bench(4, transit_first=transit_first)
     res = {}
     n_each = 3
 
@@ -602,7 +604,33 @@ def test_in_transit_priority_and_round_robin():
     b.run(main)
     assert res["before"] == 0
     srcs = [w[1] >> 4 for w in b.words(Port.XP)]
-    assert srcs == [Port.XM, Port.YP, Port.YM] * n_each + [Port.LOCAL] * n_each
+    if transit_first:
+        assert srcs == [Port.XM, Port.YP, Port.YM] * n_each + [Port.LOCAL] * n_each
+    else:
+        assert srcs == [Port.XM, Port.YP, Port.YM, Port.LOCAL] * n_each
+
+
+def test_local_every_share():
+    """transit_first with local_every=2: the local input, passed over for two grants to
+    link inputs while it could have gone, goes next (a third of a contended output)."""
+    b = Bench(4, transit_first=True, local_every=2)
+    n_each = 3
+
+    def main():
+        yield b.dut.links[0].up.eq(0)
+        yield from b.load({1: Port.XP})
+        for src in (Port.XM, Port.YP, Port.YM, Port.LOCAL):
+            yield from b.send(src, [pkt(1, src=int(src), tag=int(src) * 16 + i, length=8)
+                                    for i in range(n_each)])
+        for _ in range(10):
+            yield
+        yield b.dut.links[0].up.eq(1)
+        for _ in range(200):
+            yield
+    b.run(main)
+    srcs = [w[1] >> 4 for w in b.words(Port.XP)]
+    L, XM, YP, YM = Port.LOCAL, Port.XM, Port.YP, Port.YM
+    assert srcs == [XM, YP, L, YM, XM, L, YP, YM, L, XM, YP, YM]
 
 
 def test_round_robin_fair_under_contention():
@@ -628,8 +656,12 @@ def test_round_robin_fair_under_contention():
                     (pair[0][1], pair[1][1])]
 
 
-def test_up_low_blocks_output():
-    b = Bench(2)
+@pytest.mark.parametrize("voq", [True, False])
+def test_up_low_blocks_output(voq):
+    """``up`` low: nothing starts on that port and nothing is dropped. With virtual
+    output queues a packet for another port passes the waiting one; with a single
+    FIFO per input (``voq=False``) it waits behind it (head-of-line blocking)."""
+    b = Bench(2, voq=voq)
     res = {}
 
     def main():
@@ -644,8 +676,7 @@ def test_up_low_blocks_output():
         for _ in range(60):
             yield
     b.run(main)
-    # head-of-line: the injection FIFO waits for XM; nothing is dropped
-    assert res == {"xm": 0, "xp": 0}
+    assert res == {"xm": 0, "xp": 1 if voq else 0}
     assert [w[1] for w in b.words(Port.XM)] == [1]
     assert [w[1] for w in b.words(Port.XP)] == [2]
 
