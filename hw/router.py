@@ -116,6 +116,12 @@ class Router(LiteXModule):
         takes its turn in the round robin with the link inputs.
     local_every: with ``transit_first``, a local input passed over for this many
         grants to link inputs while it could have gone goes next (0, default: never).
+    eject_transit_first: ``True`` (default): at the ejection port the local input
+        (loopback packets) is granted only when no link input has a queue head for it,
+        whatever ``transit_first`` says for the link outputs: packets from the network
+        hold buffer slots of a ring and their senders' descriptors, loopback packets
+        only this node's injection buffer (docs/architecture.md, "Routing, drops and
+        arbitration"). ``False``: the ejection port arbitrates like the link outputs.
     """
 
     def __init__(self, n_links: int = 2, mtu: int = P.DEFAULT_MTU, buf_words: int | None = None,
@@ -123,7 +129,8 @@ class Router(LiteXModule):
                  inject_words: int | None = None, table_init: list[int] | None = None,
                  bubble: str = "packet", voq: bool | None = None,
                  inject_packets: int = INJECT_PACKETS, voq_order: str = "oldest",
-                 transit_first: bool = False, local_every: int = 0) -> None:
+                 transit_first: bool = False, local_every: int = 0,
+                 eject_transit_first: bool = True) -> None:
         if n_links not in (2, 4):
             raise ValueError("n_links must be 2 (ring) or 4 (torus)")
         if not 8 <= mtu <= P.MAX_MTU:
@@ -554,7 +561,7 @@ class Router(LiteXModule):
                 self.comb += link_req.eq(reduce(or_, link_wants[o]))
             else:
                 self.comb += link_req.eq(reduce(or_, [req[k] & (route[k] == o) for k in range(1, nports)]))
-            if not transit_first:
+            if not (transit_first or (o == 0 and eject_transit_first)):
                 # round robin among all inputs, the local one included
                 cases = {}
                 for last in range(nports):
@@ -737,7 +744,7 @@ class Router(LiteXModule):
             ]
             for k in range(nports):
                 self.sync += If(grant[o][k], owner[o].eq(k))
-                if not transit_first:
+                if not (transit_first or (o == 0 and eject_transit_first)):
                     self.sync += If(grant[o][k], rr_all[o].eq(k))
                 if k >= 1:
                     self.sync += If(grant[o][k], rr[o].eq(k - 1))
