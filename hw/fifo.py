@@ -31,7 +31,7 @@ reader (the router's arbiter, or the host side) sees ``packets`` and ``head_word
 
 from __future__ import annotations
 
-from migen import Cat, If, Memory, Mux, Signal, bits_for, log2_int
+from migen import Array, Cat, If, Memory, Mux, Signal, bits_for, log2_int
 from migen.fhdl.specials import READ_FIRST
 from migen.genlib.fifo import SyncFIFO
 from litex.gen import LiteXModule
@@ -73,6 +73,19 @@ class PacketFifo(LiteXModule):
         yet taken; ``packets`` still counts every packet not wholly read.
     head_word:
         Keep each packet's header word 0 in its packet-ready entry (``head_word``).
+    random_read:
+        Virtual output queues (the router's inputs): packets are read in any order.
+        Every packet holds one of ``packets`` *entries*, allocated in arrival order
+        with the packet-ready entry (which also carries its start address
+        ``head_adr`` and entry number ``head_idx``); ``head_take`` only moves an entry
+        on to the reader's own queues. The reader starts a packet with ``start``
+        (``start_adr``/``start_words``/``start_idx`` from that entry) in a cycle in
+        which it is idle or reads the last word of the one before. Room is reclaimed
+        in arrival order: ``drained`` pulses once per word (declared words, like the
+        cut-through reader's pad words) of the oldest packet that has been read, so
+        credits and ``level`` behave exactly as for a FIFO whose reader is late for
+        packets it overtook. While every entry is taken, a cut-through packet is
+        refused and a ``backpressure`` writer waits.
 
     Interface
     ---------
@@ -92,14 +105,17 @@ class PacketFifo(LiteXModule):
 
     def __init__(self, depth_words: int, max_packet_words: int, packets: int | None = None,
                  backpressure: bool = False, cut_through: bool = False, lookahead: bool = False,
-                 head_word: bool = False) -> None:
+                 head_word: bool = False, random_read: bool = False) -> None:
         if depth_words < 2 or depth_words & (depth_words - 1):
             raise ValueError("depth_words must be a power of two >= 2")
         if not 1 <= max_packet_words <= depth_words:
             raise ValueError("max_packet_words must be in 1..depth_words")
         if cut_through and backpressure:
             raise ValueError("a cut-through FIFO takes no back-pressure (credits guarantee room)")
+        if random_read and not (lookahead and head_word and packets):
+            raise ValueError("random_read needs lookahead, head_word and a packets bound")
         packets = depth_words if packets is None else packets
+        self.random_read = random_read
         self.depth_words = depth_words
         self.max_packet_words = max_packet_words
         self.cut_through = cut_through
@@ -123,6 +139,13 @@ class PacketFifo(LiteXModule):
         self.aborted = Signal(32)
         self.abort_words = Signal(bits_for(max_packet_words + 1))
         self.committed = Signal()  # strobe: a packet was committed (cut-through: started)
+        ibits = bits_for(max(packets - 1, 1))
+        self.head_adr = Signal(abits + 1)
+        self.head_idx = Signal(ibits)
+        self.start = Signal()
+        self.start_adr = Signal(abits + 1)
+        self.start_words = Signal(bits_for(max_packet_words))
+        self.start_idx = Signal(ibits)
 
         # # #
 
@@ -142,14 +165,29 @@ class PacketFifo(LiteXModule):
 
         # Packet-ready FIFO: one word count (and header word 0) per packet.
         hw = len(self.head_words)
-        self.pfifo = pfifo = SyncFIFO(hw + (dw if head_word else 0), packets, fwft=True)
+        pf_width = hw + (dw if head_word else 0) + ((abits + 1 + ibits) if random_read else 0)
+        self.pfifo = pfifo = SyncFIFO(pf_width, packets, fwft=True)
         pf_words = Signal(hw)
         pf_hword = Signal(dw)
-        self.comb += pfifo.din.eq(Cat(pf_words, pf_hword) if head_word else pf_words)
+        pf_adr = Signal(abits + 1)     # random_read: start address of the packet
+        aptr = Signal(ibits)           # random_read: next entry to allocate
+        self._pf_adr = pf_adr
+        self._pf_words_in = pf_words
+        self._inuse = inuse = Signal(max=packets + 1)   # random_read: entries held
+        self._table_full = Signal()
+        self.comb += self._table_full.eq(inuse == packets) if random_read else self._table_full.eq(0)
+        if random_read:
+            self.comb += [pfifo.din.eq(Cat(pf_words, pf_hword, pf_adr, aptr)),
+                          self.head_adr.eq(pfifo.dout[hw + dw:hw + dw + abits + 1]),
+                          self.head_idx.eq(pfifo.dout[hw + dw + abits + 1:])]
+        else:
+            self.comb += pfifo.din.eq(Cat(pf_words, pf_hword) if head_word else pf_words)
 
+        tptr = Signal(abits + 1)   # random_read: oldest word not reclaimed
         self.comb += [
-            self.level.eq(wptr - rptr + resv),
-            self.free.eq(depth_words - self.level),
+            self.level.eq(wptr - (tptr if random_read else rptr) + resv),
+            # random_read: no packet fits while every entry is taken
+            self.free.eq(Mux(self._table_full, 0, depth_words - self.level)),
             self.empty.eq(self.level == 0),
             self.full.eq(self.level == depth_words),
             self.half_full.eq(self.level >= depth_words // 2),
@@ -169,7 +207,9 @@ class PacketFifo(LiteXModule):
                               drop, max_packet_words, backpressure, head_word)
 
         # -- packet count: every packet not wholly read -------------------------------
-        if lookahead:
+        if random_read:
+            self.comb += [self.packets.eq(inuse), pfifo.re.eq(self.head_take)]
+        elif lookahead:
             cnt = Signal(max=packets + 1)
             self.sync += cnt.eq(cnt + pfifo.we - (pop & last_out))
             self.comb += [self.packets.eq(cnt), pfifo.re.eq(self.head_take)]
@@ -190,8 +230,9 @@ class PacketFifo(LiteXModule):
             pop.eq(source.valid & source.ready),
             last_out.eq(source.last),
             rd.adr.eq(rnext[:abits]),
-            self.drained.eq(pop),
         ]
+        if not random_read:
+            self.comb += self.drained.eq(pop)
         self.sync += If(pop, at_first.eq(last_out))
         if cut_through:
             # The reader sends exactly the declared words of each packet: ``cur`` is the
@@ -202,7 +243,9 @@ class PacketFifo(LiteXModule):
             rcnt = Signal(hw)
             padding = Signal()
             short = Signal()
-            if lookahead:
+            if random_read:
+                self.sync += If(self.start, cur.eq(self.start_words))
+            elif lookahead:
                 self.sync += If(self.head_take, cur.eq(self.head_words))
             else:
                 self.comb += cur.eq(self.head_words)
@@ -219,7 +262,8 @@ class PacketFifo(LiteXModule):
                     source.last.eq(m_last & ~short),
                     source.error.eq(m_err & ~short),
                 ),
-                rnext.eq(rptr + (pop & ~padding)),
+                rnext.eq(Mux(self.start, self.start_adr, rptr + (pop & ~padding)))
+                if random_read else rnext.eq(rptr + (pop & ~padding)),
             ]
             self.sync += If(pop,
                 rcnt.eq(Mux(last_out, 0, rcnt + 1)),
@@ -230,9 +274,64 @@ class PacketFifo(LiteXModule):
                 source.valid.eq((rptr != cptr) & ~(self._fresh & (rptr == cptr - 1))),
                 source.data.eq(m_data),
                 source.last.eq(m_last),
-                rnext.eq(rptr + pop),
+                rnext.eq(Mux(self.start, self.start_adr, rptr + pop)) if random_read
+                else rnext.eq(rptr + pop),
             ]
         self.sync += rptr.eq(rnext)
+        if random_read:
+            self._reclaim(packets, ibits, aptr, tptr, pfifo, pop, last_out)
+
+    # ------------------------------------------------------------------------
+    def _reclaim(self, n, ibits, aptr, hptr_unused, pfifo, pop, last_out):
+        """random_read: entry table in arrival order; room (and ``drained``, the
+        credits) comes back in that order, one word per cycle."""
+        tptr = hptr_unused
+        inuse = self._inuse
+        words = [Signal(len(self.start_words), name=f"ewords{i}") for i in range(n)]
+        done = [Signal(name=f"edone{i}") for i in range(n)]
+        hptr = Signal(ibits)         # oldest entry
+        rc = Signal(len(self.start_words))    # its words already given back
+        reading = Signal()           # a packet is being read ...
+        cur_idx = Signal(ibits)      # ... entry
+        rsent = Signal(len(self.start_words))  # ... words read so far
+        alloc = Signal()
+        self.comb += alloc.eq(self.pfifo.we)
+        h_words = Signal(len(rc))
+        h_done = Signal()
+        avail = Signal(len(rc))
+        strobe = Signal()
+        free_h = Signal()
+        self.comb += [
+            h_words.eq(Array(words)[hptr]),
+            h_done.eq(Array(done)[hptr]),
+            If(h_done, avail.eq(h_words)
+            ).Elif(reading & (cur_idx == hptr), avail.eq(rsent)),
+            strobe.eq((inuse != 0) & (rc < avail)),
+            free_h.eq(strobe & (rc + 1 == h_words)),
+            self.drained.eq(strobe),
+        ]
+        #: random_read: entry number of the oldest packet held (arrival order)
+        self.oldest = hptr
+
+        def inc(x):
+            return Mux(x == n - 1, 0, x + 1)
+        self.sync += [
+            inuse.eq(inuse + alloc - free_h),
+            If(alloc, aptr.eq(inc(aptr))),
+            If(strobe, tptr.eq(tptr + 1), rc.eq(rc + 1)),
+            If(free_h, rc.eq(0), hptr.eq(inc(hptr))),
+            If(pop,
+                rsent.eq(rsent + 1),
+                If(last_out, reading.eq(0)),
+            ),
+            # (after the pop: a packet may start as the one before ends)
+            If(self.start, reading.eq(1), cur_idx.eq(self.start_idx), rsent.eq(0)),
+        ]
+        for i in range(n):
+            self.sync += [
+                If(alloc & (aptr == i), words[i].eq(self._pf_words_in), done[i].eq(0)),
+                If(pop & last_out & (cur_idx == i), done[i].eq(1)),
+            ]
 
     # ------------------------------------------------------------------------
     def _store_write(self, sink, wr, pfifo, pf_words, pf_hword, beat, wptr, cptr, wcnt, drop,
@@ -246,13 +345,17 @@ class PacketFifo(LiteXModule):
         self.comb += [
             too_long.eq(wcnt == max_packet_words),
             fits.eq(~self.full & ~too_long & ~drop),
-            stall.eq(self.full & ~too_long & ~drop) if backpressure else stall.eq(0),
+            # random_read: while every entry is taken the writer waits (ready does not
+            # depend on the beat itself, as a producer may assume)
+            stall.eq((self.full & ~too_long & ~drop) | self._table_full)
+            if backpressure else stall.eq(0),
             sink.ready.eq(~stall),
             beat.eq(sink.valid & sink.ready),
             wr.adr.eq(wptr[:len(wptr) - 1]),
             wr.dat_w.eq(Cat(sink.data, sink.last, 0)),
             wr.we.eq(beat & fits),
-            lost.eq(drop | ~fits | sink.error | ~pfifo.writable),
+            lost.eq(drop | ~fits | sink.error | ~pfifo.writable | self._table_full),
+            self._pf_adr.eq(cptr),
             pf_words.eq(wcnt + 1),
             pfifo.we.eq(beat & sink.last & ~lost),
             self.committed.eq(pfifo.we),
@@ -312,6 +415,7 @@ class PacketFifo(LiteXModule):
             decl.eq(Mux(self.sink_words > max_packet_words, max_packet_words,
                         Mux(self.sink_words == 0, 1, self.sink_words))),
             refused.eq((decl > self.free) | ~pfifo.writable),
+            self._pf_adr.eq(wptr),
             n.eq(Mux(starting, decl, cur)),
             at_end.eq(wcnt + 1 == n),
             pf_words.eq(decl),
@@ -336,6 +440,9 @@ class PacketFifo(LiteXModule):
                 If(wrote,
                     wptr.eq(wptr + 1),
                     If(sink.last | at_end,
+                        # random_read: a packet stored short keeps its declared room, so
+                        # entries are reclaimed (and credited) by their declared words
+                        wptr.eq(wptr + n - wcnt) if self.random_read else [],
                         wcnt.eq(0), drop.eq(~sink.last),
                         resv.eq(0),
                     ).Else(

@@ -5,9 +5,11 @@ kernel, or its Migen twin, per input: beyond the table it computes dimension-ord
 routes), virtual cut-through on
 link inputs (a packet is routed and forwarded from its header while its tail still
 arrives; the room it reserves is the length its link layer declared from the SOF)
-with whole-packet credits, store-and-forward injection and ejection, round-robin
-arbitration with in-transit traffic first, and bubble flow control for deadlock
-freedom (see docs/architecture.md, "Router" and "Deadlock freedom"). A packet whose
+with whole-packet credits, store-and-forward injection and ejection, virtual output
+queues on every input (a packet waiting for one output never holds back one for
+another: docs/architecture.md, "Virtual output queues"), round-robin arbitration,
+and bubble flow control for deadlock freedom (see docs/architecture.md, "Router" and
+"Deadlock freedom"). A packet whose
 last word carries ``error`` (its CRC failed at the tail, or it was stomped upstream)
 is passed on with it: the next link stomps it, the ejection FIFO drops it. The table
 holds two sets; a packet is routed by the set in its header's ``rt``, and while
@@ -23,10 +25,13 @@ was written on a link input, one cycle after its last on the injection input)::
          build option ``route_fn``) gets the request and reads the table at dst_node;
          length check and word count registered
     T+1  the table entry reaches the kernel
-    T+2  the kernel's answer (ap_done): the route (set ``rt``, or the other one when
-         diverted); request, credit check, arbitration (combinational); grant (and
-         divert flip) registered at the end of the cycle; the input takes the entry
-         (the next one's request follows while this packet streams)
+    T+2  the kernel's answer (ap_done): the route (set ``rt``); the entry leaves the
+         packet-ready FIFO into the queue of its output (virtual output queues: an
+         empty queue passes it straight to its head); every queue head: divert (the
+         other set's route when its link is not up), credit and bubble check; the
+         input offers its oldest head that may go, the output arbitrates (all
+         combinational); grant (and divert flip) registered at the end of the cycle
+         (the next entry's request follows)
     T+3  the input streams into the output's pipeline register
     T+4  header word valid on the output ``source`` (link port or ejection FIFO)
 
@@ -56,6 +61,10 @@ from .fifo import PacketFifo
 from .router_route import ROUTE_FNS, RouteStage
 
 PORT_NAMES = {int(p): p.name.lower() for p in P.Port}
+
+#: Packets the injection input holds with virtual output queues (it back-pressures
+#: the local port when all are taken).
+INJECT_PACKETS = 8
 
 
 def default_buf_words(mtu: int, packets: int = 2) -> int:
@@ -112,13 +121,33 @@ class Router(LiteXModule):
         cycle less per hop). The kernels use the inputs ``node_x``, ``node_y`` (this
         node's coordinates, default 0) and ``dim_x``, ``dim_y`` (the topology's shape,
         reset to ``dims``; a kernel drops a destination >= ``dim_x * dim_y``).
+    voq: virtual output queues on every input (default: on with ``bubble="packet"``;
+        ``False``: one FIFO per input, the router before them). Needs
+        ``bubble="packet"``: a link input holds ``buf_words // max_pkt + 1`` packets.
+    inject_packets: packets the injection input holds with ``voq`` (default 8).
+    voq_order: which available queue head an input offers: ``"oldest"`` (default,
+        arrival order) or ``"rr"`` (round robin over the queues).
+    transit_first: ``True``: the local input is granted an output only when no link
+        input wants it (ParaStation's in-transit priority); ``False`` (default): it
+        takes its turn in the round robin with the link inputs.
+    local_every: with ``transit_first``, a local input passed over for this many
+        grants to link inputs while it could have gone goes next (0, default: never).
+    eject_transit_first: ``True`` (default): at the ejection port the local input
+        (loopback packets) is granted only when no link input has a queue head for it,
+        whatever ``transit_first`` says for the link outputs: packets from the network
+        hold buffer slots of a ring and their senders' descriptors, loopback packets
+        only this node's injection buffer (docs/architecture.md, "Routing, drops and
+        arbitration"). ``False``: the ejection port arbitrates like the link outputs.
     """
 
     def __init__(self, n_links: int = 2, mtu: int = P.DEFAULT_MTU, buf_words: int | None = None,
                  table_nodes: int = P.DEFAULT_TABLE_NODES, eject_words: int | None = None,
                  inject_words: int | None = None, table_init: list[int] | None = None,
                  bubble: str = "packet", route_fn: str = "migen",
-                 dims: tuple[int, int] = (P.MAX_NODES, 1)) -> None:
+                 dims: tuple[int, int] = (P.MAX_NODES, 1), voq: bool | None = None,
+                 inject_packets: int = INJECT_PACKETS, voq_order: str = "oldest",
+                 transit_first: bool = False, local_every: int = 0,
+                 eject_transit_first: bool = True) -> None:
         if n_links not in (2, 4):
             raise ValueError("n_links must be 2 (ring) or 4 (torus)")
         if not 8 <= mtu <= P.MAX_MTU:
@@ -172,6 +201,13 @@ class Router(LiteXModule):
         if bubble not in ("packet", "word"):
             raise ValueError("bubble must be 'packet' or 'word'")
         self.bubble = bubble
+        if voq is None:
+            voq = bubble == "packet"
+        if voq_order not in ("oldest", "rr"):
+            raise ValueError("voq_order must be 'oldest' or 'rr'")
+        if voq and bubble != "packet":
+            raise ValueError("virtual output queues need bubble='packet' (entries per packet slot)")
+        self.voq = voq
         #: packet slots of a link input buffer (bubble="packet")
         self.slots_per_buffer = buf_words // max_pkt
         self.slots = [None] + [Signal(max=self.slots_per_buffer + 1, reset=self.slots_per_buffer,
@@ -221,13 +257,20 @@ class Router(LiteXModule):
         # packet's output while the one before it still streams. Ejection:
         # store-and-forward, so that a packet whose last word carries ``error`` (a
         # stomped or cut packet) is dropped before the host side sees any of it.
+        # With virtual output queues (``voq``) every input is read in any order: a
+        # link input holds at most one packet per packet slot the sender counts, plus
+        # one (a bad copy the link layer will replay); the injection input
+        # ``INJECT_PACKETS`` (it back-pressures when they are taken).
+        slots = buf_words // max_pkt
+        self.link_entries = slots + 1 if voq else buf_words // P.HEADER_WORDS
         self.inject = PacketFifo(inject_words, max_pkt, backpressure=True, lookahead=True,
-                                 head_word=True)
+                                 head_word=True, random_read=voq,
+                                 packets=inject_packets if voq else None)
         self.eject = PacketFifo(eject_words, max_pkt)
         # every packet holds at least the header words: depth // HEADER_WORDS entries
         self.inputs = [self.inject] + [
-            PacketFifo(buf_words, max_pkt, packets=buf_words // P.HEADER_WORDS,
-                       cut_through=True, lookahead=True, head_word=True)
+            PacketFifo(buf_words, max_pkt, packets=self.link_entries,
+                       cut_through=True, lookahead=True, head_word=True, random_read=voq)
             for _ in range(n_links)]
         for i, f in enumerate(self.inputs[1:]):
             setattr(self, f"in_{PORT_NAMES[i + 1]}", f)
@@ -277,6 +320,10 @@ class Router(LiteXModule):
         diverts = []
         flips = []
         self.route_stages = stages = []
+        voq_heads = []      # voq: per input, per queue (valid, entry, taken)
+        NQ = nports + 1     # voq: a queue per output and one for packets to drop
+        DROPQ = nports
+        efields = []        # voq: per input, the (name, width) of a queue entry's fields
         for k, f in enumerate(self.inputs):
             # The route of the head packet (hw/router_route.py): ``look`` says it is there.
             st = RouteStage(route_fn, table, table_nodes)
@@ -317,6 +364,54 @@ class Router(LiteXModule):
                 dv.eq(self.divert_on & (rt == self.divert_from) & (dr == 0) & st.in_table &
                       (r_own != P.Port.LOCAL) & (r_own <= n_links) & ~Array(link_up)[r_own]),
             ]
+            setattr(self, f"_head_{k}", head)
+            if voq:
+                # Classify in T+1 (the route is read): into the queue of the packet's
+                # output (own set's route; a link-local packet: its ``direct`` port from
+                # the local input, LOCAL from a link input) or the drop queue. The entry
+                # leaves the packet-ready FIFO at once; an empty queue passes it straight
+                # to its head, so the grant can follow in the same cycle as without queues.
+                rc = Signal(rb, name=f"class_{PORT_NAMES[k]}")
+                qsel = Signal(max=NQ, name=f"qsel_{PORT_NAMES[k]}")
+                self.comb += [
+                    If((dr != 0) & (k == 0), rc.eq(dr)
+                    ).Elif(dr != 0, rc.eq(P.Port.LOCAL)
+                    ).Else(rc.eq(r_own)),
+                    If(bl | (oob & (dr == 0)) | (rc > n_links), qsel.eq(DROPQ)).Else(qsel.eq(rc)),
+                    f.head_take.eq(look[k]),
+                    st.take.eq(look[k]),
+                ]
+                fields = [("adr", f.head_adr), ("idx", f.head_idx), ("words", nw),
+                          ("other", r_other), ("rt", rt), ("dr", dr), ("bl", bl), ("intab", st.in_table)]
+                efields.append([(n, len(x)) for n, x in fields])
+                ew = sum(w for _, w in efields[k])
+                inc = Signal(ew, name=f"entry_{PORT_NAMES[k]}")
+                self.comb += inc.eq(Cat(*[x for _, x in fields]))
+                heads = []
+                for q in range(NQ):
+                    qn = "drop" if q == DROPQ else PORT_NAMES[q]
+                    fq = SyncFIFO(ew, f.pfifo.depth, fwft=True)
+                    setattr(self, f"voq_{PORT_NAMES[k]}_{qn}", fq)
+                    iv = Signal(name=f"qin_{PORT_NAMES[k]}_{qn}")
+                    hv = Signal(name=f"qhead_{PORT_NAMES[k]}_{qn}")
+                    hd = Signal(ew, name=f"qentry_{PORT_NAMES[k]}_{qn}")
+                    tk = Signal(name=f"qtake_{PORT_NAMES[k]}_{qn}")
+                    self.comb += [
+                        iv.eq(look[k] & (qsel == q)),
+                        hv.eq(fq.readable | iv),
+                        hd.eq(Mux(fq.readable, fq.dout, inc)),
+                        fq.din.eq(inc),
+                        fq.we.eq(iv & ~(tk & ~fq.readable)),
+                        fq.re.eq(tk & fq.readable),
+                    ]
+                    heads.append((hv, hd, tk))
+                voq_heads.append(heads)
+                for lst, nm, width in ((route, "route", rb), (words, "words", len(nw)),
+                                       (req, "req", 1), (drop_now, "drop", 1), (badlen, "badlensel", 1),
+                                       (directs, "directsel", len(dr)), (diverts, "divert", 1)):
+                    lst.append(Signal(width, name=f"{nm}_{PORT_NAMES[k]}"))
+                flips.append(diverts[-1])
+                continue
             r = Signal(P.ROUTE_BITS, name=f"route_{PORT_NAMES[k]}")
             dn = Signal(name=f"drop_{PORT_NAMES[k]}")
             rq = Signal(name=f"req_{PORT_NAMES[k]}")
@@ -360,7 +455,121 @@ class Router(LiteXModule):
         for o in range(nports):
             p = pipes[o]
             self.comb += ended[o].eq(busy[o] & p.sink.valid & p.sink.ready & p.sink.last)
+
+        def room_for(k: int, o: int, w) -> object:
+            """Flow control of a packet of ``w`` words from input ``k`` to output ``o``
+            (packet-slot bubble rule on link outputs)."""
+            if bubble == "packet" and o != 0:
+                nslots = Mux(self.bubble_en, 2, 1) if needs_bubble(k, o) else 1
+                return (self.credits[o] >= w) & (self.slots[o] >= nslots)
+            return self.credits[o] >= w
+
+        # -- virtual output queues: each input offers one of its queue heads ------------
+        # Per input, the heads of its queues are checked against their outputs (free or
+        # freeing this cycle, up, credits and bubble); a packet to drop goes first, else
+        # the input offers an available head, round-robin after the queue it served
+        # last. The output arbitration below then works as without queues. A head
+        # waiting for its output never hides another head whose output is free: that is
+        # the head-of-line blocking the queues remove.
+        self.rr_in = rr_in = [Signal(max=NQ, name=f"rrin_{PORT_NAMES[k]}") for k in range(nports)]
+        chosen = []
+        link_wants = [[] for _ in range(nports)]   # voq: link-input heads per final route
+        if voq:
+            free_out = [(~busy[o] | ended[o]) & up[o] for o in range(nports)]
+            for k, f in enumerate(self.inputs):
+                heads = voq_heads[k]
+                fin, dq, av, dvs, ents = [], [], [], [], []
+                for q, (hv, hd, tk) in enumerate(heads):
+                    qn = "drop" if q == DROPQ else PORT_NAMES[q]
+                    e = {}
+                    pos = 0
+                    for n, w in efields[k]:
+                        e[n] = hd[pos:pos + w]
+                        pos += w
+                    ents.append(e)
+                    fr = Signal(rb, name=f"qroute_{PORT_NAMES[k]}_{qn}")
+                    dnq = Signal(name=f"qdrop_{PORT_NAMES[k]}_{qn}")
+                    rqq = Signal(name=f"qreq_{PORT_NAMES[k]}_{qn}")
+                    avq = Signal(name=f"qavail_{PORT_NAMES[k]}_{qn}")
+                    dvq = Signal(name=f"qdivert_{PORT_NAMES[k]}_{qn}")
+                    if q == DROPQ:
+                        self.comb += [dnq.eq(hv), fr.eq(0)]
+                    elif q == P.Port.LOCAL:
+                        self.comb += [rqq.eq(hv), fr.eq(P.Port.LOCAL)]
+                    else:
+                        # divert (as without queues) and dead link-local packets: decided
+                        # at the head, every cycle, from the link's state now
+                        dead = (e["dr"] != 0) & ~link_up[q] if k == 0 else Constant(0, 1)
+                        self.comb += [
+                            dvq.eq(self.divert_on & (e["rt"] == self.divert_from) &
+                                   (e["dr"] == 0) & e["intab"] & ~link_up[q]),
+                            fr.eq(Mux(dvq, e["other"], q)),
+                            dnq.eq(hv & (dead | (dvq & (e["other"] > n_links)))),
+                            rqq.eq(hv & ~dnq),
+                        ]
+                    if q != DROPQ:
+                        rooms = [room_for(k, o, e["words"]) for o in range(nports)]
+                        pad = [Constant(0, 1)] * (8 - nports)
+                        self.comb += avq.eq(rqq & Array(free_out + pad)[fr] & Array(rooms + pad)[fr])
+                        if k >= 1:
+                            for o in range(nports):
+                                link_wants[o].append(rqq & (fr == o))
+                    fin.append(fr)
+                    dq.append(dnq)
+                    av.append(avq)
+                    dvs.append(dvq)
+                ch = Signal(max=NQ, name=f"chosen_{PORT_NAMES[k]}")
+                anyd = reduce(or_, dq)
+                drop_chain = None
+                for q in reversed(range(NQ)):
+                    drop_chain = If(dq[q], ch.eq(q)) if drop_chain is None else \
+                        If(dq[q], ch.eq(q)).Else(drop_chain)
+                if voq_order == "rr":
+                    cases = {}
+                    for last in range(NQ):
+                        chain = None
+                        for j in reversed([(last + 1 + i) % NQ for i in range(NQ)]):
+                            chain = If(av[j], ch.eq(j)) if chain is None else If(av[j], ch.eq(j)).Else(chain)
+                        cases[last] = chain
+                    fwd_choice = Case(rr_in[k], cases)
+                else:
+                    # the oldest available head (arrival order: entry number after the
+                    # oldest entry held), so that room comes back as early as it can
+                    nent = f.pfifo.depth
+                    hp = f.oldest
+                    best_v, best_a, best_q = Constant(0, 1), Constant(0, 1), Constant(0, 1)
+                    for q, e in enumerate(ents):
+                        if q == DROPQ:
+                            continue
+                        qn = PORT_NAMES[q]
+                        age = Signal(len(hp) + 1, name=f"qage_{PORT_NAMES[k]}_{qn}")
+                        self.comb += age.eq(Mux(e["idx"] >= hp, e["idx"] - hp, e["idx"] + nent - hp))
+                        bv = Signal(name=f"bestv_{PORT_NAMES[k]}_{qn}")
+                        ba = Signal(len(age), name=f"besta_{PORT_NAMES[k]}_{qn}")
+                        bq = Signal(max=NQ, name=f"bestq_{PORT_NAMES[k]}_{qn}")
+                        better = av[q] & (~best_v | (age < best_a))
+                        self.comb += [bv.eq(best_v | av[q]),
+                                      ba.eq(Mux(better, age, best_a)),
+                                      bq.eq(Mux(better, q, best_q))]
+                        best_v, best_a, best_q = bv, ba, bq
+                    fwd_choice = ch.eq(best_q)
+                self.comb += [
+                    If(anyd, drop_chain).Else(fwd_choice),
+                    route[k].eq(Array(fin)[ch]),
+                    words[k].eq(Array(e["words"] for e in ents)[ch]),
+                    req[k].eq(~anyd & reduce(or_, av)),
+                    drop_now[k].eq(anyd),
+                    badlen[k].eq(Array(e["bl"] for e in ents)[ch]),
+                    directs[k].eq(Array(e["dr"] for e in ents)[ch]),
+                    diverts[k].eq(Array(dvs)[ch]),
+                    f.start_adr.eq(Array(e["adr"] for e in ents)[ch]),
+                    f.start_words.eq(Array(e["words"] for e in ents)[ch]),
+                    f.start_idx.eq(Array(e["idx"] for e in ents)[ch]),
+                ]
+                chosen.append(ch)
+
         self.rr = rr = [Signal(max=max(n_links, 2), name=f"rr_{PORT_NAMES[o]}") for o in range(nports)]
+        rr_all = [Signal(max=nports, name=f"rrall_{PORT_NAMES[o]}") for o in range(nports)]
         for o in range(nports):
             elig = []
             for k in range(nports):
@@ -369,17 +578,29 @@ class Router(LiteXModule):
                     need = Signal(bits_for(2 * max_pkt), name=f"need_{PORT_NAMES[k]}_{PORT_NAMES[o]}")
                     self.comb += [need.eq(words[k] + Mux(self.bubble_en, max_pkt, 0)),
                                   room.eq(self.credits[o] >= need)]
-                elif bubble == "packet" and o != 0:
-                    nslots = Mux(self.bubble_en, 2, 1) if needs_bubble(k, o) else 1
-                    self.comb += room.eq((self.credits[o] >= words[k]) & (self.slots[o] >= nslots))
                 else:
-                    self.comb += room.eq(self.credits[o] >= words[k])
+                    self.comb += room.eq(room_for(k, o, words[k]))
                 e = Signal(name=f"elig_{PORT_NAMES[k]}_{PORT_NAMES[o]}")
                 self.comb += e.eq(req[k] & (route[k] == o) & (~busy[o] | ended[o]) & can_start[k] &
                                   up[o] & room)
                 elig.append(e)
             link_req = Signal(name=f"linkreq_{PORT_NAMES[o]}")
-            self.comb += link_req.eq(reduce(or_, [req[k] & (route[k] == o) for k in range(1, nports)]))
+            if voq:
+                # any link input's queue head for this output, whether it may go now or not
+                self.comb += link_req.eq(reduce(or_, link_wants[o]))
+            else:
+                self.comb += link_req.eq(reduce(or_, [req[k] & (route[k] == o) for k in range(1, nports)]))
+            if not (transit_first or (o == 0 and eject_transit_first)):
+                # round robin among all inputs, the local one included
+                cases = {}
+                for last in range(nports):
+                    chain = None
+                    for j in reversed([(last + 1 + i) % nports for i in range(nports)]):
+                        chain = If(elig[j], grant[o][j].eq(1)) if chain is None else \
+                            If(elig[j], grant[o][j].eq(1)).Else(chain)
+                    cases[last] = chain
+                self.comb += Case(rr_all[o], cases)
+                continue
             # round robin among link inputs, starting after the last one granted
             cases = {}
             for last in range(n_links):
@@ -390,10 +611,29 @@ class Router(LiteXModule):
                     chain = If(elig[j + 1], *stmt) if chain is None else \
                         If(elig[j + 1], *stmt).Else(chain)
                 cases[last] = chain
-            self.comb += [
-                Case(rr[o], cases),
-                If(~link_req, grant[o][0].eq(elig[0])),
-            ]
+            if local_every:
+                # the local input, passed over for ``local_every`` grants to link inputs
+                # while it could have gone, goes next (its share of a contended output:
+                # 1 in local_every + 1)
+                passed = Signal(max=local_every + 1, name=f"passed_{PORT_NAMES[o]}")
+                turn = Signal(name=f"localturn_{PORT_NAMES[o]}")
+                self.comb += turn.eq(elig[0] & (passed == local_every))
+                self.comb += [
+                    If(turn, grant[o][0].eq(1)
+                    ).Else(
+                        Case(rr[o], cases),
+                        If(~link_req, grant[o][0].eq(elig[0])),
+                    ),
+                ]
+                link_granted = reduce(or_, [grant[o][k] for k in range(1, nports)])
+                self.sync += If(grant[o][0], passed.eq(0)
+                                ).Elif(link_granted & elig[0] & (passed != local_every),
+                                       passed.eq(passed + 1))
+            else:
+                self.comb += [
+                    Case(rr[o], cases),
+                    If(~link_req, grant[o][0].eq(elig[0])),
+                ]
 
         # -- state updates -----------------------------------------------------
         # An input takes its packet-ready entry when it starts forwarding or draining
@@ -410,9 +650,14 @@ class Router(LiteXModule):
                 gk.eq(reduce(or_, [grant[o][k] for o in range(nports)])),
                 dk.eq(drop_now[k] & can_start[k]),
                 take.eq(gk | dk),
-                f.head_take.eq(take),
-                stages[k].take.eq(take),
             ]
+            if voq:
+                self.comb += f.start.eq(take)
+                for q, (hv, hd, tk) in enumerate(voq_heads[k]):
+                    self.comb += tk.eq(take & (chosen[k] == q))
+                self.sync += If(gk, rr_in[k].eq(chosen[k]))
+            else:
+                self.comb += [f.head_take.eq(take), stages[k].take.eq(take)]
             granted.append(gk)
             dropping.append(dk)
             cur_direct.append(cd)
@@ -526,12 +771,15 @@ class Router(LiteXModule):
             ]
             for k in range(nports):
                 self.sync += If(grant[o][k], owner[o].eq(k))
+                if not (transit_first or (o == 0 and eject_transit_first)):
+                    self.sync += If(grant[o][k], rr_all[o].eq(k))
                 if k >= 1:
                     self.sync += If(grant[o][k], rr[o].eq(k - 1))
 
         # observation for tests/benches
         self.busy, self.owner, self.fwd, self.drain, self.look = busy, owner, fwd, drain, look
         self.route, self.grant = route, grant
+        self.req, self.req_words, self.drop_now = req, words, drop_now
         self.flip, self.diverts = flip, diverts
 
     # ------------------------------------------------------------------------

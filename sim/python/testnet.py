@@ -41,8 +41,8 @@ def _sum(sigs):
 class RouterNetwork(LiteXModule):
     """``topo.nodes`` routers joined by ``channel`` instances.
 
-    Parameters: ``mtu``, ``buf_words``, ``eject_words``, ``bubble`` (Router
-    parameters), ``channel`` (a class taking ``(a, b, **channel_kwargs)``:
+    Parameters: ``mtu``, ``buf_words``, ``eject_words``, ``bubble``, ``voq`` and any
+    other ``router_kw`` (Router parameters), ``channel`` (a class taking ``(a, b, **channel_kwargs)``:
     :class:`WireChannel` or ``LinkChannel``), ``table_nodes`` (default: next power
     of two >= nodes), ``with_traffic``.
 
@@ -68,7 +68,8 @@ class RouterNetwork(LiteXModule):
     def __init__(self, topo: Topology, mtu: int = P.DEFAULT_MTU, buf_words: int | None = None,
                  channel: Any = WireChannel, channel_kwargs: dict | None = None,
                  with_traffic: bool = True, table_nodes: int | None = None,
-                 eject_words: int | None = None, bubble: str = "packet") -> None:
+                 eject_words: int | None = None, bubble: str = "packet",
+                 voq: bool | None = None, **router_kw: Any) -> None:
         self.topo = topo
         n = topo.nodes
         table_nodes = table_nodes or _table_depth(n)
@@ -77,7 +78,7 @@ class RouterNetwork(LiteXModule):
             r = Router(n_links=topo.link_ports, mtu=mtu, buf_words=buf_words,
                        table_nodes=table_nodes, eject_words=eject_words,
                        table_init=topo.table(i, min(table_nodes, n)), bubble=bubble,
-                       dims=(topo.x, topo.y))
+                       dims=(topo.x, topo.y), voq=voq, **router_kw)
             setattr(self, f"router{i}", r)
             self.routers.append(r)
             x, y = topo.coords(i)

@@ -586,10 +586,12 @@ def test_batched_credit_return(bubble):
     assert b.max_inflight[Port.XP] <= b.dut.buf_words
 
 
-def test_in_transit_priority_and_round_robin():
+@pytest.mark.parametrize("transit_first", [True, False])
+def test_in_transit_priority_and_round_robin(transit_first):
     """All inputs hold packets for XP while it is down; when it comes up the link
-    inputs are served round-robin and the local input only when none waits."""
-    b = Bench(4)
+    inputs are served round-robin and (``transit_first``) the local input only when
+    none waits, or (default) the local input takes its turn in the round robin."""
+    b = Bench(4, transit_first=transit_first)
     res = {}
     n_each = 3
 
@@ -608,7 +610,74 @@ def test_in_transit_priority_and_round_robin():
     b.run(main)
     assert res["before"] == 0
     srcs = [w[1] >> 4 for w in b.words(Port.XP)]
-    assert srcs == [Port.XM, Port.YP, Port.YM] * n_each + [Port.LOCAL] * n_each
+    if transit_first:
+        assert srcs == [Port.XM, Port.YP, Port.YM] * n_each + [Port.LOCAL] * n_each
+    else:
+        assert srcs == [Port.XM, Port.YP, Port.YM, Port.LOCAL] * n_each
+
+
+def test_local_every_share():
+    """transit_first with local_every=2: the local input, passed over for two grants to
+    link inputs while it could have gone, goes next (a third of a contended output)."""
+    b = Bench(4, transit_first=True, local_every=2)
+    n_each = 3
+
+    def main():
+        yield b.dut.links[0].up.eq(0)
+        yield from b.load({1: Port.XP})
+        for src in (Port.XM, Port.YP, Port.YM, Port.LOCAL):
+            yield from b.send(src, [pkt(1, src=int(src), tag=int(src) * 16 + i, length=8)
+                                    for i in range(n_each)])
+        for _ in range(10):
+            yield
+        yield b.dut.links[0].up.eq(1)
+        for _ in range(200):
+            yield
+    b.run(main)
+    srcs = [w[1] >> 4 for w in b.words(Port.XP)]
+    L, XM, YP, YM = Port.LOCAL, Port.XM, Port.YP, Port.YM
+    assert srcs == [XM, YP, L, YM, XM, L, YP, YM, L, XM, YP, YM]
+
+
+@pytest.mark.parametrize("eject_transit_first", [True, False])
+def test_ejection_link_inputs_before_loopback(eject_transit_first):
+    """The ejection port serves link inputs before the local input's loopback packets
+    (default), also while the link outputs take the local input round-robin. Both inputs
+    are backlogged with packets for LOCAL behind a host side that does not read (the
+    cluster's case: a node sending to itself while a peer sends to it, its RX ring
+    full); when the host side reads again, the link input's packets go first, so the
+    peer's transfer is not slowed down by the loopback traffic (with the local input in
+    the ejection port's round robin it got half the port: a 1 MiB rawdata message took
+    twice as long and missed its deadline in tests/sim/test_deadline_sim.py)."""
+    b = Bench(2, eject_transit_first=eject_transit_first)
+    n = 8
+    link = [pkt(0, src=1, tag=0x100 + i, length=MTU) for i in range(n)]
+    loop = [pkt(0, src=0, tag=0x200 + i, length=MTU) for i in range(n)]
+
+    def main():
+        b.out_ready[Port.LOCAL] = False
+        yield from b.load({0: Port.LOCAL})
+        for _ in range(300):
+            yield
+        b.out_ready[Port.LOCAL] = True
+
+    def feeder(p, pk):
+        while not (yield b.dut.ready):
+            yield
+        yield from b.send(p, pk)
+
+    b.gens += [feeder(Port.XM, link), feeder(Port.LOCAL, loop)]
+    b.run(main, 600)
+    tags = [w[1] for w in b.words(Port.LOCAL)]
+    assert sorted(tags) == sorted(w[1] for w in link + loop)
+    # the packets granted once the ejection FIFO had room again (the first ones went in
+    # while it was empty, before the host side stopped reading)
+    first = b.dut.eject_words // MAXP
+    later = [t >> 8 for t in tags[first:]]
+    if eject_transit_first:
+        assert later == sorted(later), tags          # every link packet before loopback
+    else:
+        assert later[:6] == [1, 2, 1, 2, 1, 2] or later[:6] == [2, 1, 2, 1, 2, 1], tags
 
 
 def test_round_robin_fair_under_contention():
@@ -634,8 +703,12 @@ def test_round_robin_fair_under_contention():
                     (pair[0][1], pair[1][1])]
 
 
-def test_up_low_blocks_output():
-    b = Bench(2)
+@pytest.mark.parametrize("voq", [True, False])
+def test_up_low_blocks_output(voq):
+    """``up`` low: nothing starts on that port and nothing is dropped. With virtual
+    output queues a packet for another port passes the waiting one; with a single
+    FIFO per input (``voq=False``) it waits behind it (head-of-line blocking)."""
+    b = Bench(2, voq=voq)
     res = {}
 
     def main():
@@ -650,8 +723,7 @@ def test_up_low_blocks_output():
         for _ in range(60):
             yield
     b.run(main)
-    # head-of-line: the injection FIFO waits for XM; nothing is dropped
-    assert res == {"xm": 0, "xp": 0}
+    assert res == {"xm": 0, "xp": 1 if voq else 0}
     assert [w[1] for w in b.words(Port.XM)] == [1]
     assert [w[1] for w in b.words(Port.XP)] == [2]
 

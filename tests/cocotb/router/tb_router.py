@@ -16,15 +16,22 @@ import cocotb
 from cocotb.triggers import FallingEdge
 
 from paranic.bench.router_tb import NAMES, load_table, nports, packet, setup
+from paranic.spec import protocol as P
 
 
 class _Input:
-    """Drives ``<name>_sink``; for link inputs never exceeds the buffer (credits)."""
+    """Drives ``<name>_sink``; for link inputs never exceeds the buffer: word credits
+    and packet slots (``slots`` packets at a time, a slot given back when the words
+    of the oldest packet sent have all been drained), as an upstream router does."""
 
-    def __init__(self, dut, name: str, packets: list[list[int]], free: int | None):
+    def __init__(self, dut, name: str, packets: list[list[int]], free: int | None,
+                 slots: int | None = None):
         self.dut, self.name = dut, name
         self.packets = packets
         self.free = free          # None: local port (back-pressure by ready)
+        self.slots = slots
+        self.lens: list[int] = []  # lengths of the packets holding a slot, oldest first
+        self.acc = 0               # drained words not yet matched to a whole packet
         self.cur: list[int] | None = None
         self.i = 0
         self.gap = 0
@@ -44,10 +51,11 @@ class _Input:
             self.gap -= 1
         elif self.cur is None and self.packets:
             w = self.packets[0]
-            if self.free is None or self.free >= len(w):
+            if self.free is None or (self.free >= len(w) and len(self.lens) < self.slots):
                 self.cur, self.i = self.packets.pop(0), 0
                 if self.free is not None:
                     self.free -= len(w)
+                    self.lens.append(len(w))
         if self.cur is not None:
             self.sig["valid"].value = 1
             self.sig["payload_data"].value = self.cur[self.i]
@@ -60,6 +68,13 @@ class _Input:
         else:
             self.sig["valid"].value = 0
             self.accepted = False
+
+    def drained(self) -> None:
+        """One word of this input's buffer was drained (a credit)."""
+        self.free += 1
+        self.acc += 1
+        while self.lens and self.acc >= self.lens[0]:
+            self.acc -= self.lens.pop(0)
 
     presented = False
     accepted = False
@@ -83,7 +98,8 @@ async def test_random(dut):
                        (s << 32) | i, rng)
             streams[s].append(w)
             expected[(s, o)].append(w)
-    inputs = [_Input(dut, NAMES[s], streams[s], None if s == 0 else buf) for s in range(n)]
+    slots = buf // P.packet_words(P.DEFAULT_MTU)
+    inputs = [_Input(dut, NAMES[s], streams[s], None if s == 0 else buf, slots) for s in range(n)]
     far_level = {p: 0 for p in range(1, n)}
     got = {o: [] for o in range(n)}
     cur = {o: [] for o in range(n)}
@@ -97,7 +113,7 @@ async def test_random(dut):
             inp.step(rng)
         for p in range(1, n):  # upstream credits: words drained from our input buffers
             if int(getattr(dut, f"{NAMES[p]}_drained").value):
-                inputs[p].free += 1
+                inputs[p].drained()
         r = int(rng.random() < 0.7)
         dut.local_source_ready.value = r
         for o in range(n):

@@ -100,24 +100,44 @@ def _cached(name: str, params: str, generate: Callable[[], tuple[Path, str]]) ->
     return src, top
 
 
+def niccore_router_params(mtu: int = P.DEFAULT_MTU) -> dict[str, int]:
+    """The Router's buffer sizes as NicCore configures them (``hw/niccore.py``): link
+    input buffers of :func:`~paranic.hw.niccore.link_buf_words` (1024 words at MTU
+    1024: 7 packet slots), the ejection FIFO of the router's default size and the
+    injection FIFO of :func:`~paranic.hw.niccore.inject_buf_words` (512 and 512 words).
+    The benches and the network tests build routers with these unless told otherwise."""
+    from paranic.hw.niccore import inject_buf_words, link_buf_words
+    from paranic.hw.router import default_buf_words
+
+    return {"buf_words": link_buf_words(mtu), "eject_words": default_buf_words(mtu),
+            "inject_words": inject_buf_words(mtu)}
+
+
 def router_build(n_links: int = 4) -> tuple[list[Path], str]:
-    """Verilog of one Router with its ports at the top level: (sources, toplevel)."""
+    """Verilog of one Router (NicCore's buffer sizes) with its ports at the top level:
+    (sources, toplevel)."""
     from paranic.sim.testnet import router_verilog
 
-    name = f"rt_router{n_links}"
-    return _cached(name, f"router {n_links}",
-                   lambda: router_verilog(VERILOG_DIR, n_links=n_links, name=name))
+    name = f"rt_router{n_links}_nic"
+    kw = niccore_router_params()
+    return _cached(name, f"router {n_links} {sorted(kw.items())}",
+                   lambda: router_verilog(VERILOG_DIR, n_links=n_links, name=name, **kw))
 
 
 def network_build(topo: str, traffic: bool = True, ties: str = "split",
                   **params: Any) -> tuple[list[Path], str]:
     """Verilog of a RouterNetwork (``traffic``: generators/checkers, else local ports;
-    ``ties``: the routing function's tie rule, :class:`~paranic.spec.topo.Topology`)."""
+    ``ties``: the routing function's tie rule, :class:`~paranic.spec.topo.Topology`).
+    Router ``params`` default to NicCore's buffer sizes (:func:`niccore_router_params`);
+    the build's name lists only those that differ."""
     from paranic.sim.testnet import network_verilog
 
     t = Topology.parse(topo, ties)
-    name = _name(topo, "net" if traffic else "ports") + "".join(
+    nic = niccore_router_params()
+    params = {k: v for k, v in params.items() if nic.get(k, object()) != v}
+    name = _name(topo, "net" if traffic else "ports") + "_nic" + "".join(
         f"_{k}{v}" for k, v in sorted(params.items())) + ("" if ties == "split" else f"_ties{ties}")
+    params = {**nic, **params}
     return _cached(name, f"net {topo} {traffic} {ties} {sorted(params.items())}",
                    lambda: network_verilog(t, VERILOG_DIR, name=name,
                                            with_traffic=traffic, **params))
@@ -236,7 +256,7 @@ def measure(progress: Callable[..., Any] = print, quick: bool = False) -> dict:
         "hop_latency_pairs": lat["pairs"],
         # a transit hop (link input, cut-through); injection is store-and-forward
         "hop_header_mtu_cycles": lat["mtu_header_link_max"],
-        # the same figure under the name of the route-kernel issue's goal (<= 8 cycles)
+        # the same figure under the name the issue asks for (goal <= 8 cycles)
         "hop_latency_mtu_cycles": lat["mtu_header_link_max"],
         "hop_header_mtu_min_cycles": lat["mtu_header_min"],
         "inject_header_mtu_min_cycles": lat["mtu_header_local_min"],
@@ -245,7 +265,8 @@ def measure(progress: Callable[..., Any] = print, quick: bool = False) -> dict:
         "packet_words": P.packet_words(P.DEFAULT_MTU),
         "traffic": "uniform random (no self traffic), Bernoulli injection, fixed-size packets",
         "channel": "WireChannel(delay=1)",
-        "buf_words": None,
+        # the routers are configured as NicCore configures them
+        **niccore_router_params(),
     }
     for key, topo in (("ring", RING), ("torus", TORUS)):
         r = sweep(topo, loads, P.DEFAULT_MTU, warm, meas, progress=progress)
@@ -260,9 +281,6 @@ def measure(progress: Callable[..., Any] = print, quick: bool = False) -> dict:
         # every pattern at saturation, beside its bound (1 sample each when quick)
         res[f"{key}_patterns"] = patterns(topo, 1 if quick else 3, progress,
                                           warmup=warm // 2, measure_cycles=meas // 2)
-    from paranic.hw.router import default_buf_words
-
-    res["buf_words"] = default_buf_words(P.DEFAULT_MTU)
     res["measure_seconds"] = round(time.time() - t0, 1)
     return res
 

@@ -47,17 +47,17 @@ def study(samples: int = 3, only: set[str] | None = None, progress=print) -> dic
         if want("slots"):
             out.setdefault("slots", []).extend(
                 router.saturation(topo, "uniform", samples, progress=progress,
-                                  **({} if bw == 512 else {"buf_words": bw}))
+                                  buf_words=bw)
                 for bw in (512, 1024, 2048))
         if want("short"):
             out.setdefault("short", []).extend(
                 router.saturation(topo, "uniform", samples, length=length, progress=progress,
-                                  **({} if bw == 512 else {"buf_words": bw}))
+                                  buf_words=bw)
                 for bw in (512, 2048) for length in (64, P.DEFAULT_MTU))
         if want("bubble") and topo == router.RING:   # a torus deadlocks without it
             out.setdefault("bubble", []).extend(
                 router.saturation(topo, "uniform", samples, progress=progress, bubble_en=False,
-                                  **({} if bw == 512 else {"buf_words": bw}))
+                                  buf_words=bw)
                 for bw in (512, 2048))
         if want("patterns"):
             out.setdefault("patterns", []).extend(router.patterns(topo, samples, progress))
@@ -238,3 +238,33 @@ def credit_round_trip(delay: int = 8, reverse_busy: bool = False, packets: int =
     for k, v in parts.items():
         out[k] = {"median": statistics.median(v), "min": min(v), "max": max(v)}
     return out
+
+
+def resources(n_links: int = 4, voq: bool = True, buf_words: int | None = None,
+              family: str = "xc7") -> dict:
+    """Yosys ``synth_xilinx -flatten -family xc7`` of one Router (``RouterTop``: its
+    ports at the top level), by default as NicCore configures it (link buffers
+    :func:`paranic.hw.niccore.link_buf_words`, ejection and injection FIFOs as there);
+    ``voq=False``: a single FIFO per input
+    (the router before virtual output queues). Returns LUTs (logic + LUT RAM), FFs,
+    block RAMs (36 kbit) and the time yosys took."""
+    import time
+
+    from paranic.boardtool import count_resources, run_yosys
+    from paranic.hw.niccore import inject_buf_words, link_buf_words
+    from paranic.hw.router import default_buf_words
+    from paranic.sim.paths import BUILD_ROOT
+    from paranic.sim.testnet import router_verilog
+
+    bw = link_buf_words(P.DEFAULT_MTU) if buf_words is None else buf_words
+    d = BUILD_ROOT / "router_resources"
+    d.mkdir(parents=True, exist_ok=True)
+    name = f"router{n_links}_bw{bw}_{'voq' if voq else 'fifo'}"
+    v, top = router_verilog(d, n_links=n_links, name=name, buf_words=bw, voq=voq,
+                            eject_words=default_buf_words(P.DEFAULT_MTU),
+                            inject_words=inject_buf_words(P.DEFAULT_MTU))
+    t0 = time.monotonic()
+    cells = run_yosys([v], top, family, "-noiopad", d / f"{top}.yosys.log", cwd=d, label=top)
+    r = count_resources(cells)
+    return {"n_links": n_links, "voq": voq, "buf_words": bw, **r,
+            "yosys_seconds": round(time.monotonic() - t0, 1)}
