@@ -13,10 +13,11 @@
 static std::atomic<uint64_t> route_calls;
 
 /* The table entry the shell read through the kernel's ap_memory port, put in place:
- * route() reads table[dst] exactly when dst is inside the table. */
+ * route() reads table[dst] exactly when dst is inside the table. One table per thread:
+ * with worker threads (paranic-sim --threads) several node models call this at once. */
 extern "C" int pn_route_dpi(int dst, int node_x, int node_y, int dim_x, int dim_y, int entry)
 {
-	static port_t table[PN_ROUTE_TABLE_NODES];
+	static thread_local port_t table[PN_ROUTE_TABLE_NODES];
 	node_t d = (unsigned)dst;
 	table[(unsigned)d(PN_ROUTE_TABLE_ADDR_BITS - 1, 0)] = (unsigned)entry;
 	route_calls.fetch_add(1, std::memory_order_relaxed);
