@@ -278,11 +278,12 @@ COLLECTIVE_CHOICES = ("migen", "vitis", "none")
 
 def add_kernel_rtl(soc, kernel: str, option: str, rtl_dir: Path | None = None) -> list[Path]:
     """A board built with ``--<option> vitis`` needs the HLS kernel's exported RTL: add its
-    Verilog files (from where `make hls` exports them, paranic.sim.hlsenv) to the
-    platform's sources, or fail saying how to make them."""
-    from paranic.sim.hlsenv import exported_rtl_dir
+    Verilog files (from where `make hls` exports them: ``build/`` +
+    ``paranic.spec.kernels.hls_export_path``) to the platform's sources, or fail saying
+    how to make them."""
+    from paranic.spec import kernels as K
 
-    d = Path(rtl_dir) if rtl_dir else exported_rtl_dir(kernel)
+    d = Path(rtl_dir) if rtl_dir else Path(__file__).resolve().parents[1] / "build" / K.hls_export_path(kernel)
     files = sorted(d.glob("*.v"))
     if not files:
         raise BoardError(f"--{option} vitis: no exported RTL in {d}; run `make hls` where Vitis HLS is "

@@ -53,6 +53,22 @@ ROUTE_PORTS: tuple[tuple[str, str, int, str], ...] = (
     ("ap_return", "o", P.ROUTE_BITS, "the output port (Port), valid with ap_done"),
 )
 
+#: The Vitis flow's names (hls/flow.tcl gets them from paranic.hls through the
+#: environment): kernel k's project is ``pn_<k>``, with one solution; its exported
+#: Verilog lies at :func:`hls_export_path` under the build folder, where board builds
+#: with ``--collective vitis`` / ``--route vitis`` take it.
+HLS_SOLUTION = "solution1"
+
+
+def hls_project(kernel: str) -> str:
+    return f"pn_{kernel}"
+
+
+def hls_export_path(kernel: str) -> str:
+    """The exported Verilog's folder, relative to the build folder (``build/``)."""
+    return f"hls/{kernel}/{hls_project(kernel)}/{HLS_SOLUTION}/impl/verilog"
+
+
 #: The C++ arguments of the route kernel's top function, in order: (name, width); the
 #: table is ``ap_uint<ROUTE_BITS> table[ROUTE_TABLE_NODES]``.
 ROUTE_ARGS: tuple[tuple[str, int], ...] = (

@@ -668,8 +668,7 @@ def build(topo: str | Topology = "ring:4", mtu: int = P.DEFAULT_MTU, n_ctx: int 
             srcs, csr, top, node = _soc_verilog(t, mtu, n_ctx, phy_delay, quiet)
             v, extra = srcs[0], srcs[1:]
         else:
-            v, csr, top = _verilog(t, mtu, n_ctx, phy_delay, quiet)
-            extra = [ROUTE_DPI_SV]
+            v, csr, top, extra = _nic_cluster_sources(t, mtu, n_ctx, phy_delay, quiet)
         vhash = model_hash(v, csr, *extra)
         bdir = simroot / f"cluster-{tag}-{vhash}"
         bdir.mkdir(exist_ok=True)
@@ -686,6 +685,23 @@ def build(topo: str | Topology = "ring:4", mtu: int = P.DEFAULT_MTU, n_ctx: int 
         return exe
     finally:
         lock.close()
+
+
+def _nic_cluster_sources(t: Topology, mtu: int, n_ctx: int, phy_delay: int,
+                         quiet: bool) -> tuple[Path, Path, str, list[Path]]:
+    """A NicCore cluster's Verilog, CSR map, top and the other sources of its model (the
+    route kernel's DPI-C shell)."""
+    v, csr, top = _verilog(t, mtu, n_ctx, phy_delay, quiet)
+    return v, csr, top, [ROUTE_DPI_SV]
+
+
+def cluster_build_dir(topo: str | Topology = "ring:4", mtu: int = P.DEFAULT_MTU,
+                      n_ctx: int = P.DEFAULT_CONTEXTS, phy_delay: int = DEFAULT_PHY_DELAY) -> Path:
+    """The folder :func:`build` uses for a NicCore cluster (one model, no SoC), whether or
+    not it is built yet (the Verilog step runs, or is found cached)."""
+    t = Topology.parse(topo) if isinstance(topo, str) else topo
+    v, csr, _top, extra = _nic_cluster_sources(t, mtu, n_ctx, phy_delay, True)
+    return BUILD_ROOT / "sim" / f"cluster-{topo_tag(t)}-{model_hash(v, csr, *extra)}"
 
 
 def _build_split(t: Topology, tag: str, simroot: Path, mtu: int, n_ctx: int, phy_delay: int, jobs: int,

@@ -15,6 +15,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from paranic.spec import kernels as K
+
 from .paths import BUILD_ROOT, TREE
 
 #: The kernels' sources (hls/<kernel>/, hls/include, hls/csim).
@@ -29,14 +31,9 @@ CXXFLAGS = ["-std=c++17", "-O2", "-Wall", "-Wextra", "-Werror", "-Wno-unknown-pr
             "-ffp-contract=off"]   # no fused multiply-add: IEEE operations one by one, as in hardware
 
 
-#: The Vitis flow's names: kernel k's project is ``pn_<k>`` in ``build/hls/<k>``, with one
-#: solution. ``paranic.hls`` hands them to hls/flow.tcl (PN_HLS_PROJECT, PN_HLS_SOLUTION);
-#: board builds with ``--collective vitis`` take the exported Verilog from there.
-HLS_SOLUTION = "solution1"
-
-
-def hls_project(kernel: str) -> str:
-    return f"pn_{kernel}"
+#: The Vitis flow's names, from the spec (one definition, shared with board builds).
+HLS_SOLUTION = K.HLS_SOLUTION
+hls_project = K.hls_project
 
 
 def hls_work_dir(kernel: str) -> Path:
@@ -46,7 +43,7 @@ def hls_work_dir(kernel: str) -> Path:
 
 def exported_rtl_dir(kernel: str) -> Path:
     """The kernel's Verilog after csynth (what a Vitis board build instantiates)."""
-    return hls_work_dir(kernel) / hls_project(kernel) / HLS_SOLUTION / "impl" / "verilog"
+    return BUILD_ROOT / K.hls_export_path(kernel)
 
 
 class HlsError(RuntimeError):

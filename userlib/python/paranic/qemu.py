@@ -76,10 +76,7 @@ def _run(cmd: Sequence[str], **kw) -> subprocess.CompletedProcess:
 def sim_dir(topo: str = "ring:4") -> Path:
     """The cached build directory of the simulator model for ``topo`` (must exist)."""
     from paranic.sim import build as B
-    from paranic.spec.topo import Topology
-    t = Topology.parse(topo)
-    v, csr, _top = B._verilog(t, P.DEFAULT_MTU, P.DEFAULT_CONTEXTS, B.DEFAULT_PHY_DELAY, True)
-    d = B.BUILD_ROOT / "sim" / f"cluster-{B.topo_tag(t)}-{B.model_hash(v, csr)}"
+    d = B.cluster_build_dir(topo)
     if not (d / "obj" / f"{B.MODEL}__ALL.a").exists():
         raise FileNotFoundError(f"{d}: no Verilated model; run `python -m paranic.sim --topo {topo} "
                                 "--build-only` first")
