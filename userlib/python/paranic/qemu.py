@@ -30,7 +30,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
-from paranic.spec import protocol as P
 
 from paranic.paths import DRIVER, INCLUDE, SCRIPTS, TREE, USERLIB, USERLIB_BUILD
 from paranic.sim.paths import build_lock
