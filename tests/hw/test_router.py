@@ -796,6 +796,7 @@ def test_back_to_back_stream_rate():
     assert [s1 - s0 for s0, s1 in zip(starts, starts[1:])] == [MAXP] * 2
 
 
+@pytest.mark.slow   # make test: the cocotb scoreboard (random traffic through 4-link torus routers)
 def test_random_traffic_torus_router():
     """Random packets from all inputs to all outputs; per (input, output) order kept,
     nothing lost or duplicated, with random output back-pressure."""

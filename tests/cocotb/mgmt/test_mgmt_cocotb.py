@@ -26,8 +26,11 @@ def _run(topo: str, testcase: str) -> None:
                           "CLUSTER_MTU": str(MTU), "CLUSTER_CTX": str(N_CTX)})
 
 
-@pytest.mark.parametrize("case", ["test_link_local_every_port", "test_routed_control_and_slow_cpu",
-                                  "test_host_cannot_send_control", "test_tx_target_link_input"])
+# make test runs the host-facing cases; the link-local and routed control cases are
+# ``slow`` (the firmware tests in tests/sim bring the rings up through the same unit).
+@pytest.mark.parametrize("case", ["test_host_cannot_send_control", "test_tx_target_link_input",
+                                  *(pytest.param(c, marks=pytest.mark.slow) for c in (
+                                      "test_link_local_every_port", "test_routed_control_and_slow_cpu"))])
 def test_ring4(case):
     _run("ring:4", case)
 

@@ -25,8 +25,12 @@ def _run(topo: str, testcase: str, **env: str) -> None:
                           "CLUSTER_MTU": str(MTU), "CLUSTER_CTX": str(N_CTX), **env})
 
 
-@pytest.mark.parametrize("case", ["test_bring_up_and_routes", "test_all_pairs_pio_and_dma",
-                                  "test_barrier", "test_bad_input", "test_bit_errors"])
+# make test runs two cases of the ring (about 40 s of cocotb each); the others are
+# ``slow``: the simulated cluster (tests/sim) covers all pairs, the barrier and bit errors
+# on the same NicCore with the C++ harness in a fraction of the time.
+@pytest.mark.parametrize("case", ["test_bring_up_and_routes", "test_bad_input",
+                                  *(pytest.param(c, marks=pytest.mark.slow) for c in (
+                                      "test_all_pairs_pio_and_dma", "test_barrier", "test_bit_errors"))])
 def test_ring4(case):
     _run("ring:4", case)
 

@@ -81,6 +81,16 @@ def _bubble(topo, pattern, count, min_len, max_len, ties="split"):
     assert off["status"] == "deadlock" and off["in_flight"] > 0 and off["errors"] == 0
 
 
+def test_bubble_rule_prevents_deadlock_ring():
+    """ring:8, tornado traffic (every node 3 hops in the + direction), MTU-size packets at
+    full rate: drains with the bubble rule; with it switched off the + ring fills and the
+    network deadlocks (nothing delivered for 20,000 cycles with packets in flight). The
+    ring build of the adversarial runs above; the torus's dimension change is the next
+    test (``slow``: a build of its own) and tests/hw/test_router.py's bubble tests."""
+    _bubble("ring:8", "tornado", 300, 1024, 1024)
+
+
+@pytest.mark.slow
 def test_bubble_rule_prevents_deadlock():
     """4x4 torus, uniform random traffic, MTU-size packets at full rate: drains with
     the bubble rule; with it switched off (bubble_en=0) the Y rings fill with

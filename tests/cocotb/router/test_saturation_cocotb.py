@@ -11,7 +11,7 @@ import pytest
 from paranic.bench.router import saturation
 
 
-@pytest.mark.parametrize("topo", ["ring:8", "torus:4x4"])
+@pytest.mark.parametrize("topo", ["ring:8", pytest.param("torus:4x4", marks=pytest.mark.slow)])  # its own build
 def test_saturation_run_loses_nothing(topo):
     r = saturation(topo, "uniform", samples=1, warmup=2_000, measure_cycles=6_000,
                    progress=lambda *a, **k: None)

@@ -98,6 +98,7 @@ def _run(name: str, test_module: str, testcase=None, bar0_master: str = "paranic
                            "-Wno-PINCONNECTEMPTY", "--timescale", "1ns/1ps"])
 
 
+@pytest.mark.slow   # its own build; make test runs the UltraScale SoC (test_soc_cocotb.py)
 def test_soc_s7_pair_cocotb():
     _run("soc_s7_pair", "tb_soc_s7_pair")
 
