@@ -586,14 +586,10 @@ def test_batched_credit_return(bubble):
     assert b.max_inflight[Port.XP] <= b.dut.buf_words
 
 
-@pytest.mark.parametrize("transit_first", [True, False])
-def test_in_transit_priority_and_round_robin(transit_first):
-    """All inputs hold packets for XP while it is down; when it comes up the link
-    inputs are served round-robin and (``transit_first``) the local input only when
-    none waits, or (default) the local input takes its turn in the round robin."""
-    b = Bench(4, transit_first=transit_first)
-    res = {}
-    n_each = 3
+def _sources_once_xp_comes_up(b: Bench, n_each: int) -> list[int]:
+    """Every input holds ``n_each`` packets for XP while its link is down (nothing leaves);
+    the link comes up: the inputs the packets left XP from, in order."""
+    before = []
 
     def main():
         yield b.dut.links[0].up.eq(0)
@@ -603,13 +599,22 @@ def test_in_transit_priority_and_round_robin(transit_first):
                                     for i in range(n_each)])
         for _ in range(10):
             yield
-        res["before"] = len(b.rx[Port.XP])
+        before.append(len(b.rx[Port.XP]))
         yield b.dut.links[0].up.eq(1)
         for _ in range(200):
             yield
     b.run(main)
-    assert res["before"] == 0
-    srcs = [w[1] >> 4 for w in b.words(Port.XP)]
+    assert before == [0]
+    return [w[1] >> 4 for w in b.words(Port.XP)]
+
+
+@pytest.mark.parametrize("transit_first", [True, False])
+def test_in_transit_priority_and_round_robin(transit_first):
+    """All inputs hold packets for XP while it is down; when it comes up the link
+    inputs are served round-robin and (``transit_first``) the local input only when
+    none waits, or (default) the local input takes its turn in the round robin."""
+    n_each = 3
+    srcs = _sources_once_xp_comes_up(Bench(4, transit_first=transit_first), n_each)
     if transit_first:
         assert srcs == [Port.XM, Port.YP, Port.YM] * n_each + [Port.LOCAL] * n_each
     else:
@@ -619,22 +624,7 @@ def test_in_transit_priority_and_round_robin(transit_first):
 def test_local_every_share():
     """transit_first with local_every=2: the local input, passed over for two grants to
     link inputs while it could have gone, goes next (a third of a contended output)."""
-    b = Bench(4, transit_first=True, local_every=2)
-    n_each = 3
-
-    def main():
-        yield b.dut.links[0].up.eq(0)
-        yield from b.load({1: Port.XP})
-        for src in (Port.XM, Port.YP, Port.YM, Port.LOCAL):
-            yield from b.send(src, [pkt(1, src=int(src), tag=int(src) * 16 + i, length=8)
-                                    for i in range(n_each)])
-        for _ in range(10):
-            yield
-        yield b.dut.links[0].up.eq(1)
-        for _ in range(200):
-            yield
-    b.run(main)
-    srcs = [w[1] >> 4 for w in b.words(Port.XP)]
+    srcs = _sources_once_xp_comes_up(Bench(4, transit_first=True, local_every=2), 3)
     L, XM, YP, YM = Port.LOCAL, Port.XM, Port.YP, Port.YM
     assert srcs == [XM, YP, L, YM, XM, L, YP, YM, L, XM, YP, YM]
 
