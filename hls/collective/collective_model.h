@@ -59,6 +59,41 @@ static inline unsigned coll_model_result_words(uint64_t h)
 	return nw > PN_COLL_MAX_WORDS ? PN_COLL_MAX_WORDS : nw;
 }
 
+/* The scenario format both testbenches read (collective_tb.cpp's header comment):
+ * "case N RADIX SEED" starts a case of N nodes, each with a reset kernel made by `make`;
+ * "cmd NODE NW W0 .. W(NW-1)" (and "exp ..." the same way) gives a node's message in hex
+ * words. Returns false on a malformed line. */
+static inline bool coll_model_read_words(coll_msg &m)
+{
+	unsigned nw;
+	if (std::scanf("%u", &nw) != 1)
+		return false;
+	m.resize(nw);
+	for (auto &w : m)
+		if (std::scanf("%" SCNx64, &w) != 1)
+			return false;
+	return true;
+}
+
+static inline bool coll_model_read_node_msg(unsigned n, unsigned &node, coll_msg &m)
+{
+	return std::scanf("%u", &node) == 1 && node < n && coll_model_read_words(m);
+}
+
+static inline bool coll_model_read_case(unsigned &n, unsigned &radix, unsigned &seed,
+					std::vector<std::unique_ptr<CollModelNode>> &nodes,
+					const std::function<CollModelNode *()> &make)
+{
+	if (std::scanf("%u %u %u", &n, &radix, &seed) != 3 || n == 0 || n > PN_MAX_NODES)
+		return false;
+	nodes.clear();
+	for (unsigned i = 0; i < n; i++) {
+		nodes.emplace_back(make());
+		coll_reset(nodes.back()->st);
+	}
+	return true;
+}
+
 /*
  * Run the cluster until no host has a command it may enter and no packet is in flight.
  * Returns 0, or 1 after a packet that is not a collective packet of the sender to a node

@@ -107,31 +107,17 @@ int main(int argc, char **argv)
 
 	while (std::scanf("%15s", cmd) == 1) {
 		if (!std::strcmp(cmd, "case")) {
-			if (std::scanf("%u %u %u", &n, &radix, &seed) != 3 || n == 0 || n > PN_MAX_NODES)
+			if (!coll_model_read_case(n, radix, seed, nodes, [] { return new Node; }))
 				return 2;
-			nodes.clear();
-			for (unsigned i = 0; i < n; i++) {
-				nodes.emplace_back(new Node);
-				coll_reset(nodes.back()->st);
-			}
-		} else if (!std::strcmp(cmd, "cmd")) {
-			unsigned node, nw;
-			if (std::scanf("%u %u", &node, &nw) != 2 || node >= n)
+		} else if (!std::strcmp(cmd, "cmd") || !std::strcmp(cmd, "exp")) {
+			unsigned node;
+			coll_msg m;
+			if (!coll_model_read_node_msg(n, node, m))
 				return 2;
-			std::vector<uint64_t> c(nw);
-			for (auto &w : c)
-				if (std::scanf("%" SCNx64, &w) != 1)
-					return 2;
-			nodes[node]->cmds.push_back(c);
-		} else if (!std::strcmp(cmd, "exp")) {
-			unsigned node, nw;
-			if (std::scanf("%u %u", &node, &nw) != 2 || node >= n)
-				return 2;
-			std::vector<uint64_t> e(nw);
-			for (auto &w : e)
-				if (std::scanf("%" SCNx64, &w) != 1)
-					return 2;
-			static_cast<Node &>(*nodes[node]).exp.push_back(e);
+			if (cmd[0] == 'c')
+				nodes[node]->cmds.push_back(m);
+			else
+				static_cast<Node &>(*nodes[node]).exp.push_back(m);
 		} else if (!std::strcmp(cmd, "run")) {
 			if (run_case(n, radix, seed, nodes))
 				return 1;

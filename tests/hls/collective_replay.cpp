@@ -29,18 +29,6 @@
 
 typedef coll_msg Msg;
 
-static bool read_words(Msg &m)
-{
-	unsigned nw;
-	if (std::scanf("%u", &nw) != 1)
-		return false;
-	m.resize(nw);
-	for (auto &w : m)
-		if (std::scanf("%" SCNx64, &w) != 1)
-			return false;
-	return true;
-}
-
 static void print_msg(char kind, const Msg &m)
 {
 	std::printf("%c %zu", kind, m.size());
@@ -81,17 +69,12 @@ static int cluster_main()
 	std::vector<std::unique_ptr<CollModelNode>> nodes;
 	while (std::scanf("%15s", cmd) == 1) {
 		if (!std::strcmp(cmd, "case")) {
-			if (std::scanf("%u %u %u", &n, &radix, &seed) != 3 || n == 0 || n > PN_MAX_NODES)
+			if (!coll_model_read_case(n, radix, seed, nodes, [] { return new CollModelNode(); }))
 				return 2;
-			nodes.clear();
-			for (unsigned i = 0; i < n; i++) {
-				nodes.emplace_back(new CollModelNode());
-				coll_reset(nodes.back()->st);
-			}
 		} else if (!std::strcmp(cmd, "cmd") || !std::strcmp(cmd, "exp")) {
 			unsigned node;
 			Msg m;
-			if (std::scanf("%u", &node) != 1 || node >= n || !read_words(m))
+			if (!coll_model_read_node_msg(n, node, m))
 				return 2;
 			if (cmd[0] == 'c')
 				nodes[node]->cmds.push_back(m);
@@ -122,7 +105,7 @@ static int replay_main()
 			continue;
 		}
 		Msg m;
-		if ((cmd[0] != 'h' && cmd[0] != 'n') || cmd[1] || !read_words(m)) {
+		if ((cmd[0] != 'h' && cmd[0] != 'n') || cmd[1] || !coll_model_read_words(m)) {
 			std::fprintf(stderr, "collective_replay: bad message %s\n", cmd);
 			return 2;
 		}
