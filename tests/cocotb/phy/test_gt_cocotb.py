@@ -101,6 +101,7 @@ def _run(testcase: str, nbytes: int = NBYTES, **env) -> None:
                extra_env={k: str(v) for k, v in env.items()}, build_args=BUILD_ARGS)
 
 
+@pytest.mark.slow   # make test: the sys-limited case and the compensation stress
 def test_gt_line_limited_ppm():
     """Line slower than sys (hold engaged), sides at +100 / -100 ppm, full load."""
     _run("gt_traffic", GT_PACKETS=2000, GT_TX_PS=5000, GT_PPM_A=100, GT_PPM_B=-100, GT_SEED=1,
