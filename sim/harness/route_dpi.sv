@@ -6,7 +6,7 @@
 // real ap_memory port (table_address0/table_ce0); table_q0 comes back in cycle 1, when
 // the C++ route() runs on it (route_dpi.cpp: the entry put in place in its table) and
 // answers combinationally: ap_done and ap_return in cycle 1. One request per cycle.
-// Verilator may evaluate the combinational call several times in a cycle: route() has no
+// The combinational call may be evaluated several times in a cycle: route() has no
 // side effect that differs between calls, and the routing decision is counted once per
 // request, in the clocked block.
 module route_dpi (
