@@ -118,8 +118,8 @@ class Router(LiteXModule):
         ``"migen"`` (default: the route kernel's Migen twin, the table inside it and
         dimension-order routing beyond it), ``"vitis"`` (the kernel's exported RTL),
         ``"sim"`` (the simulator's DPI-C shell running the kernel's C++), ``"table"``
-        (the table alone, as before the kernel: a destination beyond it is dropped; one
-        cycle less per hop). The kernels use the inputs ``node_x``, ``node_y`` (this
+        (the table alone, as before the kernel: a destination beyond it is dropped; the
+        same hop latency as a kernel's table hit). The kernels use the inputs ``node_x``, ``node_y`` (this
         node's coordinates, default 0) and ``dim_x``, ``dim_y`` (the topology's shape,
         reset to ``dims``; a kernel drops a destination >= ``dim_x * dim_y``).
     voq: virtual output queues on every input (default: on with ``bubble="packet"``;
