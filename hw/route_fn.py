@@ -80,8 +80,8 @@ class RouteFn(Module):
     taking one request per cycle.
 
     Cycle 0: ``ap_start`` with the inputs; the table is read at ``dst``, the inputs are
-    registered. Cycle 1: the table entry arrives (``table_q0``); the request is classified
-    (outside the topology: DROP; inside the table: the entry). Such a request takes the
+    registered with the request's class (outside the topology: DROP; inside the table).
+    Cycle 1: the table entry arrives (``table_q0``). A DROP or a table hit takes the
     short path: ``ap_done`` and ``ap_return`` in that same cycle 1, combinational from
     ``table_q0`` (:attr:`latency_table`). A request beyond the table takes the long path:
     the destination's coordinates ``dst / dim_x``, ``dst % dim_x`` from a restoring
@@ -126,10 +126,14 @@ class RouteFn(Module):
         self.sync += [s0["valid"].eq(self.ap_start),
                       If(self.ap_start, s0["dst"].eq(self.dst), s0["nx"].eq(self.node_x),
                          s0["ny"].eq(self.node_y), s0["dimx"].eq(self.dim_x), s0["dimy"].eq(self.dim_y))]
+        # The request's class (outside the topology: DROP; inside the table), computed from
+        # the inputs in cycle 0 and registered with them: in cycle 1 the short path's answer
+        # is only a choice after table_q0 (the dim_x * dim_y multiplier stays off the path
+        # from the table's output into the caller).
         drop = Signal()
         in_table = Signal()
-        self.comb += [drop.eq(s0["dst"] >= s0["dimx"] * s0["dimy"]),
-                      in_table.eq(s0["dst"] < table_nodes)]
+        self.sync += If(self.ap_start, drop.eq(self.dst >= self.dim_x * self.dim_y),
+                        in_table.eq(self.dst < table_nodes))
         # -- division stages (the long path only): each takes div_bits quotient bits, highest first
         prev = dict(s0)
         long_valid = Signal()
