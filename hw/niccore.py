@@ -73,7 +73,7 @@ class NicCore(LiteXModule):
     None (the unit refuses every command), ``"migen"``, ``"vitis"`` or ``"sim"``.
     ``route_fn`` picks how the router routes (:class:`~paranic.hw.router.Router`,
     docs/architecture.md "Routing stage"): ``"migen"`` (default: the route kernel's Migen
-    twin, 5-cycle hops), ``"vitis"`` (the kernel's exported RTL), ``"sim"`` (the
+    twin, 4-cycle hops), ``"vitis"`` (the kernel's exported RTL), ``"sim"`` (the
     simulator's DPI-C shell around the kernel's C++), ``"table"`` (the table alone, no
     routing beyond it). ``dims``: the topology's (X, Y) the kernel assumes after reset
     (CSRs ``route_coords_dim_x``/``_dim_y``; default a ring of MAX_NODES, which routes every

@@ -9,9 +9,10 @@ needs no 4096-entry table; a destination outside the topology is ``Port.DROP``. 
 
 Blocks:
 
-* :class:`RouteFn` -- the function, ``ap_ctrl_hs`` handshake, one request per cycle,
-  a pipelined divider for the destination's coordinates (``ap_done`` says when the result
-  is there; a caller must not assume the latency, since the Vitis build's differs).
+* :class:`RouteFn` -- the function, ``ap_ctrl_hs`` handshake, one request per cycle; a
+  table hit or DROP answers in the cycle its table entry arrives, a destination beyond
+  the table after a pipelined divider for its coordinates (``ap_done`` says when the
+  result is there; a caller must not assume the latency, since the Vitis build's differs).
 * :class:`RouteFnVitis` -- the same ports as an ``Instance`` of the kernel's exported
   RTL (module ``route``), for a board built with Vitis; only elaborated here.
 * :class:`RouteFnDpi` -- the same ports as an ``Instance`` of the simulator's DPI-C shell
@@ -79,17 +80,19 @@ class RouteFn(Module):
     taking one request per cycle.
 
     Cycle 0: ``ap_start`` with the inputs; the table is read at ``dst``, the inputs are
-    registered. Cycle 1: the table entry arrives (``table_q0``); the request is classified
-    (outside the topology: DROP; inside the table: the entry). Such a request takes the
-    short path: ``ap_done`` with its result at cycle 2 (:attr:`latency_table`). A request
-    beyond the table takes the long path: the destination's coordinates ``dst / dim_x``,
-    ``dst % dim_x`` from a restoring divider, ``div_bits`` quotient bits per cycle
-    (``NODE_BITS / div_bits`` stages, for timing: a 12-step compare-and-subtract chain is
-    too long for one 125 MHz cycle), then the dimension-order port; ``ap_done`` at
-    :attr:`latency` (2 + stages). Results stay in request order (``ap_ctrl_hs``): a request
-    that could take the short path while an earlier one is still on the long path takes
-    the long path too. Callers wait for ``ap_done`` and never count cycles (the Vitis
-    build's latency is its own).
+    registered with the request's class (outside the topology: DROP; inside the table).
+    Cycle 1: the table entry arrives (``table_q0``). A DROP or a table hit takes the
+    short path: ``ap_done`` and ``ap_return`` in that same cycle 1, combinational from
+    ``table_q0`` (:attr:`latency_table`). A request beyond the table takes the long path:
+    the destination's coordinates ``dst / dim_x``, ``dst % dim_x`` from a restoring
+    divider, ``div_bits`` quotient bits per cycle (``NODE_BITS / div_bits`` stages, for
+    timing: a 12-step compare-and-subtract chain is too long for one 125 MHz cycle), then
+    the dimension-order port, registered; ``ap_done`` at :attr:`latency` (2 + stages).
+    Results stay in request order (``ap_ctrl_hs``), at most one ``ap_done`` per cycle: a
+    request that could take the short path while an earlier one is still on the long path,
+    or in the cycle the long path's registered ``ap_done`` is out, takes the long path
+    too. Callers wait for ``ap_done`` and never count cycles (the Vitis build's latency is
+    its own).
 
     ``table_nodes``: entries of the table behind the ``ap_memory`` port (default the C++
     kernel's ``ROUTE_TABLE_NODES``; a router with a smaller table gives its own size, so
@@ -123,10 +126,14 @@ class RouteFn(Module):
         self.sync += [s0["valid"].eq(self.ap_start),
                       If(self.ap_start, s0["dst"].eq(self.dst), s0["nx"].eq(self.node_x),
                          s0["ny"].eq(self.node_y), s0["dimx"].eq(self.dim_x), s0["dimy"].eq(self.dim_y))]
+        # The request's class (outside the topology: DROP; inside the table), computed from
+        # the inputs in cycle 0 and registered with them: in cycle 1 the short path's answer
+        # is only a choice after table_q0 (the dim_x * dim_y multiplier stays off the path
+        # from the table's output into the caller).
         drop = Signal()
         in_table = Signal()
-        self.comb += [drop.eq(s0["dst"] >= s0["dimx"] * s0["dimy"]),
-                      in_table.eq(s0["dst"] < table_nodes)]
+        self.sync += If(self.ap_start, drop.eq(self.dst >= self.dim_x * self.dim_y),
+                        in_table.eq(self.dst < table_nodes))
         # -- division stages (the long path only): each takes div_bits quotient bits, highest first
         prev = dict(s0)
         long_valid = Signal()
@@ -145,12 +152,14 @@ class RouteFn(Module):
             valids.append(nxt["valid"])
             long_valids.append(nxt["valid"])
             prev = nxt
-        # The short path, unless an earlier request is on the long path (order).
+        # The short path, unless an earlier request is on the long path (order) or its
+        # registered answer is out in this cycle (one ap_done per cycle).
         busy_long = long_valids[0]
         for v in long_valids[1:]:
             busy_long = busy_long | v
+        long_done = Signal()        # the long path's ap_done (registered below)
         self.comb += [long_valid.eq(busy_long),
-                      short.eq(s0["valid"] & (drop | in_table) & ~long_valid)]
+                      short.eq(s0["valid"] & (drop | in_table) & ~long_valid & ~long_done)]
         # -- last stage: dimension order, the choice, the result registered
         px, sx = _dor_step(prev["nx"], prev["rem"], prev["dimx"], prev["q"], P.Port.XP, P.Port.XM)
         py, sy = _dor_step(prev["ny"], prev["q"], prev["dimy"], prev["rem"], P.Port.YP, P.Port.YM)
@@ -173,20 +182,26 @@ class RouteFn(Module):
                         ).Elif(ht[-1], port.eq(hq[-1])
                                ).Elif(px != P.Port.LOCAL, port.eq(px)
                                       ).Else(port.eq(py))
+        # The long path's answer is registered; the short path's is combinational from
+        # table_q0, in the cycle the entry arrives.
+        long_ret = Signal(P.ROUTE_BITS)
         self.sync += [
-            self.ap_done.eq(short | prev["valid"]),
-            If(short, self.ap_return.eq(Mux(drop, P.Port.DROP, self.table_q0))
-               ).Elif(prev["valid"], self.ap_return.eq(port)),
+            long_done.eq(prev["valid"]),
+            If(prev["valid"], long_ret.eq(port)),
         ]
-        busy = self.ap_start | self.ap_done
+        self.comb += [
+            self.ap_done.eq(short | long_done),
+            self.ap_return.eq(Mux(short, Mux(drop, P.Port.DROP, self.table_q0), long_ret)),
+        ]
+        busy = self.ap_start | long_done
         for v in valids:
             busy = busy | v
         self.comb += self.ap_idle.eq(~busy)
         #: Cycles from ap_start to ap_done of a request on the long path (beyond the table).
         self.latency = 2 + len(groups)
         #: Cycles from ap_start to ap_done of a request on the short path (in the table, or
-        #: DROP) when no earlier request is on the long path.
-        self.latency_table = 2
+        #: DROP) when no earlier request is on the long path or answering.
+        self.latency_table = 1
 
 
 class RouteFnVitis(Module):

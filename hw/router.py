@@ -24,19 +24,20 @@ was written on a link input, one cycle after its last on the injection input)::
     T    header word 0 of the entry; the input's route kernel (hw/router_route.py,
          build option ``route_fn``) gets the request and reads the table at dst_node;
          length check and word count registered
-    T+1  the table entry reaches the kernel
-    T+2  the kernel's answer (ap_done): the route (set ``rt``); the entry leaves the
-         packet-ready FIFO into the queue of its output (virtual output queues: an
-         empty queue passes it straight to its head); every queue head: divert (the
-         other set's route when its link is not up), credit and bubble check; the
-         input offers its oldest head that may go, the output arbitrates (all
+    T+1  the table entry reaches the kernel, which answers a destination inside the
+         table (or one to drop) in this cycle, combinational from the entry (ap_done):
+         the route (set ``rt``); the entry leaves the packet-ready FIFO into the
+         queue of its output (virtual output queues: an empty queue passes it
+         straight to its head); every queue head: divert (the other set's route, from
+         the same read, when its link is not up), credit and bubble check; the input
+         offers its oldest head that may go, the output arbitrates (all
          combinational); grant (and divert flip) registered at the end of the cycle
          (the next entry's request follows)
-    T+3  the input streams into the output's pipeline register
-    T+4  header word valid on the output ``source`` (link port or ejection FIFO)
+    T+2  the input streams into the output's pipeline register
+    T+3  header word valid on the output ``source`` (link port or ejection FIFO)
 
-so a link input's header leaves 5 cycles after it came in, whatever the packet's
-length (with ``route_fn="table"`` the route comes from the table at T+1: 4 cycles; a
+so a link input's header leaves 4 cycles after it came in, whatever the packet's
+length (with ``route_fn="table"`` the route comes from the table at T+1 too; a
 destination beyond the table, computed by the kernel, at T+5: 8 cycles). An output is granted its next packet in the cycle in which the last word of
 the current one passes, so back-to-back packets leave without idle cycles.
 """
@@ -117,8 +118,8 @@ class Router(LiteXModule):
         ``"migen"`` (default: the route kernel's Migen twin, the table inside it and
         dimension-order routing beyond it), ``"vitis"`` (the kernel's exported RTL),
         ``"sim"`` (the simulator's DPI-C shell running the kernel's C++), ``"table"``
-        (the table alone, as before the kernel: a destination beyond it is dropped; one
-        cycle less per hop). The kernels use the inputs ``node_x``, ``node_y`` (this
+        (the table alone, as before the kernel: a destination beyond it is dropped; the
+        same hop latency as a kernel's table hit). The kernels use the inputs ``node_x``, ``node_y`` (this
         node's coordinates, default 0) and ``dim_x``, ``dim_y`` (the topology's shape,
         reset to ``dims``; a kernel drops a destination >= ``dim_x * dim_y``).
     voq: virtual output queues on every input (default: on with ``bubble="packet"``;
@@ -366,11 +367,12 @@ class Router(LiteXModule):
             ]
             setattr(self, f"_head_{k}", head)
             if voq:
-                # Classify in T+1 (the route is read): into the queue of the packet's
-                # output (own set's route; a link-local packet: its ``direct`` port from
-                # the local input, LOCAL from a link input) or the drop queue. The entry
-                # leaves the packet-ready FIFO at once; an empty queue passes it straight
-                # to its head, so the grant can follow in the same cycle as without queues.
+                # Classify as soon as the route is there (T+1 for a table hit): into the
+                # queue of the packet's output (own set's route; a link-local packet: its
+                # ``direct`` port from the local input, LOCAL from a link input) or the
+                # drop queue. The entry leaves the packet-ready FIFO at once; an empty
+                # queue passes it straight to its head, so the grant can follow in the
+                # same cycle as without queues.
                 rc = Signal(rb, name=f"class_{PORT_NAMES[k]}")
                 qsel = Signal(max=NQ, name=f"qsel_{PORT_NAMES[k]}")
                 self.comb += [

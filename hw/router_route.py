@@ -113,11 +113,13 @@ class RouteStage(Module):
         rt_req = Signal()           # the set of the request in flight
         read = Signal()             # the kernel read the table in the previous cycle
         beyond = Signal()           # ... at an address the router's table does not have
+        other_r = Signal(rb)        # the other set's entry, kept after the read
         half = [rp.dat_r[s * rb:(s + 1) * rb] for s in range(2)]
         self.comb += [
             start.eq(self.head & ~valid_r & ~pending),
-            # The result is used in the cycle of ap_done (ap_return is a register in the
-            # kernel), then kept until the packet is taken.
+            # The result is used in the cycle of ap_done (which may be the cycle the table
+            # entry arrives: the twin's and the DPI shell's short path), then kept until
+            # the packet is taken.
             done.eq(fn.ap_done & pending),
             self.valid.eq(valid_r | done),
             self.own.eq(Mux(done, fn.ap_return, own_r)),
@@ -131,13 +133,15 @@ class RouteStage(Module):
             # The kernel reads the packet's own set; an address beyond the router's table
             # (a kernel whose table is larger) answers DROP.
             fn.table_q0.eq(Mux(beyond, P.Port.DROP, Mux(rt_req, half[1], half[0]))),
+            # The other set's entry, from the very read the kernel made: straight from the
+            # read port in the cycle after the read (the earliest ap_done), kept afterwards.
+            self.other.eq(Mux(read, Mux(beyond, P.Port.DROP, Mux(rt_req, half[0], half[1])), other_r)),
         ]
         self.sync += [
             If(start, rt_req.eq(self.rt)),
             read.eq(fn.table_ce0),
             If(fn.table_ce0, beyond.eq(fn.table_address0[tbits:] != 0) if ab > tbits else beyond.eq(0)),
-            # The other set's entry, from the very read the kernel made.
-            If(read, self.other.eq(Mux(beyond, P.Port.DROP, Mux(rt_req, half[0], half[1])))),
+            If(read, other_r.eq(self.other)),
             If(start & fn.ap_ready, pending.eq(1), self.requests.eq(self.requests + 1)),
             If(done, pending.eq(0), valid_r.eq(1), own_r.eq(fn.ap_return)),
             If(self.take, valid_r.eq(0)),

@@ -4,13 +4,16 @@
 // tests/sim/test_route_dpi_sim.py checks them) and the same ap_ctrl_hs behaviour as the
 // Migen twin's short path: ap_start with the inputs (cycle 0) reads the table through the
 // real ap_memory port (table_address0/table_ce0); table_q0 comes back in cycle 1, when
-// the C++ route() runs (route_dpi.cpp: the entry put in place in its table) and its
-// result is registered: ap_done and ap_return in cycle 2. One request per cycle.
+// the C++ route() runs on it (route_dpi.cpp: the entry put in place in its table) and
+// answers combinationally: ap_done and ap_return in cycle 1. One request per cycle.
+// The combinational call may be evaluated several times in a cycle: route() has no
+// side effect that differs between calls, and the routing decision is counted once per
+// request, in the clocked block.
 module route_dpi (
     input  wire        ap_clk,
     input  wire        ap_rst,
     input  wire        ap_start,
-    output reg         ap_done,
+    output wire        ap_done,
     output wire        ap_idle,
     output wire        ap_ready,
     input  wire [11:0] dst,
@@ -21,10 +24,11 @@ module route_dpi (
     output wire [7:0]  table_address0,
     output wire        table_ce0,
     input  wire [2:0]  table_q0,
-    output reg  [2:0]  ap_return
+    output wire [2:0]  ap_return
 );
     import "DPI-C" function int pn_route_dpi(input int dst, input int node_x, input int node_y,
                                              input int dim_x, input int dim_y, input int entry);
+    import "DPI-C" function void pn_route_dpi_count();
 
     reg        s_valid;
     reg [11:0] s_dst, s_nx, s_ny;
@@ -34,16 +38,23 @@ module route_dpi (
     assign table_address0 = dst[7:0];
     assign table_ce0 = ap_start;
     assign ap_ready = 1'b1;
-    assign ap_idle = ~(ap_start | s_valid | ap_done);
+    assign ap_idle = ~(ap_start | s_valid);
+    assign ap_done = s_valid;
+    assign ap_return = r[2:0];
+
+    // Cycle 1: the C++ on the registered request and the table entry, combinational.
+    always_comb begin
+        r = 0;
+        if (s_valid)
+            r = pn_route_dpi({20'd0, s_dst}, {20'd0, s_nx}, {20'd0, s_ny}, {19'd0, s_dx},
+                             {19'd0, s_dy}, {29'd0, table_q0});
+    end
 
     always @(posedge ap_clk) begin
-        if (ap_rst) begin
+        if (ap_rst)
             s_valid <= 1'b0;
-            ap_done <= 1'b0;
-        end else begin
+        else
             s_valid <= ap_start;
-            ap_done <= s_valid;
-        end
         if (ap_start) begin
             s_dst <= dst;
             s_nx <= node_x;
@@ -51,12 +62,7 @@ module route_dpi (
             s_dx <= dim_x;
             s_dy <= dim_y;
         end
-        if (s_valid && !ap_rst) begin
-            /* verilator lint_off BLKSEQ */
-            r = pn_route_dpi({20'd0, s_dst}, {20'd0, s_nx}, {20'd0, s_ny}, {19'd0, s_dx},
-                             {19'd0, s_dy}, {29'd0, table_q0});
-            /* verilator lint_on BLKSEQ */
-            ap_return <= r[2:0];
-        end
+        if (s_valid && !ap_rst)
+            pn_route_dpi_count();   // one routing decision per request
     end
 endmodule

@@ -139,15 +139,21 @@ def test_vitis_instance_elaborates():
 
 
 def test_short_path_keeps_request_order():
-    """A table hit right after a request beyond the table waits for it (ap_ctrl_hs: in
-    order); alone, a table hit answers after latency_table cycles, one beyond the table
-    after latency."""
+    """A table hit answers in the cycle its table entry arrives (ap_done one cycle after
+    ap_start, combinational from table_q0), a request beyond the table after latency;
+    results in request order (ap_ctrl_hs): a table hit right behind a request beyond the
+    table waits for it, and so does one whose answer would come out in the same cycle as
+    the long one's (one ap_done per cycle); a hit right after that answer is short again."""
     t = Topology.torus(64, 64)
     node = 2080
     x, y = t.coords(node)
     dut = RouteFn()
-    # (cycle, dst): a hit alone, a computed one, a hit right behind it, then a hit alone
-    reqs = {0: 5, 10: 3000, 11: 7, 30: 9}
+    assert dut.latency_table == 1 and dut.latency == 5
+    L = dut.latency
+    # (cycle, dst): a hit alone, a computed one, a hit right behind it, then a hit alone;
+    # a computed one and a hit whose short answer would collide with it; a computed one
+    # and a hit answering right after it.
+    reqs = {0: 5, 10: 3000, 11: 7, 30: 9, 40: 3000, 40 + L - 1: 5, 60: 3001, 60 + L: 6}
     got = []
 
     def gen():
@@ -156,7 +162,7 @@ def test_short_path_keeps_request_order():
         yield dut.dim_x.eq(64)
         yield dut.dim_y.eq(64)
         yield dut.table_q0.eq(int(Port.XM))      # a table of XM entries
-        for cyc in range(45):
+        for cyc in range(80):
             if (yield dut.ap_done):
                 got.append((cyc, (yield dut.ap_return)))
             yield dut.ap_start.eq(cyc in reqs)
@@ -164,5 +170,7 @@ def test_short_path_keeps_request_order():
             yield
     run_simulation(dut, gen())
     # a request set in cycle c reaches the unit at c + 1
-    assert got == [(1 + 0 + dut.latency_table, Port.XM), (1 + 10 + dut.latency, t.route(node, 3000)),
-                   (1 + 10 + dut.latency + 1, Port.XM), (1 + 30 + dut.latency_table, Port.XM)]
+    assert got == [(1 + 0 + 1, Port.XM), (1 + 10 + L, t.route(node, 3000)),
+                   (1 + 10 + L + 1, Port.XM), (1 + 30 + 1, Port.XM),
+                   (1 + 40 + L, t.route(node, 3000)), (1 + 40 + L - 1 + L, Port.XM),
+                   (1 + 60 + L, t.route(node, 3001)), (1 + 60 + L + 1, Port.XM)]

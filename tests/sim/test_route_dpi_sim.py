@@ -26,7 +26,12 @@ def test_dpi_shell_has_the_kernel_ports():
 def test_cluster_routes_with_the_cpp_kernel(sim_binary, userlib_build):
     """Every router input of the 4-node ring is a route_dpi instance, and traffic between
     two nodes is routed by the C++ kernel: the harness's count of its routing decisions
-    is at least one per packet and router (a build with another route_fn counts 0)."""
+    is one per packet and router (at least that; a build with another route_fn counts 0;
+    well under two: the shell's combinational call, evaluated as often as Verilator
+    likes, is not what counts). The shell answers a table hit in the cycle the entry
+    arrives, as the Migen twin does: the 8-byte one-way hardware path between
+    neighbours (two routers) is 103 cycles on the default (realistic) model, where a
+    registered answer costs a cycle per router (105)."""
     info = json.loads((sim_binary.parent / "info.json").read_text())
     verilog = open(info["verilog"]).read()
     assert len(re.findall(r"^route_dpi\s+\w+\s*\(", verilog, re.M)) == 4 * 3
@@ -38,9 +43,11 @@ def test_cluster_routes_with_the_cpp_kernel(sim_binary, userlib_build):
     finally:
         rc = sim.stop()
     assert r.rc == 0 and not r.fails(), r.out
+    mn, med = map(int, re.search(r"min (\d+) median (\d+) max", r.ok(0, "latency")).groups())
+    assert (mn, med) == (103, 103), r.ok(0, "latency")
     log = sim.log_text()
     assert rc == 0, log[-3000:]
     m = re.search(r"route kernel: (\d+) routing decisions by its C\+\+", log)
     assert m, log[-3000:]
-    assert int(m.group(1)) >= 2 * 50 * 2, m.group(0)
+    assert 2 * 50 * 2 <= int(m.group(1)) < 2 * 2 * 50 * 2, m.group(0)
     print(f"\n{m.group(0)}")

@@ -21,19 +21,20 @@ ADVERSARIAL = "all-to-one,transpose,tornado,bitcomp,uniform"
 
 
 def test_router_latency_and_random():
-    """One router (route_fn "migen", the route kernel's twin): 4 cycles from a complete
+    """One router (route_fn "migen", the route kernel's twin): 3 cycles from a complete
     packet to its header out on every (input, output) pair (the twin answers a table hit
-    2 cycles after the request; the table alone took 3); an MTU packet's header out 5
-    cycles (at most 8, the route kernel's goal) after its header in from
-    a link input (cut-through), and no earlier than its last word in from the injection
-    input (store-and-forward); random traffic with late credits and back-pressure
-    checked by a scoreboard."""
+    in the cycle after the request, combinational from the table's output, as the table
+    alone does; a registered answer took 4); an MTU packet's header out 4 cycles (at
+    most 8, the route kernel's goal) after its header in from a link input
+    (cut-through), and no earlier than its last word in from the injection input
+    (store-and-forward); random traffic with late credits and back-pressure checked by
+    a scoreboard."""
     src, top = router_build(4)
     lat = run_tb(src, top, TB_MODULE, "test_hop_latency")
-    assert lat["max"] == lat["min"] == 4 and len(lat["pairs"]) == 25
+    assert lat["max"] == lat["min"] == 3 and len(lat["pairs"]) == 25
     words = P.packet_words(P.DEFAULT_MTU)
     assert len(lat["mtu_header_pairs"]) == 25
-    assert lat["mtu_header_link_max"] == 5
+    assert lat["mtu_header_link_max"] == 4
     assert words <= lat["mtu_header_local_min"] <= lat["mtu_header_max"] <= words + 8
     run_cocotb(top, src, top, "tb_router", test_dir=HERE, testcase="test_random",
                extra_env={"PACKETS": "120", "SEED": "5"}, build_args=SIM_BUILD_ARGS)
