@@ -22,6 +22,9 @@ from paranic.spec.topo import Topology
 from simtest import BUILD, TESTS, clean_env, launch, sim_socket
 
 FAULTSTREAM = BUILD / "bin" / "pn_faultstream"
+#: pn_faultstream --stall-limit: a receiver that got nothing for this many of its 10 s
+#: reports in a row fails (a stall costs a minute, not the launch's time limit)
+STALL_REPORTS = ["--stall-limit", "6"]
 BASE_DNA = 0x5E11_0000_0000_0000
 
 
@@ -134,7 +137,7 @@ def _run_all_to_all(sim, name: str, count: int, during=None) -> list[dict]:
         th = threading.Thread(target=during, args=(sim,), daemon=True)
         th.start()
     r = launch(sim, [str(FAULTSTREAM), "--backend", "sim", "--all", "--count", str(count),
-                     "--bytes", "2048"], 4, name, timeout=900)
+                     "--bytes", "2048", *STALL_REPORTS], 4, name, timeout=300)
     if th is not None:
         th.join(timeout=60)
     assert r.rc == 0 and not r.fails(), r.out
@@ -214,7 +217,7 @@ def test_link_at_ber_1e3_is_taken_out_or_progresses(soc_ring_binary, userlib_bui
         a, _, b, _ = Topology.parse("ring:4").cables()[0]
         src, dst = sim.node_ids[a], sim.node_ids[b]
         r = launch(sim, [str(FAULTSTREAM), "--backend", "sim", "--src", str(src), "--dst", str(dst),
-                         "--count", "100", "--bytes", "4096"], 4, "fw-ber", timeout=400)
+                         "--count", "100", "--bytes", "4096", *STALL_REPORTS], 4, "fw-ber", timeout=400)
         assert r.rc == 0 and not r.fails(), r.out
         res = json.loads(next(ln for ln in r.nodes[dst] if ln.startswith("{")))
         assert res["received"] == res["sent"] == 100 and res["duplicates"] == 0 and res["corrupt"] == 0
