@@ -28,8 +28,8 @@ was written on a link input, one cycle after its last on the injection input)::
          table (or one to drop) in this cycle, combinational from the entry (ap_done):
          the route (set ``rt``); the entry leaves the packet-ready FIFO into the
          queue of its output (virtual output queues: an empty queue passes it
-         straight to its head); every queue head: divert (the other set's route, from
-         the same read, when its link is not up), credit and bubble check; the input
+         straight to its head); every queue head: divert (the other set's route when
+         its link is not up), credit and bubble check; the input
          offers its oldest head that may go, the output arbitrates (all
          combinational); grant (and divert flip) registered at the end of the cycle
          (the next entry's request follows)
@@ -37,7 +37,9 @@ was written on a link input, one cycle after its last on the injection input)::
     T+3  header word valid on the output ``source`` (link port or ejection FIFO)
 
 so a link input's header leaves 4 cycles after it came in, whatever the packet's
-length (with ``route_fn="table"`` the route comes from the table at T+1 too; a
+length (a diverted one 2 cycles later: with queues the other set's route is read from
+the table when the packet is at its queue's head, as the table is then; with
+``route_fn="table"`` the route comes from the table at T+1 too; a
 destination beyond the table, computed by the kernel, at T+5: 8 cycles). An output is granted its next packet in the cycle in which the last word of
 the current one passes, so back-to-back packets leave without idle cycles.
 """
@@ -383,8 +385,10 @@ class Router(LiteXModule):
                     f.head_take.eq(look[k]),
                     st.take.eq(look[k]),
                 ]
+                # The other set's route is not kept: it is read when divert needs it (below),
+                # as the table is then, not as it was when the packet was queued.
                 fields = [("adr", f.head_adr), ("idx", f.head_idx), ("words", nw),
-                          ("other", r_other), ("rt", rt), ("dr", dr), ("bl", bl), ("intab", st.in_table)]
+                          ("dst", dst[:tbits]), ("rt", rt), ("dr", dr), ("bl", bl), ("intab", st.in_table)]
                 efields.append([(n, len(x)) for n, x in fields])
                 ew = sum(w for _, w in efields[k])
                 inc = Signal(ew, name=f"entry_{PORT_NAMES[k]}")
@@ -482,13 +486,54 @@ class Router(LiteXModule):
                 heads = voq_heads[k]
                 fin, dq, av, dvs, ents = [], [], [], [], []
                 for q, (hv, hd, tk) in enumerate(heads):
-                    qn = "drop" if q == DROPQ else PORT_NAMES[q]
                     e = {}
                     pos = 0
                     for n, w in efields[k]:
                         e[n] = hd[pos:pos + w]
                         pos += w
                     ents.append(e)
+                # The other set's route of each link queue's head, for divert, read from the
+                # table as it is now: a packet queued before the firmware wrote the new plan
+                # into the other set (ARMED) and still waiting for its down link when divert
+                # comes on (EVAC) must take the new plan's route. (Kept in the queue entry
+                # from the moment of queueing, it was the old plan's: the down link itself,
+                # where the packet then waited for ever.) One read port per input reads the
+                # other set's entry for a link queue head that has none (the lowest such
+                # queue first); ``oth_ok`` says the value belongs to the head now there and
+                # no table write came after its read. A head is diverted only with it: a
+                # diverted packet leaves 2 cycles later than one that is not (a link queue's
+                # new head is read in the cycle it gets there, the value is there 2 cycles
+                # later); one queue's head after another's.
+                dp = table.get_port(mode=READ_FIRST)
+                self.specials += dp
+                setattr(self, f"divert_port_{PORT_NAMES[k]}", dp)
+                scan = Signal(max=nports, name=f"dscan_{PORT_NAMES[k]}")
+                scan_r = Signal(max=nports, name=f"dscanr_{PORT_NAMES[k]}")
+                rd_ok = Signal(name=f"dreadok_{PORT_NAMES[k]}")
+                oth = [None] + [Signal(rb, name=f"qother_{PORT_NAMES[k]}_{PORT_NAMES[q]}")
+                                for q in range(1, nports)]
+                oth_ok = [None] + [Signal(name=f"qotherok_{PORT_NAMES[k]}_{PORT_NAMES[q]}")
+                                   for q in range(1, nports)]
+                lq = list(range(1, nports))
+                half = [dp.dat_r[s * rb:(s + 1) * rb] for s in range(2)]
+                need = [heads[q][0] & ~heads[q][2] & ~oth_ok[q] for q in lq]
+                pick = None
+                for q in reversed(lq):
+                    pick = If(need[q - 1], scan.eq(q)) if pick is None else \
+                        If(need[q - 1], scan.eq(q)).Else(pick)
+                self.comb += [pick, dp.adr.eq(Array(ents[q]["dst"] for q in lq)[scan - 1])]
+                self.sync += [
+                    scan_r.eq(scan),
+                    rd_ok.eq(~self.table_we & (scan != 0)),
+                ]
+                for q in lq:
+                    self.sync += If(heads[q][2] | self.table_we, oth_ok[q].eq(0)
+                                    ).Elif(rd_ok & (scan_r == q),
+                                           oth_ok[q].eq(1),
+                                           oth[q].eq(Mux(ents[q]["rt"], half[0], half[1])))
+                for q, (hv, hd, tk) in enumerate(heads):
+                    qn = "drop" if q == DROPQ else PORT_NAMES[q]
+                    e = ents[q]
                     fr = Signal(rb, name=f"qroute_{PORT_NAMES[k]}_{qn}")
                     dnq = Signal(name=f"qdrop_{PORT_NAMES[k]}_{qn}")
                     rqq = Signal(name=f"qreq_{PORT_NAMES[k]}_{qn}")
@@ -504,9 +549,9 @@ class Router(LiteXModule):
                         dead = (e["dr"] != 0) & ~link_up[q] if k == 0 else Constant(0, 1)
                         self.comb += [
                             dvq.eq(self.divert_on & (e["rt"] == self.divert_from) &
-                                   (e["dr"] == 0) & e["intab"] & ~link_up[q]),
-                            fr.eq(Mux(dvq, e["other"], q)),
-                            dnq.eq(hv & (dead | (dvq & (e["other"] > n_links)))),
+                                   (e["dr"] == 0) & e["intab"] & ~link_up[q] & oth_ok[q]),
+                            fr.eq(Mux(dvq, oth[q], q)),
+                            dnq.eq(hv & (dead | (dvq & (oth[q] > n_links)))),
                             rqq.eq(hv & ~dnq),
                         ]
                     if q != DROPQ:

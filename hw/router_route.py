@@ -16,7 +16,8 @@ route is computed is the build option ``route_fn`` (:data:`ROUTE_FNS`):
 
 With a kernel, the kernel's ``ap_memory`` table port reads the table of the packet's own
 set; the other set's entry comes from the same read (the port's other half), kept for
-divert. The kernel needs this node's coordinates and the topology's dimensions
+divert, read again every cycle while the route waits for its packet to be taken (the
+kernel is idle then), so that divert sees a plan written meanwhile. The kernel needs this node's coordinates and the topology's dimensions
 (:class:`RouteCoords`).
 """
 
@@ -110,8 +111,9 @@ class RouteStage(Module):
         valid_r = Signal()          # the route came in an earlier cycle ...
         own_r = Signal(rb)          # ... and is this
         start = Signal()
+        refresh = Signal()          # the route is there and waits: read the other set again
         rt_req = Signal()           # the set of the request in flight
-        read = Signal()             # the kernel read the table in the previous cycle
+        read = Signal()             # the table was read in the previous cycle
         beyond = Signal()           # ... at an address the router's table does not have
         other_r = Signal(rb)        # the other set's entry, kept after the read
         half = [rp.dat_r[s * rb:(s + 1) * rb] for s in range(2)]
@@ -128,8 +130,12 @@ class RouteStage(Module):
             fn.dst.eq(self.dst),
             fn.node_x.eq(self.node_x), fn.node_y.eq(self.node_y),
             fn.dim_x.eq(self.dim_x), fn.dim_y.eq(self.dim_y),
-            rp.adr.eq(fn.table_address0[:tbits]),
-            rp.re.eq(fn.table_ce0),
+            # While the route waits for its packet to be taken, the kernel is idle and the
+            # port reads the other set again every cycle: divert must see the table as it
+            # is when it diverts (a plan written while the packet waited), not as it was.
+            refresh.eq(valid_r & ~pending),
+            rp.adr.eq(Mux(refresh, self.dst[:tbits], fn.table_address0[:tbits])),
+            rp.re.eq(fn.table_ce0 | refresh),
             # The kernel reads the packet's own set; an address beyond the router's table
             # (a kernel whose table is larger) answers DROP.
             fn.table_q0.eq(Mux(beyond, P.Port.DROP, Mux(rt_req, half[1], half[0]))),
@@ -139,8 +145,9 @@ class RouteStage(Module):
         ]
         self.sync += [
             If(start, rt_req.eq(self.rt)),
-            read.eq(fn.table_ce0),
-            If(fn.table_ce0, beyond.eq(fn.table_address0[tbits:] != 0) if ab > tbits else beyond.eq(0)),
+            read.eq(fn.table_ce0 | refresh),
+            If(refresh, beyond.eq(self.dst[tbits:] != 0) if P.NODE_BITS > tbits else beyond.eq(0)
+            ).Elif(fn.table_ce0, beyond.eq(fn.table_address0[tbits:] != 0) if ab > tbits else beyond.eq(0)),
             If(read, other_r.eq(self.other)),
             If(start & fn.ap_ready, pending.eq(1), self.requests.eq(self.requests + 1)),
             If(done, pending.eq(0), valid_r.eq(1), own_r.eq(fn.ap_return)),

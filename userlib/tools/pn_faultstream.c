@@ -4,7 +4,7 @@
  * (`paranic bench faults`).
  *
  *   pn_launch -n N -- pn_faultstream [--backend B] [--src A] [--dst B] [--bytes S]
- *       [--count M] [--all]
+ *       [--count M] [--all] [--stall-limit K]
  *
  * Node A (default 0) sends M messages of S bytes (default 4096 x 2000) to node B
  * (default 1), each starting with its sequence number. Node B receives them, checks that
@@ -24,7 +24,9 @@
  *
  * A message that never arrives makes B wait for ever: run it under a time limit (the
  * bench does) and read the simulator's counters. Every 10 s without a message B says on
- * stderr how far it got and what rawdata dropped.
+ * stderr how far it got and what rawdata dropped. --stall-limit K: after K such reports in
+ * a row (K * 10 s of wall time without any message) B gives up: "FAIL stalled" on stderr,
+ * exit status 1 (tests: a stall fails in a minute instead of at the launch's time limit).
  *
  * --until-error: rawdata's deadline decides instead (docs/userlib.md, "Deadlines"): B
  * receives with pn_rd_recv and stops at its first error, A stops at its first send error
@@ -46,6 +48,7 @@
 #define STALL_NS 10000000000ll
 
 static int until_error;
+static long stall_limit;   /* --stall-limit: give up after this many stall reports in a row */
 static uint64_t t_start;
 
 static int cmp_u64(const void *a, const void *b)
@@ -87,6 +90,7 @@ static int receive(pn_rd_t *rd, pn_hal_t *h, int src, unsigned nsrc, long count,
 	long *last = malloc(n * sizeof(*last));
 	uint64_t *at = calloc((size_t)expect, sizeof(*at)), *gap = calloc((size_t)expect, sizeof(*gap));
 	size_t len;
+	long stalls = 0;
 	int r;
 
 	if (!seen || !last || !at || !gap)
@@ -125,8 +129,14 @@ static int receive(pn_rd_t *rd, pn_hal_t *h, int src, unsigned nsrc, long count,
 						shown++;
 					}
 			fprintf(stderr, "\n");
+			if (stall_limit && ++stalls >= stall_limit) {
+				say("FAIL stalled: no message for %ld s, %ld of %ld received",
+				    stalls * (long)(STALL_NS / 1000000000), got, expect);
+				return 1;
+			}
 			continue;
 		}
+		stalls = 0;
 		if (r < 0) {
 			say("FAIL recv: %d (%s)", r, pn_strerror(r));
 			return 1;
@@ -206,6 +216,7 @@ int main(int argc, char **argv)
 		else if (!strcmp(argv[a], "--dst")) dst = (unsigned)atoi(v);
 		else if (!strcmp(argv[a], "--bytes")) bytes = (size_t)strtoul(v, NULL, 0);
 		else if (!strcmp(argv[a], "--count")) count = atol(v);
+		else if (!strcmp(argv[a], "--stall-limit")) stall_limit = atol(v);
 		else {
 			fprintf(stderr, "pn_faultstream: unknown option %s\n", argv[a]);
 			return 2;
