@@ -271,7 +271,7 @@ def test_divert_counts_packets_of_several_inputs():
 
 @pytest.mark.parametrize("route_fn", ["migen", "table"])
 @pytest.mark.parametrize("diverted", [False, True])
-def test_latency_unchanged(diverted, route_fn):
+def test_latency_of_a_set1_packet(diverted, route_fn):
     """A set-1 packet not diverted leaves as many cycles after it is complete as any other
     packet (HOP - 1); a diverted one 2 cycles later: with virtual output queues the other
     set's entry is read when the packet is at its queue's head (the table as it is then,

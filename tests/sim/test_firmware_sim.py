@@ -204,6 +204,15 @@ def test_cable_pulled_during_all_to_all(soc_cut):
     assert all(r["received"] == r["sent"] and r["out_of_order"] == 0 for r in res)
 
 
+#: cycles from asking for the job to the cut: once its packets flow (measured on ring:4: the
+#: cut 40 000 cycles after asking, 8 packets on the cable replayed, the messages arriving
+#: from 24 000 cycles after the cut to 400 000 after it). With the old router the cuts
+#: tried there (30 000 and 46 720 cycles after asking, and one at cycle 560 000) all hung;
+#: with the fix cuts at 20 000 to 60 000 all passed. The traffic-triggered cut above came
+#: later (often nothing replayed).
+CUT_AFTER = 40_000
+
+
 def test_cable_cut_at_a_fixed_cycle_of_all_to_all(soc_cut):
     """The cut of the test above at a fixed moment: CUT_AFTER cycles after the job is asked
     for, while every node still streams (checked: before the last message arrives), so that
@@ -228,14 +237,6 @@ def test_cable_cut_at_a_fixed_cycle_of_all_to_all(soc_cut):
         c.mend(0)
     wait_state(soc_cut, FwState.ROUTED, "cable put back")
 
-
-#: cycles from asking for the job to the cut: once its packets flow (measured on ring:4: the
-#: cut 40 000 cycles after asking, 8 packets on the cable replayed, the messages arriving
-#: from 24 000 cycles after the cut to 400 000 after it). With the old router the cuts
-#: tried there (30 000 and 46 720 cycles after asking, and one at cycle 560 000) all hung;
-#: with the fix cuts at 20 000 to 60 000 all passed. The traffic-triggered cut above came
-#: later (often nothing replayed).
-CUT_AFTER = 40_000
 
 
 # ---- a noisy link -----------------------------------------------------------------------------
