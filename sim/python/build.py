@@ -115,6 +115,20 @@ COLLECTIVE = "sim"
 #: shell ``route_dpi`` (ROUTE_DPI_SV), so every simulated packet is routed by the kernel's C++.
 ROUTE_FN = "sim"
 ROUTE_DPI_SV = HARNESS_DIR / "route_dpi.sv"
+#: The shell's port list, generated from ``kernels.ROUTE_PORTS`` (:func:`route_dpi_sources`).
+ROUTE_DPI_PORTS_SVH = BUILD_ROOT / "verilog" / "route_dpi" / "route_dpi_ports.svh"
+
+
+def route_dpi_sources() -> list[Path]:
+    """The route kernel's DPI-C shell and its port list, written from the spec when it
+    differs (a ``.svh`` among a model's sources is an include, not a compiled file)."""
+    text = cgen.route_ports_svh()
+    if not ROUTE_DPI_PORTS_SVH.exists() or ROUTE_DPI_PORTS_SVH.read_text() != text:
+        ROUTE_DPI_PORTS_SVH.parent.mkdir(parents=True, exist_ok=True)
+        tmp = ROUTE_DPI_PORTS_SVH.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(text)
+        tmp.replace(ROUTE_DPI_PORTS_SVH)
+    return [ROUTE_DPI_SV, ROUTE_DPI_PORTS_SVH]
 
 #: Width of the NicCore cluster's host bus in bytes (the SoC cluster's Bar0Window is 32-bit):
 #: the harness applies a 64-bit store as one beat (harness.h ``SIM_BUS_BYTES``).
@@ -227,7 +241,9 @@ def _build_model(v: Path, top: str, obj: Path, vhash: str, jobs: int, quiet: boo
     log = obj.parent / "build.log"
     t0 = time.time()
     _log(f"verilating {v.name} -> {obj} (log: {log})", quiet)
-    _run_logged(["verilator", "--cc", str(v), *map(str, extra_sources), "--top-module", top, "--prefix", prefix,
+    srcs = [str(p) for p in extra_sources if p.suffix != ".svh"]
+    incs = [f"-I{d}" for d in sorted({p.parent for p in extra_sources if p.suffix == ".svh"})]
+    _run_logged(["verilator", "--cc", str(v), *srcs, *incs, "--top-module", top, "--prefix", prefix,
                  "--Mdir", str(obj), *VERILATOR_FLAGS], obj, log, quiet)
     cpps = sorted(p.name for p in obj.glob(f"{prefix}*.cpp"))
     _log(f"verilated in {time.time() - t0:.0f} s: {len(cpps)} C++ files; compiling with -j{jobs} "
@@ -692,7 +708,7 @@ def _nic_cluster_sources(t: Topology, mtu: int, n_ctx: int, phy_delay: int,
     """A NicCore cluster's Verilog, CSR map, top and the other sources of its model (the
     route kernel's DPI-C shell)."""
     v, csr, top = _verilog(t, mtu, n_ctx, phy_delay, quiet)
-    return v, csr, top, [ROUTE_DPI_SV]
+    return v, csr, top, route_dpi_sources()
 
 
 def cluster_build_dir(topo: str | Topology = "ring:4", mtu: int = P.DEFAULT_MTU,
@@ -709,12 +725,13 @@ def _build_split(t: Topology, tag: str, simroot: Path, mtu: int, n_ctx: int, phy
     """build(split=True): the node model (shared by topologies with the same node), the
     topology's glue and harness."""
     v, csr, top = _node_verilog(t.link_ports, table_nodes_of(t), mtu, n_ctx, quiet)
-    vhash = model_hash(v, csr, ROUTE_DPI_SV)
+    dpi = route_dpi_sources()
+    vhash = model_hash(v, csr, *dpi)
     obj = simroot / f"node-{vhash}" / "obj"
     obj.parent.mkdir(exist_ok=True)
     with open(simroot / f"node-{vhash}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        _build_model(v, top, obj, vhash, jobs, quiet, [ROUTE_DPI_SV], prefix=NODE_MODEL)
+        _build_model(v, top, obj, vhash, jobs, quiet, dpi, prefix=NODE_MODEL)
     bdir = simroot / f"cluster-{tag}-d{phy_delay}-{vhash}"
     bdir.mkdir(exist_ok=True)
     gen = gen_glue(t, csr, mtu, n_ctx, bdir / "gen", phy_delay=phy_delay, split=True)

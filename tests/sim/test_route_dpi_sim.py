@@ -14,12 +14,19 @@ from paranic.spec import kernels as K
 
 
 def test_dpi_shell_has_the_kernel_ports():
-    """route_dpi.sv's port list is ROUTE_PORTS (names, directions, widths, order)."""
+    """route_dpi.sv's port list is ROUTE_PORTS (names, directions, widths, order): the
+    shell includes the list the build generates from the spec, and takes every width it
+    uses from its ports instead of spelling one out."""
     text = simbuild.ROUTE_DPI_SV.read_text()
     start = text.index("module route_dpi")
     head = text[start:text.index(");", start)]
+    assert '`include "route_dpi_ports.svh"' in head and "input" not in head and "output" not in head
+    assert not re.findall(r"\[\d+:0\]|\d+'d0", text), "a width spelled out in route_dpi.sv"
+    srcs = simbuild.route_dpi_sources()
+    assert srcs == [simbuild.ROUTE_DPI_SV, simbuild.ROUTE_DPI_PORTS_SVH]
+    ports = simbuild.ROUTE_DPI_PORTS_SVH.read_text()
     got = [(name, d[0], int(hi) + 1 if hi else 1) for d, hi, name in
-           re.findall(r"(input|output)\s+(?:wire|reg)\s*(?:\[(\d+):0\])?\s*(\w+)", head)]
+           re.findall(r"(input|output)\s+wire\s*(?:\[(\d+):0\])?\s*(\w+)", ports)]
     assert got == [(n, d, w) for n, d, w, _doc in K.ROUTE_PORTS]
 
 
