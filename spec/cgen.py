@@ -301,7 +301,7 @@ def hal_vecs_header() -> str:
 
 
 def _coll_lines() -> list[str]:
-    """The collective kernel's facts as C macros (shared by ``pn_hls.h`` and ``pn_coll_spec.h``)."""
+    """The collective kernel's facts as C macros (``pn_coll_spec.h``; ``pn_hls.h`` includes it)."""
     L = [f"#define PN_COLL_MAX_BYTES {K.COLL_MAX_BYTES}",
          f"#define PN_COLL_MAX_WORDS {K.COLL_MAX_WORDS}",
          "/* The NaN a float SUM gives whenever its result is a NaN (canonical, positive, quiet) */",
@@ -345,14 +345,15 @@ def coll_header() -> str:
 
 
 def hls_header() -> str:
-    """``pn_hls.h``: the route kernel's table and widths and the collective kernel's
-    operations, types and header word (:mod:`paranic.spec.kernels`), for ``hls/``."""
+    """``pn_hls.h``: the route kernel's table and widths (:mod:`paranic.spec.kernels`),
+    and the collective kernel's operations, types, header word and tree from
+    ``pn_coll_spec.h`` (the same header libparanic uses), for ``hls/``."""
     L = [_SPDX_BSD, *_generated("paranic/spec/kernels.py"), "#ifndef PN_HLS_H", "#define PN_HLS_H", "",
          "/* route kernel: table depth and widths of its inputs */",
          f"#define PN_ROUTE_TABLE_NODES {K.ROUTE_TABLE_NODES}",
          f"#define PN_ROUTE_TABLE_ADDR_BITS {K.ROUTE_TABLE_ADDR_BITS}",
          f"#define PN_DIM_BITS {K.DIM_BITS}", "",
-         "/* collective kernel */", *_coll_lines()]
+         "/* collective kernel */", '#include "paranic/pn_coll_spec.h"']
     L += ["", "#endif /* PN_HLS_H */"]
     return "\n".join(L) + "\n"
 

@@ -86,12 +86,19 @@ word_t coll_combine(word_t a, word_t b, ap_uint<2> dtype, ap_uint<3> red)
 /* ---- the tree ------------------------------------------------------------------------ */
 
 /* (a - b) mod n and (a + b) mod n for a, b < n. */
+/* A relative id in the tree, wide enough for a child's: rel * 2^lg + 2^lg. */
+typedef ap_uint<PN_DIM_BITS + PN_COLL_MAX_RADIX_LOG2 + 1> rel_t;
+
 static node_t sub_mod(node_t a, node_t b, ap_uint<PN_DIM_BITS> n) { return a >= b ? node_t(a - b) : node_t(a + n - b); }
-static node_t add_mod(ap_uint<PN_DIM_BITS + PN_COLL_MAX_RADIX_LOG2 + 1> a, node_t b, ap_uint<PN_DIM_BITS> n)
+static node_t add_mod(rel_t a, node_t b, ap_uint<PN_DIM_BITS> n)
 {
 	ap_uint<PN_DIM_BITS + PN_COLL_MAX_RADIX_LOG2 + 2> s = a + b;
 	return s >= n ? node_t(s - n) : node_t(s);
 }
+
+/* The tree of pn_coll_spec.h: this node's first child and its parent, relative ids. */
+static rel_t first_child(node_t rel, ap_uint<2> radix_log2) { return PN_COLL_FIRST_CHILD(rel_t(rel), radix_log2); }
+static rel_t parent_of(node_t rel, ap_uint<2> radix_log2) { return PN_COLL_PARENT(rel_t(rel), radix_log2); }
 
 /* The operation's arguments make no sense (BAD_ARGS), or this node has no place in it. */
 static bool bad_args(word_t h)
@@ -148,7 +155,7 @@ static void send_down(hls::stream<word_t> &net_out, node_t node, ap_uint<2> radi
 	ap_uint<PN_DIM_BITS> nodes = CF(h, NODES);
 	node_t root = CF(h, ROOT);
 	node_t rel = sub_mod(node, root, nodes);
-	ap_uint<PN_DIM_BITS + PN_COLL_MAX_RADIX_LOG2 + 1> first = (ap_uint<PN_DIM_BITS + PN_COLL_MAX_RADIX_LOG2 + 1>(rel) << radix_log2) + 1;
+	rel_t first = first_child(rel, radix_log2);
 	unsigned dw = CF(h, NODATA) ? 0u : data_words(h);
 down_kids:
 	for (unsigned j = 0; j < PN_COLL_MAX_KIDS; j++) {
@@ -167,7 +174,7 @@ static void try_complete(coll_state &st, hls::stream<word_t> &host_out, hls::str
 	ap_uint<PN_DIM_BITS> nodes = CF(h, NODES);
 	node_t root = CF(h, ROOT);
 	node_t rel = sub_mod(node, root, nodes);
-	ap_uint<PN_DIM_BITS + PN_COLL_MAX_RADIX_LOG2 + 1> first = (ap_uint<PN_DIM_BITS + PN_COLL_MAX_RADIX_LOG2 + 1>(rel) << radix_log2) + 1;
+	rel_t first = first_child(rel, radix_log2);
 	ap_uint<PN_COLL_MAX_KIDS> need = 0;
 	for (unsigned j = 0; j < PN_COLL_MAX_KIDS; j++) {
 #pragma HLS UNROLL
@@ -211,7 +218,7 @@ combine:
 		send_down(net_out, node, radix_log2, h, st.own);
 	} else {
 		CF(h, PHASE) = PN_COLL_PHASE_UP;
-		node_t parent = add_mod((rel - 1) >> radix_log2, root, nodes);
+		node_t parent = add_mod(parent_of(rel, radix_log2), root, nodes);
 		send(net_out, node, parent, h, st.own, dw);
 	}
 }
@@ -281,8 +288,8 @@ static void net_packet(coll_state &st, hls::stream<word_t> &host_out, hls::strea
 	bool up = CF(h, PHASE) == PN_COLL_PHASE_UP;
 	/* UP: which child slot (relative id of the sender minus our first child's). */
 	node_t rel = sub_mod(node, root, nodes);
-	ap_uint<PN_DIM_BITS + PN_COLL_MAX_RADIX_LOG2 + 1> first = (ap_uint<PN_DIM_BITS + PN_COLL_MAX_RADIX_LOG2 + 1>(rel) << radix_log2) + 1;
-	ap_uint<PN_DIM_BITS + PN_COLL_MAX_RADIX_LOG2 + 1> rs = sub_mod(src, root, nodes);
+	rel_t first = first_child(rel, radix_log2);
+	rel_t rs = sub_mod(src, root, nodes);
 	unsigned j = unsigned(rs - first);
 	if (up)
 		ok = ok && rs >= first && j < (1u << radix_log2) && !st.kid_valid[j];

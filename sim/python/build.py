@@ -37,7 +37,8 @@ from paranic.spec import sim as S
 from paranic.spec.topo import Topology
 
 from .hdl import setup_verilator_env, verilator_root
-from .hlsenv import CXXFLAGS as KERNEL_CXXFLAGS, HLS_DIR, include_dirs as kernel_include_dirs
+from .hlsenv import COMMON_HEADERS as KERNEL_COMMON_HEADERS, CXXFLAGS as KERNEL_CXXFLAGS, HLS_DIR, \
+    include_dirs as kernel_include_dirs
 from .paths import BUILD_ROOT, HARNESS_DIR, TREE
 
 #: Name of the Verilated model class (``--prefix``).
@@ -64,8 +65,7 @@ HARNESS_INCLUDES = (TREE / "userlib/src", TREE / "userlib/include")
 #: The route kernel's C++ too: every router input of a NicCore cluster instantiates
 #: ROUTE_DPI_SV, which calls route() through DPI-C (sim/harness/route_dpi.cpp).
 KERNEL_SOURCES = (HLS_DIR / "collective" / "collective.cpp", HLS_DIR / "route" / "route.cpp")
-KERNEL_HEADERS = (HLS_DIR / "collective" / "collective.h", HLS_DIR / "route" / "route.h",
-                  HLS_DIR / "include" / "pn_hls.h", HLS_DIR / "csim" / "hls_stream.h")
+KERNEL_HEADERS = (HLS_DIR / "collective" / "collective.h", HLS_DIR / "route" / "route.h", *KERNEL_COMMON_HEADERS)
 
 
 _TAG = threading.local()  # the topology being built by this thread (log prefix)

@@ -23,6 +23,10 @@ from .paths import BUILD_ROOT, TREE
 HLS_DIR = TREE / "hls"
 #: libparanic's public headers (the kernels include paranic/pn_protocol.h).
 USERLIB_INCLUDE = TREE / "userlib" / "include"
+#: The headers every kernel's C++ includes besides its own (a build that compiles a
+#: kernel depends on them): the generated spec headers and the hls::stream stand-in.
+COMMON_HEADERS = (HLS_DIR / "include" / "pn_hls.h", USERLIB_INCLUDE / "paranic" / "pn_coll_spec.h",
+                  USERLIB_INCLUDE / "paranic" / "pn_protocol.h", HLS_DIR / "csim" / "hls_stream.h")
 
 CXXFLAGS = ["-std=c++17", "-O2", "-Wall", "-Wextra", "-Werror", "-Wno-unknown-pragmas",
             # the ap_types headers' own constructors trip these at -O2

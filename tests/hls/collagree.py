@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from paranic import hls
+from paranic.sim.hlsenv import COMMON_HEADERS
 from paranic.paths import BUILD_ROOT
 from paranic.spec import kernels as K
 from paranic.spec import protocol as P
@@ -51,7 +52,7 @@ def _hash(paths, extra: str) -> str:
 def build_replay() -> Path:
     """The C++ driver, with the kernel's sources, as the csim testbench is built."""
     cxx = os.environ.get("CXX") or "g++"
-    deps = KERNEL_SRCS + [hls.HLS / "collective" / h for h in hls.TB_HEADERS["collective"]] + [REPLAY_SRC, hls.HLS / "include" / "pn_hls.h", hls.HLS / "csim" / "hls_stream.h"]
+    deps = KERNEL_SRCS + [hls.HLS / "collective" / h for h in hls.TB_HEADERS["collective"]] + [REPLAY_SRC, *COMMON_HEADERS]
     key = _hash(deps, " ".join([cxx, *hls.CXXFLAGS, *hls.include_dirs()]))
     out = BUILD_ROOT / "hls" / f"collective_replay-{key}"
     if out.exists():

@@ -8,6 +8,7 @@ import re
 import pytest
 
 from paranic import hls
+from paranic.paths import INCLUDE
 from paranic.spec import kernels as K
 from paranic.spec import protocol as P
 from paranic.spec.topo import Topology
@@ -62,7 +63,7 @@ def test_route_signature_is_the_spec_port_list():
     the widths the generated header gives, and its pragmas give the ports' protocols."""
     src = (hls.HLS / "route" / "route.cpp").read_text()
     hdr = (hls.HLS / "include" / "pn_hls.h").read_text() + \
-        (hls.INCLUDE / "paranic" / "pn_protocol.h").read_text()
+        (INCLUDE / "paranic" / "pn_protocol.h").read_text()
     defs = {m[0]: int(m[1]) for m in re.findall(r"#define (PN_\w+) (\d+)\b", hdr)}
     typedefs = {m[1]: defs[m[0]] for m in re.findall(r"typedef ap_uint<(\w+)> (\w+);",
                                                      (hls.HLS / "route" / "route.h").read_text())}

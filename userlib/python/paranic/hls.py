@@ -25,9 +25,9 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from paranic.paths import BUILD_ROOT, INCLUDE, TREE
-from paranic.sim.hlsenv import (CXXFLAGS, HLS_DIR, HLS_SOLUTION, HlsError, ap_types_dir, hls_project,
-                                 hls_work_dir, include_dirs)
+from paranic.paths import BUILD_ROOT, TREE
+from paranic.sim.hlsenv import (COMMON_HEADERS, CXXFLAGS, HLS_DIR, HLS_SOLUTION, HlsError, ap_types_dir,
+                                 hls_project, hls_work_dir, include_dirs)
 from paranic.spec import kernels as K
 from paranic.spec import protocol as P
 from paranic.spec.topo import Topology
@@ -51,8 +51,7 @@ def build_tb(kernel: str) -> Path:
         raise HlsError(f"unknown kernel {kernel!r}: one of {', '.join(KERNELS)}")
     d = HLS / kernel
     srcs = [d / s for s in SOURCES[kernel] + TB_HEADERS[kernel] + (TESTBENCH[kernel],)]
-    deps = srcs + [HLS / "include" / "pn_hls.h", INCLUDE / "paranic" / "pn_protocol.h",
-                   HLS / "csim" / "hls_stream.h"]
+    deps = srcs + list(COMMON_HEADERS)
     cxx = os.environ.get("CXX") or "g++"
     h = hashlib.sha256(" ".join([cxx, *CXXFLAGS, *include_dirs()]).encode())
     for f in deps:
