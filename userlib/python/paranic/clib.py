@@ -11,6 +11,7 @@ negative return code's errno and ``pn_strerror()`` text; :func:`check` raises it
 from __future__ import annotations
 
 import enum
+import errno
 import fcntl
 from pathlib import Path
 from typing import Any, Optional
@@ -99,3 +100,40 @@ def check(r: int, what: str) -> int:
     if r < 0:
         raise PnError(-r, what)
     return r
+
+
+class Handle:
+    """The Python lifetime of a libparanic handle. A subclass keeps the C pointer in the
+    attribute named by ``_HANDLE`` (None once closed) and defines an idempotent
+    ``close()``; this gives ``_ptr()`` (the pointer, or ``PnError(EBADF)`` once closed),
+    ``closed``, the context manager and closing when the object is collected (unless
+    ``_closes_on_collect()`` says the handle belongs to another object)."""
+
+    _HANDLE = "_h"
+    _KIND = "handle"   # for the EBADF message: "the <kind> is closed"
+
+    def _ptr(self) -> Any:
+        p = getattr(self, self._HANDLE)
+        if p is None:
+            raise PnError(errno.EBADF, "", f"the {self._KIND} is closed")
+        return p
+
+    @property
+    def closed(self) -> bool:
+        return getattr(self, self._HANDLE, None) is None
+
+    def _closes_on_collect(self) -> bool:
+        return True
+
+    def __enter__(self) -> Any:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            if not self.closed and self._closes_on_collect():
+                self.close()
+        except Exception:
+            pass

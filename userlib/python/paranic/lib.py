@@ -24,7 +24,7 @@ from typing import Any, Optional
 
 from paranic.argcheck import (CTX_ANY, I64_MAX, WAIT_SLICE_NS, buffer_arg, fields, int_arg, open_opts, struct_dict,
                               timeout_arg, uint_arg, wait_slices)
-from paranic.clib import CONSTANTS, DEFINES, LibraryError, PnError, check, ffi, lib, strerror
+from paranic.clib import CONSTANTS, DEFINES, Handle, LibraryError, PnError, check, ffi, lib, strerror
 from paranic.spec import protocol as P
 
 __all__ = ["Hal", "RawData", "Header", "PnError", "LibraryError", "CONSTANTS", "DEFINES", "ffi", "lib",
@@ -54,7 +54,7 @@ Header.__module__ = __name__
 
 # ---- the HAL --------------------------------------------------------------------------------
 
-class Hal:
+class Hal(Handle):
     """One hardware context (``pn_hal_t``). Make it with :meth:`open`; a context
     manager; :meth:`close` releases it (idempotent). Every call on a closed handle
     raises ``PnError(EBADF)``."""
@@ -82,14 +82,10 @@ class Hal:
         return cls(pp[0])
 
     # -- lifetime --
-    def _ptr(self) -> Any:
-        if self._h is None:
-            raise PnError(errno.EBADF, "", "the HAL handle is closed")
-        return self._h
+    _HANDLE, _KIND = "_h", "HAL handle"
 
-    @property
-    def closed(self) -> bool:
-        return self._h is None
+    def _closes_on_collect(self) -> bool:
+        return not self._borrowed               # a RawData's context closes with it
 
     def close(self) -> None:
         """Close attached RawData, then ``pn_close``. Sends still pending are
@@ -103,19 +99,6 @@ class Hal:
             rd.close()
         h, self._h, self._dma = self._h, None, None
         check(lib.pn_close(h), "pn_close")
-
-    def __enter__(self) -> "Hal":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            if self._h is not None and not self._borrowed:
-                self.close()
-        except Exception:
-            pass
 
     def __repr__(self) -> str:
         if self._h is None:
@@ -280,7 +263,7 @@ class Hal:
 
 # ---- rawdata --------------------------------------------------------------------------------
 
-class RawData:
+class RawData(Handle):
     """rawdata (``pn_rd_t``): node-addressed messages of 0 .. :data:`RD_MAX_MSG` bytes.
     Make it with :meth:`open` (its own context) or :meth:`attach` (over a
     :class:`Hal`, which then closes it first when it closes)."""
@@ -316,20 +299,13 @@ class RawData:
         check(lib.pn_rd_attach(pp, hal._ptr()), "pn_rd_attach")
         return cls(pp[0], hal)
 
-    def _ptr(self) -> Any:
-        if self._rd is None:
-            raise PnError(errno.EBADF, "", "the RawData handle is closed")
-        return self._rd
+    _HANDLE, _KIND = "_rd", "RawData handle"
 
     @property
     def hal(self) -> Hal:
         """The HAL context underneath (for barrier, status, node_id ...)."""
         self._ptr()
         return self._hal
-
-    @property
-    def closed(self) -> bool:
-        return self._rd is None
 
     def close(self) -> None:
         """``pn_rd_close`` (idempotent); also closes the context if :meth:`open` made it."""
@@ -341,18 +317,6 @@ class RawData:
         else:
             self._hal._rawdata.discard(self)
         check(lib.pn_rd_close(rd), "pn_rd_close")
-
-    def __enter__(self) -> "RawData":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
 
     def send(self, dst: int, data: Any) -> None:
         """``pn_rd_send``: returns once the whole message is with the NIC."""

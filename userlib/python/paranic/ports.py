@@ -24,7 +24,7 @@ import errno
 from typing import Any, Optional
 
 from paranic.argcheck import buffer_arg, int_arg, open_opts, struct_dict, timeout_arg, wait_slices
-from paranic.clib import CONSTANTS, PnError, check, ffi, lib
+from paranic.clib import CONSTANTS, Handle, PnError, check, ffi, lib
 from paranic.lib import Hal
 
 #: Any source node, context or channel.
@@ -139,7 +139,7 @@ class Request:
         return True
 
 
-class Ports:
+class Ports(Handle):
     """One port (``pn_port_t``) on its own HAL context. A context manager;
     :meth:`close` is idempotent; calls on a closed port raise ``PnError(EBADF)``."""
 
@@ -178,14 +178,7 @@ class Ports:
         return cls(pp[0])
 
     # -- lifetime --
-    def _ptr(self) -> Any:
-        if self._p is None:
-            raise PnError(errno.EBADF, "", "the port is closed")
-        return self._p
-
-    @property
-    def closed(self) -> bool:
-        return self._p is None
+    _HANDLE, _KIND = "_p", "port"
 
     def close(self) -> None:
         """``pn_port_close``: tells connected peers, releases the context. Requests
@@ -195,18 +188,6 @@ class Ports:
         p, self._p = self._p, None
         self._hal._h = None
         check(lib.pn_port_close(p), "pn_port_close")
-
-    def __enter__(self) -> "Ports":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
 
     def __repr__(self) -> str:
         if self._p is None:
