@@ -5,8 +5,8 @@ Context ``c``'s 4 KiB page is at byte offset ``c * P.CTX_PAGE_BYTES`` of ``bus``
 byte). A 64-bit store is one bus beat; a 32-bit store is a beat with four ``sel`` bits
 (``0x0F`` at an 8-aligned offset, ``0xF0`` at offset + 4). The block decodes word-address
 bits ``[0:9]`` (offset in the page) and ``[9:9+P.CTX_BITS]`` (context), i.e. a 256 KiB
-region; higher address bits are ignored. Every access is acknowledged one cycle after it
-is presented; writes to undefined offsets or to contexts ``>= n_ctx`` are ignored, reads
+region; higher address bits are ignored. A write is acknowledged in the cycle it is
+presented (combinationally: one store per cycle back to back), a read one cycle after; writes to undefined offsets or to contexts ``>= n_ctx`` are ignored, reads
 of anything but the read-only registers of ``P.CtxReg`` return 0.
 
 The registers are 32 bits wide on an 8-byte stride: a register is written by the bytes
@@ -73,6 +73,7 @@ class HostPages(Module):
         enabled = Signal()
         access = Signal()
         wr = Signal()
+        rack = Signal()       # a read's acknowledge (registered)
         lo = Signal()         # the beat carries bytes of the low half (a register's value)
         hi = Signal()         # ... of the high half
         self.comb += [
@@ -81,7 +82,7 @@ class HostPages(Module):
             exists.eq(ctx_full < n_ctx),
             ctx.eq(ctx_full),
             enabled.eq(exists & Array(st.enable)[ctx]),
-            access.eq(bus.cyc & bus.stb & ~bus.ack),
+            access.eq(bus.cyc & bus.stb & ~rack),
             wr.eq(access & bus.we),
             lo.eq(bus.sel[:4] != 0),
             hi.eq(bus.sel[4:] != 0),
@@ -216,7 +217,11 @@ class HostPages(Module):
                 If(reg(R.ERRORS), rdata.eq(Array(st.errors)[ctx])),
             ),
         ]
+        # A write is acknowledged in the cycle it is presented (it takes effect at that
+        # clock edge), so back-to-back stores move one per cycle; a read one cycle later
+        # (its data registered).
+        self.comb += bus.ack.eq(wr | rack)
         self.sync += [
-            bus.ack.eq(access),
-            If(access, bus.dat_r.eq(rdata)),   # low half; the high half reads 0
+            rack.eq(access & ~bus.we),
+            If(access & ~bus.we, bus.dat_r.eq(rdata)),   # low half; the high half reads 0
         ]
