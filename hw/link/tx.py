@@ -214,6 +214,7 @@ class LinkTX(LiteXModule):
         # levels after the header word's length; the PHY adapters register their input).
         # The frame CRC-32 runs on the words sent, so the trailer is ready the cycle
         # after the last data word.
+        w_stomp = Signal()      # the trailer is a stomped frame's
         crc = Signal(32)        # CRC-32 state over the packet words already sent
         check = Signal(16)
         self.comb += [
