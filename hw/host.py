@@ -214,6 +214,9 @@ class HostInterface(LiteXModule):
 
         self.comb += [
             pio.node_id.eq(self.node_id),
+            pio.byp_stb.eq(pages.send_full),
+            pio.byp_data.eq(pages.send_word),
+            pio.byp_ctx.eq(st.pio_db.ctx),
             dmatx.node_id.eq(self.node_id),
             self.rx_sink.connect(rx.rx_sink),
             self.irq.eq(pages.irq | rx.irq),

@@ -58,6 +58,8 @@ class HostPages(Module):
         self.barrier_enter_ctx = Signal(P.CTX_BITS)
         self.irq = Signal(n_ctx)
         self.err_pio = Signal()
+        self.send_full = Signal()      # out: a 64-bit PIO_SEND rang the doorbell (ctx: st.pio_db.ctx)
+        self.send_word = Signal(64)    # out: its word (window word 0)
         self.err_ptr = Signal()
         self.rx_inc_now = Signal(n_ctx)
 
@@ -164,6 +166,13 @@ class HostPages(Module):
         ).Elif(wr & ~exists & doorbell,
             self.err_pio.eq(1),
         )
+        # A whole-word PIO_SEND whose doorbell is taken: the PIO engine may send the
+        # header word from here (``send_word``) instead of reading it back from the
+        # buffer (PioEngine, "bypass").
+        self.comb += [
+            self.send_full.eq(st.pio_db.stb & send & (bus.sel == 0xFF)),
+            self.send_word.eq(bus.dat_w),
+        ]
         self.comb += If(wr & exists & doorbell,
             If(~enabled,
                 self.err_pio.eq(1),
