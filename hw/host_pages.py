@@ -84,7 +84,11 @@ class HostPages(Module):
             exists.eq(ctx_full < n_ctx),
             ctx.eq(ctx_full),
             enabled.eq(exists & Array(st.enable)[ctx]),
-            access.eq(bus.cyc & bus.stb & ~rack),
+            # A write depends on the bus inputs alone (not on ``rack``): its combinational
+            # ``ack`` is the same before and after the clock edge, so a master that
+            # samples ``ack`` after the edge (cocotb) sees it for the write that edge
+            # made, also right after a read.
+            access.eq(bus.cyc & bus.stb & (bus.we | ~rack)),
             wr.eq(access & bus.we),
             lo.eq(bus.sel[:4] != 0),
             hi.eq(bus.sel[4:] != 0),
