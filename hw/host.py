@@ -18,7 +18,7 @@ See ``docs/host-interface.md`` for the software view and ``docs/architecture.md`
 
 from __future__ import annotations
 
-from migen import Array, If, Memory, Signal
+from migen import Array, Case, If, Memory, Mux, Signal
 from litex.gen import LiteXModule
 from litex.soc.interconnect import packet, stream, wishbone
 from litex.soc.interconnect.csr import CSR, CSRStatus, CSRStorage
@@ -61,6 +61,44 @@ class _WritePort:
 
     def drive(self, port) -> list:
         return [port.adr.eq(self.adr), port.dat_w.eq(self.dat_w), port.we.eq(self.we)]
+
+
+class PacketArbiter(LiteXModule):
+    """Round-robin packet arbiter that grants an idle ``slave`` in the cycle a master
+    offers a packet.
+
+    LiteX's ``packet.Arbiter`` moves its (registered) grant a cycle after a new master
+    asks, so a packet from the master that was not served last waits one cycle. Here
+    the grant is chosen combinationally among the masters' ``valid`` while no packet is
+    part-way through (round robin from the one after the master served last), and held
+    from the cycle a beat is offered until the packet's last beat is taken: an offered
+    beat is never withdrawn. The choice adds a priority pick over ``len(masters)``
+    ``valid`` bits (one or two LUT levels) in front of the output multiplexer.
+    """
+
+    def __init__(self, masters, slave) -> None:
+        n = len(masters)
+        self.grant = grant = Signal(max=max(2, n))
+        last = Signal(max=max(2, n))    # the master whose packet ended last
+        held = Signal(max=max(2, n))
+        locked = Signal()               # a packet is offered or part-way through
+        pick = Signal(max=max(2, n))
+        cases = {}
+        for i in range(n):
+            chain = pick.eq(i)
+            for t in reversed([(i + k) % n for k in range(1, n)]):
+                chain = If(masters[t].valid, pick.eq(t)).Else(chain)
+            cases[i] = chain
+        self.comb += [
+            Case(last, cases),
+            grant.eq(Mux(locked, held, pick)),
+            Case(grant, {i: m.connect(slave) for i, m in enumerate(masters)}),
+        ]
+        self.sync += If(slave.valid,
+            held.eq(grant),
+            locked.eq(~(slave.ready & slave.last)),
+            If(slave.ready & slave.last, last.eq(grant)),
+        )
 
 
 class HostInterface(LiteXModule):
@@ -176,6 +214,9 @@ class HostInterface(LiteXModule):
 
         self.comb += [
             pio.node_id.eq(self.node_id),
+            pio.byp_stb.eq(pages.send_full),
+            pio.byp_data.eq(pages.send_word),
+            pio.byp_ctx.eq(st.pio_db.ctx),
             dmatx.node_id.eq(self.node_id),
             self.rx_sink.connect(rx.rx_sink),
             self.irq.eq(pages.irq | rx.irq),
@@ -187,7 +228,10 @@ class HostInterface(LiteXModule):
         for w in (rx.writer, status.writer):
             self.comb += [w.channel.eq(self.dma_wr.channel), w.req_id.eq(self.dma_wr.req_id)]
         self.tx_arb = packet.Arbiter([pio.source, dmatx.source], self.tx_source)
-        self.wr_arb = packet.Arbiter([rx.writer.source, status.writer.source], self.dma_wr.source)
+        # The RX engine's slot writes and the status writer's share the DMA write port; an
+        # idle port is granted in the cycle a writer asks (PacketArbiter), so a received
+        # packet's write after a status write loses no cycle.
+        self.wr_arb = PacketArbiter([rx.writer.source, status.writer.source], self.dma_wr.source)
 
         # Counters -------------------------------------------------------------------------------
         tx = self.tx_source

@@ -5,8 +5,8 @@ Context ``c``'s 4 KiB page is at byte offset ``c * P.CTX_PAGE_BYTES`` of ``bus``
 byte). A 64-bit store is one bus beat; a 32-bit store is a beat with four ``sel`` bits
 (``0x0F`` at an 8-aligned offset, ``0xF0`` at offset + 4). The block decodes word-address
 bits ``[0:9]`` (offset in the page) and ``[9:9+P.CTX_BITS]`` (context), i.e. a 256 KiB
-region; higher address bits are ignored. Every access is acknowledged one cycle after it
-is presented; writes to undefined offsets or to contexts ``>= n_ctx`` are ignored, reads
+region; higher address bits are ignored. A write is acknowledged in the cycle it is
+presented (combinationally: one store per cycle back to back), a read one cycle after; writes to undefined offsets or to contexts ``>= n_ctx`` are ignored, reads
 of anything but the read-only registers of ``P.CtxReg`` return 0.
 
 The registers are 32 bits wide on an 8-byte stride: a register is written by the bytes
@@ -58,6 +58,8 @@ class HostPages(Module):
         self.barrier_enter_ctx = Signal(P.CTX_BITS)
         self.irq = Signal(n_ctx)
         self.err_pio = Signal()
+        self.send_full = Signal()      # out: a 64-bit PIO_SEND rang the doorbell (ctx: st.pio_db.ctx)
+        self.send_word = Signal(64)    # out: its word (window word 0)
         self.err_ptr = Signal()
         self.rx_inc_now = Signal(n_ctx)
 
@@ -73,6 +75,7 @@ class HostPages(Module):
         enabled = Signal()
         access = Signal()
         wr = Signal()
+        rack = Signal()       # a read's acknowledge (registered)
         lo = Signal()         # the beat carries bytes of the low half (a register's value)
         hi = Signal()         # ... of the high half
         self.comb += [
@@ -81,7 +84,11 @@ class HostPages(Module):
             exists.eq(ctx_full < n_ctx),
             ctx.eq(ctx_full),
             enabled.eq(exists & Array(st.enable)[ctx]),
-            access.eq(bus.cyc & bus.stb & ~bus.ack),
+            # A write depends on the bus inputs alone (not on ``rack``): its combinational
+            # ``ack`` is the same before and after the clock edge, so a master that
+            # samples ``ack`` after the edge (cocotb) sees it for the write that edge
+            # made, also right after a read.
+            access.eq(bus.cyc & bus.stb & (bus.we | ~rack)),
             wr.eq(access & bus.we),
             lo.eq(bus.sel[:4] != 0),
             hi.eq(bus.sel[4:] != 0),
@@ -163,6 +170,13 @@ class HostPages(Module):
         ).Elif(wr & ~exists & doorbell,
             self.err_pio.eq(1),
         )
+        # A whole-word PIO_SEND whose doorbell is taken: the PIO engine may send the
+        # header word from here (``send_word``) instead of reading it back from the
+        # buffer (PioEngine, "bypass").
+        self.comb += [
+            self.send_full.eq(st.pio_db.stb & send & (bus.sel == 0xFF)),
+            self.send_word.eq(bus.dat_w),
+        ]
         self.comb += If(wr & exists & doorbell,
             If(~enabled,
                 self.err_pio.eq(1),
@@ -216,7 +230,11 @@ class HostPages(Module):
                 If(reg(R.ERRORS), rdata.eq(Array(st.errors)[ctx])),
             ),
         ]
+        # A write is acknowledged in the cycle it is presented (it takes effect at that
+        # clock edge), so back-to-back stores move one per cycle; a read one cycle later
+        # (its data registered).
+        self.comb += bus.ack.eq(wr | rack)
         self.sync += [
-            bus.ack.eq(access),
-            If(access, bus.dat_r.eq(rdata)),   # low half; the high half reads 0
+            rack.eq(access & ~bus.we),
+            If(access & ~bus.we, bus.dat_r.eq(rdata)),   # low half; the high half reads 0
         ]

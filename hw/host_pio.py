@@ -24,7 +24,7 @@ the same rule.
 
 from __future__ import annotations
 
-from migen import Array, Cat, If, Module, Signal
+from migen import Array, Cat, If, Module, Mux, Signal
 from migen.genlib.fsm import FSM, NextState, NextValue
 from litex.soc.interconnect import stream
 
@@ -84,6 +84,12 @@ class PioEngine(Module):
         self.err_type = Signal()
         self.err_spoiled = Signal()
         self.busy = Signal()
+        # The header bypass (inputs, HostPages.send_full/send_word with st.pio_db.ctx): a
+        # whole-word PIO_SEND's word 0, kept so that the engine can offer the header in
+        # the cycle after the doorbell instead of reading it back from the buffer first.
+        self.byp_stb = Signal()
+        self.byp_data = Signal(64)
+        self.byp_ctx = Signal(P.CTX_BITS)
 
         # # #
 
@@ -100,7 +106,28 @@ class PioEngine(Module):
         def radr(word, c):
             return Cat(word[:word_bits], c) if word_bits else c
 
-        w0 = rdport.dat_r
+        # The bypass register: the last whole-word PIO_SEND's word 0 and its context.
+        # The window is locked from the doorbell until the packet has left, so the word
+        # in the buffer stays equal to it; any other doorbell may be served first, and a
+        # later doorbell without a whole-word PIO_SEND (PIO_DOORBELL, or PIO_SEND as two
+        # 32-bit writes) clears it: those are read from the buffer.
+        byp = Signal(64)
+        byp_ctx = Signal(P.CTX_BITS)
+        byp_ok = Signal()
+        byp_used = Signal()
+        self.sync += If(self.byp_stb,
+            byp.eq(self.byp_data), byp_ctx.eq(self.byp_ctx), byp_ok.eq(1),
+        ).Elif(st.pio_db.stb | byp_used,
+            byp_ok.eq(0),
+        )
+        self.submodules.fsm = fsm = FSM(reset_state="IDLE")
+        idle = fsm.ongoing("IDLE")
+        hit = Signal()      # IDLE: the picked doorbell's header is in the bypass register
+        self.comb += hit.eq(idle & pick.valid & byp_ok & (pick.grant == byp_ctx))
+        cx = Signal(P.CTX_BITS)   # the context checked: the bypass's in IDLE, else ctx
+        self.comb += cx.eq(Mux(idle, byp_ctx, ctx))
+        w0 = Signal(64)
+        self.comb += w0.eq(Mux(idle, byp, rdport.dat_r))
         length = hdr(w0, "length")
         bad_len = Signal()
         unstaged = Signal()
@@ -113,33 +140,71 @@ class PioEngine(Module):
             pick.request.eq(Cat(*[st.pio_pending[i] & ((st.tx_done[i] == st.pio_after[i])
                                                        | ~st.enable[i])
                                   for i in range(n_ctx)])),
-            disabled.eq(~Array(list(st.enable))[ctx]),
-            *stamp_header(w0, stamped, self.node_id, ctx, int(P.Flags.SOM | P.Flags.EOM)),
+            disabled.eq(~Array(list(st.enable))[cx]),
+            *stamp_header(w0, stamped, self.node_id, cx, int(P.Flags.SOM | P.Flags.EOM)),
             bad_len.eq(length > max_len),
-            unstaged.eq(packet_words(length) > Array(st.pio_staged)[ctx]),
+            unstaged.eq(packet_words(length) > Array(st.pio_staged)[cx]),
             bad_type.eq(~user_type_ok(hdr(w0, "type"))),
-            refused.eq(Array(st.pio_refuse)[ctx]),
-            st.pio_fin.ctx.eq(ctx),
+            refused.eq(Array(st.pio_refuse)[cx]),
+            st.pio_fin.ctx.eq(cx),
         ]
 
-        self.submodules.fsm = fsm = FSM(reset_state="IDLE")
+        # HDR checks header word 0 as it comes out of the buffer and, when it passes,
+        # offers the stamped word at once (the packet's first beat leaves in the cycle
+        # the header is read, not one later); SEND streams the rest. A doorbell whose
+        # header is in the bypass register skips the read: IDLE checks and offers it
+        # (as HDR does) in the cycle it is picked, fetching word 1 once it is taken (or
+        # word 0, for HDR, while it waits).
+        xfer = source.valid & source.ready
+        ok = Signal()
+        next_word = Signal(max(word_bits, 1))   # word 0 until the first beat is taken, then 1
+        self.comb += [ok.eq(~(refused | bad_len | bad_type | unstaged | disabled)),
+                      next_word.eq(xfer)]
+
+        def offer(c):
+            return [
+                self.busy.eq(1),
+                source.valid.eq(1),
+                source.first.eq(1),
+                source.data.eq(stamped),
+                # keep word 0 on dat_r until it is taken, then fetch word 1
+                rdport.adr.eq(radr(next_word, c)),
+                NextValue(offered, 1),   # a valid beat stays offered until taken
+                NextValue(nwords, packet_words(length)),
+                If(xfer,
+                    NextValue(idx, 1),
+                    NextState("SEND"),
+                ).Else(
+                    NextState("HDR"),
+                ),
+            ]
+
+        def refuse():
+            return [
+                st.pio_fin.stb.eq(1),
+                st.pio_fin.data.eq(1),
+                If(disabled,
+                ).Elif(refused, self.err_spoiled.eq(1)
+                ).Elif(bad_type, self.err_type.eq(1)
+                ).Else(self.err_length.eq(1), self.err_unstaged.eq(~bad_len)),
+            ]
+
         fsm.act("IDLE",
             rdport.adr.eq(radr(Signal(max(word_bits, 1)), pick.grant)),
             NextValue(offered, 0),
             If(pick.valid,
                 pick.take.eq(1),
                 NextValue(ctx, pick.grant),
-                NextState("HDR"),
+                If(hit,
+                    byp_used.eq(1),
+                    If(~ok,
+                        *refuse(),
+                    ).Else(*offer(byp_ctx)),
+                ).Else(
+                    NextState("HDR"),
+                ),
             ),
         )
-        # HDR checks header word 0 as it comes out of the buffer and, when it passes,
-        # offers the stamped word at once (the packet's first beat leaves in the cycle
-        # the header is read, not one later); SEND streams the rest.
-        xfer = source.valid & source.ready
-        ok = Signal()
-        next_word = Signal(max(word_bits, 1))   # word 0 until the first beat is taken, then 1
-        self.comb += [ok.eq(~(refused | bad_len | bad_type | unstaged | disabled)),
-                      next_word.eq(xfer)]
         fsm.act("HDR",  # dat_r = header word 0
             If(~ok & ~offered,
                 st.pio_fin.stb.eq(1),
@@ -186,8 +251,10 @@ class PioClear(Module):
 
     It writes through ``wp`` (the buffer's write port, ``pio_words`` words per context)
     only on cycles when ``busy_in`` (the MMIO side writing) is low, so window writes of
-    other contexts are never delayed; MMIO writes arrive at most every other cycle, so a
-    region takes at most ``2 * pio_words`` cycles. ``STATE.pio_busy`` stays set until it
+    other contexts are never delayed; on a board MMIO writes arrive at most every other
+    cycle (a PCIe write request is at least two beats of the 64-bit datapath), so a
+    region takes at most ``2 * pio_words`` cycles (a bus master that writes in every
+    cycle, as the simulator's may, delays it while it does). ``STATE.pio_busy`` stays set until it
     is done: the hand-over sequence waits for it before it enables the context.
     """
 

@@ -29,12 +29,15 @@ class LinkRX(LiteXModule):
     """Deframer and checker.
 
     PHY side: ``sink`` (phy_layout; ``valid`` honoured, ``ready`` always high).
-    Router side: ``source`` (packet_layout, registered; ``ready`` is expected high
+    Router side: ``source`` (packet_layout, not registered: a word leaves in the cycle the
+    PHY delivers the next one; ``ready`` is expected high
     because the router's credits guarantee room, a refused word is counted in
     ``rx_overflows`` and poisons the packet).
 
     A frame is delivered while it arrives, one word behind the PHY, so that the last
-    packet word can carry ``error`` once the CRC trailer has been checked. Only a
+    packet word can carry ``error`` once the CRC trailer has been checked: the last word
+    leaves in the cycle the trailer arrives (the PHY's word is decoded as it arrives,
+    there is no input or output register). Only a
     frame whose SOF carries the expected sequence number is delivered; a frame cut
     short by a control word ends with ``error=1`` after fewer words than its SOF
     announced (never more).
@@ -104,7 +107,9 @@ class LinkRX(LiteXModule):
         d_data = Signal(P.WORD_BITS)
         d_ctrl = Signal()
         check_ok = Signal()     # the control-word check of d_data matches
-        self.sync += [
+        # The PHY's word is decoded in the cycle it arrives (no input register: the PHY
+        # adapters' outputs are registered; the CRC-16 check is about three LUT levels).
+        self.comb += [
             d_valid.eq(sink.valid),
             d_data.eq(sink.data),
             d_ctrl.eq(sink.ctrl),
@@ -169,41 +174,25 @@ class LinkRX(LiteXModule):
         frame_bytes = Signal(P.HEADER_FIELD["length"].width)
         poisoned = Signal()     # a word of this packet was refused by the router
 
-        # Output register towards the router.
-        o_valid = Signal()
-        o_last = Signal()
-        o_error = Signal()
-        out_data = Signal(P.WORD_BITS)
-        out_first = Signal()
-        o_words = Signal(LEN_BITS)
-        o_replay = Signal()
-        self.comb += [
-            self.done_words.eq(Mux(o_valid & o_last, o_words, 0)),
-            self.done_bad.eq(o_replay),
-            self.words.eq(Mux(o_valid & out_first, o_words, 0)),
-            source.valid.eq(o_valid),
-            source.data.eq(out_data),
-            source.first.eq(out_first),
-            source.last.eq(o_last),
-            source.error.eq(o_error),
-        ]
-
+        # Towards the router: the held word leaves in the cycle the next word (or the
+        # trailer, with the CRC verdict) arrives, without an output register.
         emit = Signal()
         emit_last = Signal()
         emit_error = Signal()
         emit_replay = Signal()  # the packet ends bad and will come again (not stomped)
-        self.sync += [
+        o_valid = Signal()
+        self.comb += [
             o_valid.eq(emit),
-            If(emit,
-                out_data.eq(hold),
-                out_first.eq(hold_first),
-                o_last.eq(emit_last),
-                o_error.eq(emit_error),
-                o_words.eq(frame_len),
-                o_replay.eq(emit_replay),
-            ),
-            If(o_valid & ~source.ready, self.rx_overflows.eq(self.rx_overflows + 1)),
+            self.done_words.eq(Mux(emit & emit_last, frame_len, 0)),
+            self.done_bad.eq(emit_replay),
+            self.words.eq(Mux(emit & hold_first, frame_len, 0)),
+            source.valid.eq(emit),
+            source.data.eq(hold),
+            source.first.eq(hold_first),
+            source.last.eq(emit_last),
+            source.error.eq(emit_error),
         ]
+        self.sync += If(o_valid & ~source.ready, self.rx_overflows.eq(self.rx_overflows + 1))
 
         # Frame events.
         refuse = Signal()       # the frame announced by this SOF does not fit: NAK it
@@ -289,8 +278,8 @@ class LinkRX(LiteXModule):
                 emit.eq(1),
             ).Elif(accept & trailer,
                 emit.eq(hold_valid), emit_last.eq(1),
-                emit_error.eq(~crc_good | poisoned | (o_valid & ~source.ready)),
-                emit_replay.eq(~(crc_good | crc_stomp) | poisoned | (o_valid & ~source.ready)),
+                emit_error.eq(~crc_good | poisoned),
+                emit_replay.eq(~(crc_good | crc_stomp) | poisoned),
             ).Elif(accept & abort & hold_valid & ~hold_first,
                 # Cut short after at least one word went out: end it with an error.
                 emit.eq(1), emit_last.eq(1), emit_error.eq(1), emit_replay.eq(1),

@@ -30,7 +30,8 @@ class LinkTX(LiteXModule):
     """Framer, replay buffer (go-back-N), ACK timer and control-word generator.
 
     Router side: ``sink`` (packet_layout). PHY side: ``source`` (phy_layout, one
-    word every cycle, registered; ``source.ready`` is assumed high). ``ready`` of
+    word every cycle, not registered: the PHY adapter registers it; ``source.ready`` is
+    assumed high). ``ready`` of
     ``sink`` depends only on the internal state, never on ``sink.valid``.
 
     From the receive side: ``ack_out``/``nak_req``/``credit_out`` (what to tell the
@@ -189,11 +190,8 @@ class LinkTX(LiteXModule):
         ]
 
         # -- word to send -------------------------------------------------------------
-        # The FSM decides in cycle t what leaves in cycle t+1: a control word (its
-        # 48-bit body is registered and the CRC-16 check is added at the output), a
-        # data word (registered), or the CRC trailer. The frame CRC-32 runs on the
-        # registered output words, so the trailer is ready the cycle after the last
-        # data word without a long combinational path.
+        # The FSM decides in cycle t what leaves in cycle t: a control word (its 48-bit
+        # body and CRC-16 check), a data word, or the CRC trailer.
         w_ctl = Signal()
         w_data = Signal(P.WORD_BITS)
         w_crc = Signal()        # the word is a packet word: include it in the CRC
@@ -211,44 +209,31 @@ class LinkTX(LiteXModule):
             ctl_slice(body, "len").eq(c_len),
             ctl_slice(body, "rdy").eq(self.rdy & (c_kind == CtlKind.TRAIN)),
         ]
-        o_ctl = Signal()
-        o_body = Signal(CTL_BODY_BITS)
-        o_data = Signal(P.WORD_BITS)
-        o_crc = Signal()
-        o_trailer = Signal()
-        o_stomp = Signal()
-        w_stomp = Signal()
-        o_sof = Signal()
-        self.sync += [
-            o_ctl.eq(w_ctl),
-            o_body.eq(body),
-            o_data.eq(w_data),
-            o_crc.eq(w_crc),
-            o_trailer.eq(w_trailer),
-            o_stomp.eq(w_stomp),
-            o_sof.eq(w_ctl & (c_kind == CtlKind.SOF)),
-        ]
-        o_check = Signal(16)
-        self.sync += o_check.eq(crc_next(CRC16_INIT, body, 16, CRC16_POLY) ^ CRC16_XOROUT)
+        # No output register: the word the FSM decides in a cycle leaves in that cycle
+        # (a control word's CRC-16 check is computed from its body, about three LUT
+        # levels after the header word's length; the PHY adapters register their input).
+        # The frame CRC-32 runs on the words sent, so the trailer is ready the cycle
+        # after the last data word.
+        w_stomp = Signal()      # the trailer is a stomped frame's
         crc = Signal(32)        # CRC-32 state over the packet words already sent
-        o_down = Signal()
-        self.sync += o_down.eq(self.down)
+        check = Signal(16)
         self.comb += [
-            source.valid.eq(~o_down),
-            source.ctrl.eq(o_ctl),
-            If(o_ctl,
-                source.data.eq(Cat(o_body, o_check)),
-            ).Elif(o_trailer,
-                source.data.eq(Cat(crc ^ Mux(o_stomp, CRC32_XOROUT ^ CRC32_STOMP, CRC32_XOROUT),
+            check.eq(crc_next(CRC16_INIT, body, 16, CRC16_POLY) ^ CRC16_XOROUT),
+            source.valid.eq(~self.down),
+            source.ctrl.eq(w_ctl),
+            If(w_ctl,
+                source.data.eq(Cat(body, check)),
+            ).Elif(w_trailer,
+                source.data.eq(Cat(crc ^ Mux(w_stomp, CRC32_XOROUT ^ CRC32_STOMP, CRC32_XOROUT),
                                    Constant(0, 32))),
             ).Else(
-                source.data.eq(o_data),
+                source.data.eq(w_data),
             ),
         ]
-        self.sync += If(o_sof,
+        self.sync += If(w_ctl & (c_kind == CtlKind.SOF),
             crc.eq(CRC32_INIT),
-        ).Elif(o_crc,
-            crc.eq(crc_next(crc, o_data, 32, CRC32_POLY)),
+        ).Elif(w_crc,
+            crc.eq(crc_next(crc, w_data, 32, CRC32_POLY)),
         )
 
         # -- frame length from the router's header word 0 -------------------------

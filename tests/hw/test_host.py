@@ -136,6 +136,7 @@ def test_register_decode_and_pointer_checks():
         yield from h.write32(page + R.RX_HEAD, 0)       # no-op, accepted
         yield from h.write32(5 * P.CTX_PAGE_BYTES + R.PIO_DOORBELL, 0)   # absent ctx
         yield from h.write32(P.CTX_PAGE_BYTES + R.BARRIER, 0)            # disabled ctx
+        yield   # a write is acknowledged in its own cycle; the counter counts at its end
         res["err_pio"] = yield counter(dut, "err_pio")
         yield from h.write32(page + 0x100, 0xFFFFFFFF)  # undefined: ignored
         yield from h.write32(page + R.STATUS, 0xFFFFFFFF)  # read-only: ignored

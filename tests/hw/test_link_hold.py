@@ -96,10 +96,10 @@ def test_held_at_boundary_sends_only_fillers():
     held = range(100, 600)
     ev = Run(pk, lambda c: c in held).run()
     sofs = [e for e in ev if e[0] == "sof"]
-    # No frame starts while hold is high (the decision is taken one cycle before the
-    # SOF leaves, so a SOF at cycle t means hold was low at t-1).
+    # No frame starts while hold is high (the decision is taken in the cycle the SOF
+    # leaves: LinkTX has no output register, so a SOF at cycle t means hold was low at t).
     for e in sofs:
-        assert (e[2] - 1) not in held, f"frame {e[1]} started under hold at {e[2]}"
+        assert e[2] not in held, f"frame {e[1]} started under hold at {e[2]}"
     # Inside the held window (after the frame in progress ended) only fillers go out.
     fills_in_hold = [e for e in ev if e[0] == "fill" and e[1] in held]
     assert len(fills_in_hold) > 400
@@ -136,4 +136,4 @@ def test_replay_waits_for_hold_then_resumes():
     assert all(e[2] < 200 for e in fresh)
     assert [e[1] for e in replayed][:4] == [0, 1, 2, 3], replayed
     assert replayed[0][2] >= 500, "replay started under hold"
-    assert all(not (200 <= e[2] - 1 < 500) for e in sofs)
+    assert all(not (200 <= e[2] < 500) for e in sofs)   # decided in the cycle it leaves

@@ -50,6 +50,10 @@ def test_corners_ready_file_and_one_way_order(sim_binary, userlib_build):
             got[model] = _one_way(sim), info["latency_cycles"]
     (o, lo), (r, lr), (p, lp) = (got[m] for m in ("optimistic", "realistic", "pessimistic"))
     assert o[0] < r[0] < p[0], got
+    # the realistic corner's one-way, 96 cycles = 768 ns (103 before the cuts of
+    # docs/host-interface.md, "The whole path"): with the native software's 121 ns,
+    # under the 0.9 us goal
+    assert r[0] == 96, got
     # deterministic with one message in flight; a client descheduled between its stores
     # makes one sample longer (max), never the median shorter than the minimum + 1
     for med, mn, mx, _ in (o, r, p):

@@ -349,6 +349,7 @@ async def pio_window_writes_while_busy(dut):
     await c0.pio_write_window(P.pack_header(dst_node=NODE, dst_ctx=1, length=64, tag=2)
                               + bytes([0xEE] * 64), wait=True)   # 10 64-bit stores refused
     await c0.pio_doorbell(wait=True)                             # doorbell while busy: refused
+    await host.cycles(1)   # a write is acknowledged in its own cycle; counted at its end
     d = delta(counters(dut), before)
     assert d == {"err_pio": 21}, d
     s = await c0.wait_status(pio_done=1)                         # the refused doorbell
