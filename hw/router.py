@@ -150,7 +150,7 @@ class Router(LiteXModule):
                  dims: tuple[int, int] = (P.MAX_NODES, 1), voq: bool | None = None,
                  inject_packets: int = INJECT_PACKETS, voq_order: str = "oldest",
                  transit_first: bool = False, local_every: int = 0,
-                 eject_transit_first: bool = True) -> None:
+                 eject_transit_first: bool = True, eject_reader: bool | None = None) -> None:
         if n_links not in (2, 4):
             raise ValueError("n_links must be 2 (ring) or 4 (torus)")
         if not 8 <= mtu <= P.MAX_MTU:
@@ -211,6 +211,12 @@ class Router(LiteXModule):
         if voq and bubble != "packet":
             raise ValueError("virtual output queues need bubble='packet' (entries per packet slot)")
         self.voq = voq
+        if eject_reader is None:
+            eject_reader = voq
+        if eject_reader and not voq:
+            raise ValueError("eject_reader needs virtual output queues")
+        #: link inputs have a second read port for the ejection port
+        self.eject_reader = eject_reader
         #: packet slots of a link input buffer (bubble="packet")
         self.slots_per_buffer = buf_words // max_pkt
         self.slots = [None] + [Signal(max=self.slots_per_buffer + 1, reset=self.slots_per_buffer,
@@ -273,7 +279,8 @@ class Router(LiteXModule):
         # every packet holds at least the header words: depth // HEADER_WORDS entries
         self.inputs = [self.inject] + [
             PacketFifo(buf_words, max_pkt, packets=self.link_entries,
-                       cut_through=True, lookahead=True, head_word=True, random_read=voq)
+                       cut_through=True, lookahead=True, head_word=True, random_read=voq,
+                       second_reader=eject_reader)
             for _ in range(n_links)]
         for i, f in enumerate(self.inputs[1:]):
             setattr(self, f"in_{PORT_NAMES[i + 1]}", f)
@@ -458,6 +465,17 @@ class Router(LiteXModule):
         ended = [Signal(name=f"ended_{PORT_NAMES[o]}") for o in range(nports)]
         for k in range(nports):
             self.comb += can_start[k].eq((~fwd[k] & ~drain[k]) | ends[k])
+        # eject_reader: a link input's second read port, forwarding into the ejection port
+        fwd2 = [None] + [Signal(name=f"fwd2_{PORT_NAMES[k]}") for k in range(1, nports)]
+        ej_sel = [None] + [Signal(name=f"ejsel_{PORT_NAMES[k]}") for k in range(1, nports)]
+        ej_own = [None] + [Signal(name=f"ejown_{PORT_NAMES[k]}") for k in range(1, nports)]
+        can_start2 = [None] + [Signal(name=f"canstart2_{PORT_NAMES[k]}") for k in range(1, nports)]
+        ends2 = [None] * nports
+        if eject_reader:
+            for k in range(1, nports):
+                s2 = self.inputs[k].source2
+                ends2[k] = s2.valid & s2.ready & s2.last
+                self.comb += can_start2[k].eq(~fwd2[k] | ends2[k])
         for o in range(nports):
             p = pipes[o]
             self.comb += ended[o].eq(busy[o] & p.sink.valid & p.sink.ready & p.sink.last)
@@ -480,6 +498,10 @@ class Router(LiteXModule):
         self.rr_in = rr_in = [Signal(max=NQ, name=f"rrin_{PORT_NAMES[k]}") for k in range(nports)]
         chosen = []
         link_wants = [[] for _ in range(nports)]   # voq: link-input heads per final route
+        # eject_reader: per link input, its ejection queue's head: may go now (its output
+        # free, credits), the entry
+        ej_avail = [None] * nports
+        ej_ent = [None] * nports
         if voq:
             free_out = [(~busy[o] | ended[o]) & up[o] for o in range(nports)]
             for k, f in enumerate(self.inputs):
@@ -563,8 +585,13 @@ class Router(LiteXModule):
                                 link_wants[o].append(rqq & (fr == o))
                     fin.append(fr)
                     dq.append(dnq)
-                    av.append(avq)
                     dvs.append(dvq)
+                    if eject_reader and k >= 1 and q == P.Port.LOCAL:
+                        # served by the second read port: not offered by the first
+                        ej_avail[k], ej_ent[k] = avq, e
+                        av.append(Constant(0, 1))
+                    else:
+                        av.append(avq)
                 ch = Signal(max=NQ, name=f"chosen_{PORT_NAMES[k]}")
                 anyd = reduce(or_, dq)
                 drop_chain = None
@@ -628,8 +655,18 @@ class Router(LiteXModule):
                 else:
                     self.comb += room.eq(room_for(k, o, words[k]))
                 e = Signal(name=f"elig_{PORT_NAMES[k]}_{PORT_NAMES[o]}")
-                self.comb += e.eq(req[k] & (route[k] == o) & (~busy[o] | ended[o]) & can_start[k] &
-                                  up[o] & room)
+                if o == 0 and ej_avail[k] is not None:
+                    # a link input's ejection queue head, through its second read port;
+                    # else a packet its first port offers here (a link queue's head
+                    # diverted to this node)
+                    self.comb += [
+                        ej_sel[k].eq(ej_avail[k] & can_start2[k]),
+                        e.eq(ej_sel[k] | (req[k] & (route[k] == o) & (~busy[o] | ended[o]) &
+                                          can_start[k] & room)),
+                    ]
+                else:
+                    self.comb += e.eq(req[k] & (route[k] == o) & (~busy[o] | ended[o]) &
+                                      can_start[k] & up[o] & room)
                 elig.append(e)
             link_req = Signal(name=f"linkreq_{PORT_NAMES[o]}")
             if voq:
@@ -688,20 +725,29 @@ class Router(LiteXModule):
         granted = []
         dropping = []
         cur_direct = []
+        cur_direct2 = [None] * nports
         for k, f in enumerate(self.inputs):
             gk = Signal(name=f"granted_{PORT_NAMES[k]}")
             dk = Signal(name=f"dropping_{PORT_NAMES[k]}")
             take = Signal(name=f"take_{PORT_NAMES[k]}")
             cd = Signal(len(directs[k]), name=f"curdirect_{PORT_NAMES[k]}")
+            # (with eject_reader a link input's grant of the ejection port is its second
+            # read port's)
+            g_main = [grant[o][k] for o in range(nports)]
+            if eject_reader and k >= 1:
+                g_main[0] = grant[0][k] & ~ej_sel[k]
             self.comb += [
-                gk.eq(reduce(or_, [grant[o][k] for o in range(nports)])),
+                gk.eq(reduce(or_, g_main)),
                 dk.eq(drop_now[k] & can_start[k]),
                 take.eq(gk | dk),
             ]
             if voq:
                 self.comb += f.start.eq(take)
                 for q, (hv, hd, tk) in enumerate(voq_heads[k]):
-                    self.comb += tk.eq(take & (chosen[k] == q))
+                    if eject_reader and k >= 1 and q == P.Port.LOCAL:
+                        self.comb += tk.eq(grant[0][k] & ej_sel[k])
+                    else:
+                        self.comb += tk.eq(take & (chosen[k] == q))
                 self.sync += If(gk, rr_in[k].eq(chosen[k]))
             else:
                 self.comb += [f.head_take.eq(take), stages[k].take.eq(take)]
@@ -722,6 +768,21 @@ class Router(LiteXModule):
             self.comb += Case(sel[k], {o: If(fwd[k], f.source.ready.eq(pipes[o].sink.ready))
                                        for o in range(nports)})
             self.comb += If(drain[k], f.source.ready.eq(1))
+            if eject_reader and k >= 1:
+                e = ej_ent[k]
+                cd2 = Signal(len(directs[k]), name=f"curdirect2_{PORT_NAMES[k]}")
+                cur_direct2[k] = cd2
+                self.comb += [
+                    f.start2.eq(grant[0][k] & ej_sel[k]),
+                    f.start2_adr.eq(e["adr"]), f.start2_words.eq(e["words"]),
+                    f.start2_idx.eq(e["idx"]),
+                    f.source2.ready.eq(fwd2[k] & pipes[0].sink.ready),
+                ]
+                self.sync += [
+                    If(grant[0][k] & ej_sel[k], fwd2[k].eq(1), cd2.eq(e["dr"])
+                       ).Elif(ends2[k], fwd2[k].eq(0)),
+                    If(grant[0][k], ej_own[k].eq(ej_sel[k])),
+                ]
 
         # error counters (several inputs may drop in the same cycle). Note: never
         # build an OR from sum(1-bit) != 0 -- Verilog sizes such an expression to
@@ -758,20 +819,41 @@ class Router(LiteXModule):
             src = {}
             for k, f in enumerate(self.inputs):
                 data = out_data[k]
-                if o == 0 and k != 0:
+                fs = f.source
+                if o == 0 and k != 0 and eject_reader:
+                    # the second read port (no divert: nothing to flip), or the first (a
+                    # packet diverted here)
+                    fs = stream.Endpoint(packet_layout(), name=f"eject_src_{PORT_NAMES[k]}")
+                    data = Signal(P.WORD_BITS, name=f"eject_data_{PORT_NAMES[k]}")
+                    s2 = f.source2
+                    self.comb += [
+                        If(ej_own[k],
+                            fs.valid.eq(s2.valid), fs.first.eq(s2.first), fs.last.eq(s2.last),
+                            fs.error.eq(s2.error), data.eq(s2.data),
+                            If(s2.first & (cur_direct2[k] != 0), data[dlo:dhi].eq(k)),
+                        ).Else(
+                            fs.valid.eq(f.source.valid), fs.first.eq(f.source.first),
+                            fs.last.eq(f.source.last), fs.error.eq(f.source.error),
+                            data.eq(out_data[k]),
+                            If(f.source.first & (cur_direct[k] != 0), data[dlo:dhi].eq(k)),
+                        ),
+                    ]
+                elif o == 0 and k != 0:
                     data = Signal(P.WORD_BITS, name=f"eject_data_{PORT_NAMES[k]}")
                     self.comb += [data.eq(out_data[k]),
                                   If(f.source.first & (cur_direct[k] != 0), data[dlo:dhi].eq(k))]
                 # ``error`` on a last word passes on: the packet is stomped on the next
                 # link, or dropped by the ejection FIFO (store-and-forward).
-                src[k] = [p.sink.valid.eq(f.source.valid), p.sink.data.eq(data),
-                          p.sink.first.eq(f.source.first), p.sink.last.eq(f.source.last),
-                          p.sink.error.eq(f.source.error & f.source.last)]
+                src[k] = [p.sink.valid.eq(fs.valid), p.sink.data.eq(data),
+                          p.sink.first.eq(fs.first), p.sink.last.eq(fs.last),
+                          p.sink.error.eq(fs.error & fs.last)]
             self.comb += If(busy[o], Case(owner[o], src))
             any_g = Signal(name=f"anygrant_{PORT_NAMES[o]}")
             gw = Signal(len(words[0]), name=f"grantwords_{PORT_NAMES[o]}")
             self.comb += any_g.eq(reduce(or_, [grant[o][k] for k in range(nports)]))
-            self.comb += [If(grant[o][k], gw.eq(words[k])) for k in range(nports)]
+            self.comb += [If(grant[o][k], gw.eq(Mux(ej_sel[k], ej_ent[k]["words"], words[k])
+                                                if o == 0 and ej_ent[k] is not None
+                                                else words[k])) for k in range(nports)]
             if o == 0:
                 ret = Signal(16)
                 # words read out of the ejection FIFO, and those of a packet it
@@ -825,6 +907,7 @@ class Router(LiteXModule):
 
         # observation for tests/benches
         self.busy, self.owner, self.fwd, self.drain, self.look = busy, owner, fwd, drain, look
+        self.fwd2 = fwd2
         self.route, self.grant = route, grant
         self.req, self.req_words, self.drop_now = req, words, drop_now
         self.flip, self.diverts = flip, diverts
