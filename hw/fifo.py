@@ -87,8 +87,8 @@ class PacketFifo(LiteXModule):
         packets it overtook. While every entry is taken, a cut-through packet is
         refused and a ``backpressure`` writer waits.
     second_reader:
-        A second read port (cut-through ``random_read`` only: the router's link
-        inputs, whose second port serves the ejection port): ``source2`` with
+        A second read port (``random_read`` only: the router's inputs; on a link
+        input it serves the ejection port, on the injection input the ``-`` links): ``source2`` with
         ``start2``/``start2_adr``/``start2_words``/``start2_idx``, used like the first
         and independent of it (two packets are read at once; never the same one). It
         reads a copy of the data memory (one more block RAM); room still comes back in
@@ -122,8 +122,8 @@ class PacketFifo(LiteXModule):
             raise ValueError("a cut-through FIFO takes no back-pressure (credits guarantee room)")
         if random_read and not (lookahead and head_word and packets):
             raise ValueError("random_read needs lookahead, head_word and a packets bound")
-        if second_reader and not (random_read and cut_through):
-            raise ValueError("second_reader needs random_read and cut_through")
+        if second_reader and not random_read:
+            raise ValueError("second_reader needs random_read")
         self.second_reader = second_reader
         packets = depth_words if packets is None else packets
         self.random_read = random_read
@@ -300,17 +300,17 @@ class PacketFifo(LiteXModule):
         if second_reader:
             rd2 = mem.get_port(mode=READ_FIRST)
             self.specials += rd2
-            pop2, last2 = self._cut_reader(rd2, self.source2, self.start2, self.start2_adr,
+            pop2, last2 = self._second_reader(rd2, self.source2, self.start2, self.start2_adr,
                                            self.start2_words, cptr, dw, abits, hw)
             readers.append((pop2, last2, self.start2, self.start2_idx))
         if random_read:
             self._reclaim(packets, ibits, aptr, tptr, pfifo, readers)
 
     # ------------------------------------------------------------------------
-    def _cut_reader(self, rd, source, start, start_adr, start_words, cptr, dw, abits, hw):
-        """The second read port of a cut-through random_read FIFO: like the first, it
-        sends exactly the declared words of a packet it starts with ``start``
-        (``start_adr``/``start_words``), padding one stored short."""
+    def _second_reader(self, rd, source, start, start_adr, start_words, cptr, dw, abits, hw):
+        """The second read port of a random_read FIFO: like the first, it reads the
+        packet it starts with ``start`` (``start_adr``/``start_words``); cut-through:
+        exactly its declared words, padding one stored short."""
         rptr = Signal(abits + 1)
         rnext = Signal(abits + 1)
         at_first = Signal(reset=1)
@@ -327,20 +327,29 @@ class PacketFifo(LiteXModule):
             pop.eq(source.valid & source.ready),
             last_out.eq(source.last),
             rd.adr.eq(rnext[:abits]),
-            short.eq(m_last & (rcnt + 1 < cur)),
-            If(padding,
-                source.valid.eq(1),
-                source.data.eq(0),
-                source.last.eq(rcnt + 1 >= cur),
-                source.error.eq(rcnt + 1 >= cur),
-            ).Else(
-                source.valid.eq(rptr != cptr),
-                source.data.eq(rd.dat_r[:dw]),
-                source.last.eq(m_last & ~short),
-                source.error.eq(rd.dat_r[dw + 1] & ~short),
-            ),
-            rnext.eq(Mux(start, start_adr, rptr + (pop & ~padding))),
         ]
+        if self.cut_through:
+            self.comb += [
+                short.eq(m_last & (rcnt + 1 < cur)),
+                If(padding,
+                    source.valid.eq(1),
+                    source.data.eq(0),
+                    source.last.eq(rcnt + 1 >= cur),
+                    source.error.eq(rcnt + 1 >= cur),
+                ).Else(
+                    source.valid.eq(rptr != cptr),
+                    source.data.eq(rd.dat_r[:dw]),
+                    source.last.eq(m_last & ~short),
+                    source.error.eq(rd.dat_r[dw + 1] & ~short),
+                ),
+            ]
+        else:
+            self.comb += [
+                source.valid.eq((rptr != cptr) & ~(self._fresh & (rptr == cptr - 1))),
+                source.data.eq(rd.dat_r[:dw]),
+                source.last.eq(m_last),
+            ]
+        self.comb += rnext.eq(Mux(start, start_adr, rptr + (pop & ~padding)))
         self.sync += [
             rptr.eq(rnext),
             If(start, cur.eq(start_words)),

@@ -150,7 +150,8 @@ class Router(LiteXModule):
                  dims: tuple[int, int] = (P.MAX_NODES, 1), voq: bool | None = None,
                  inject_packets: int = INJECT_PACKETS, voq_order: str = "oldest",
                  transit_first: bool = False, local_every: int = 0,
-                 eject_transit_first: bool = True, eject_reader: bool | None = None) -> None:
+                 eject_transit_first: bool = True, eject_reader: bool | None = None,
+                 inject_reader: bool | None = None) -> None:
         if n_links not in (2, 4):
             raise ValueError("n_links must be 2 (ring) or 4 (torus)")
         if not 8 <= mtu <= P.MAX_MTU:
@@ -217,6 +218,12 @@ class Router(LiteXModule):
             raise ValueError("eject_reader needs virtual output queues")
         #: link inputs have a second read port for the ejection port
         self.eject_reader = eject_reader
+        if inject_reader is None:
+            inject_reader = voq
+        if inject_reader and not voq:
+            raise ValueError("inject_reader needs virtual output queues")
+        #: the injection input has a second read port for the ``-`` link outputs
+        self.inject_reader = inject_reader
         #: packet slots of a link input buffer (bubble="packet")
         self.slots_per_buffer = buf_words // max_pkt
         self.slots = [None] + [Signal(max=self.slots_per_buffer + 1, reset=self.slots_per_buffer,
@@ -273,7 +280,7 @@ class Router(LiteXModule):
         slots = buf_words // max_pkt
         self.link_entries = slots + 1 if voq else buf_words // P.HEADER_WORDS
         self.inject = PacketFifo(inject_words, max_pkt, backpressure=True, lookahead=True,
-                                 head_word=True, random_read=voq,
+                                 head_word=True, random_read=voq, second_reader=inject_reader,
                                  packets=inject_packets if voq else None)
         self.eject = PacketFifo(eject_words, max_pkt)
         # every packet holds at least the header words: depth // HEADER_WORDS entries
@@ -466,13 +473,17 @@ class Router(LiteXModule):
         for k in range(nports):
             self.comb += can_start[k].eq((~fwd[k] & ~drain[k]) | ends[k])
         # eject_reader: a link input's second read port, forwarding into the ejection port
-        fwd2 = [None] + [Signal(name=f"fwd2_{PORT_NAMES[k]}") for k in range(1, nports)]
+        fwd2 = [Signal(name=f"fwd2_{PORT_NAMES[k]}") for k in range(nports)]
         ej_sel = [None] + [Signal(name=f"ejsel_{PORT_NAMES[k]}") for k in range(1, nports)]
         ej_own = [None] + [Signal(name=f"ejown_{PORT_NAMES[k]}") for k in range(1, nports)]
-        can_start2 = [None] + [Signal(name=f"canstart2_{PORT_NAMES[k]}") for k in range(1, nports)]
+        can_start2 = [Signal(name=f"canstart2_{PORT_NAMES[k]}") for k in range(nports)]
         ends2 = [None] * nports
-        if eject_reader:
-            for k in range(1, nports):
+        # inject_reader: the output's packet from the local input comes from its second
+        # read port (registered at the grant) / would (this cycle's offer)
+        own2 = [Signal(name=f"own2_{PORT_NAMES[o]}") for o in range(nports)]
+        sel2_0 = [Signal(name=f"sel2now_{PORT_NAMES[o]}") for o in range(nports)]
+        for k in range(nports):
+            if (k == 0 and inject_reader) or (k >= 1 and eject_reader):
                 s2 = self.inputs[k].source2
                 ends2[k] = s2.valid & s2.ready & s2.last
                 self.comb += can_start2[k].eq(~fwd2[k] | ends2[k])
@@ -502,11 +513,42 @@ class Router(LiteXModule):
         # free, credits), the entry
         ej_avail = [None] * nports
         ej_ent = [None] * nports
+        # inject_reader: the injection input's second read port serves the queues of the
+        # ``-`` links (XM, YM), the first the others (and every packet to drop)
+        minus_q = [q for q in (P.Port.XM, P.Port.YM) if q < nports] if inject_reader else []
+        route2 = Signal(rb, name="route2_local")
+        words2 = Signal(bits_for(max_pkt), name="words2_local")
+        req2 = Signal(name="req2_local")
+        divert2 = Signal(name="divert2_local")
+        chosen2 = Signal(max=NQ, name="chosen2_local")
+
+        def oldest_of(k, f, av, ents, qs, tag):
+            """The queue (of ``qs``) whose available head is the oldest (arrival order:
+            entry number after the oldest entry held), so that room comes back as early
+            as it can."""
+            nent = f.pfifo.depth
+            hp = f.oldest
+            best_v, best_a, best_q = Constant(0, 1), Constant(0, 1), Constant(0, 1)
+            for q in qs:
+                e = ents[q]
+                qn = PORT_NAMES[q] + tag
+                age = Signal(len(hp) + 1, name=f"qage_{PORT_NAMES[k]}_{qn}")
+                self.comb += age.eq(Mux(e["idx"] >= hp, e["idx"] - hp, e["idx"] + nent - hp))
+                bv = Signal(name=f"bestv_{PORT_NAMES[k]}_{qn}")
+                ba = Signal(len(age), name=f"besta_{PORT_NAMES[k]}_{qn}")
+                bq = Signal(max=NQ, name=f"bestq_{PORT_NAMES[k]}_{qn}")
+                better = av[q] & (~best_v | (age < best_a))
+                self.comb += [bv.eq(best_v | av[q]),
+                              ba.eq(Mux(better, age, best_a)),
+                              bq.eq(Mux(better, q, best_q))]
+                best_v, best_a, best_q = bv, ba, bq
+            return best_q
         if voq:
             free_out = [(~busy[o] | ended[o]) & up[o] for o in range(nports)]
             for k, f in enumerate(self.inputs):
                 heads = voq_heads[k]
                 fin, dq, av, dvs, ents = [], [], [], [], []
+                av2 = {}
                 for q, (hv, hd, tk) in enumerate(heads):
                     e = {}
                     pos = 0
@@ -590,6 +632,9 @@ class Router(LiteXModule):
                         # served by the second read port: not offered by the first
                         ej_avail[k], ej_ent[k] = avq, e
                         av.append(Constant(0, 1))
+                    elif k == 0 and q in minus_q:
+                        av2[q] = avq
+                        av.append(Constant(0, 1))
                     else:
                         av.append(avq)
                 ch = Signal(max=NQ, name=f"chosen_{PORT_NAMES[k]}")
@@ -607,26 +652,7 @@ class Router(LiteXModule):
                         cases[last] = chain
                     fwd_choice = Case(rr_in[k], cases)
                 else:
-                    # the oldest available head (arrival order: entry number after the
-                    # oldest entry held), so that room comes back as early as it can
-                    nent = f.pfifo.depth
-                    hp = f.oldest
-                    best_v, best_a, best_q = Constant(0, 1), Constant(0, 1), Constant(0, 1)
-                    for q, e in enumerate(ents):
-                        if q == DROPQ:
-                            continue
-                        qn = PORT_NAMES[q]
-                        age = Signal(len(hp) + 1, name=f"qage_{PORT_NAMES[k]}_{qn}")
-                        self.comb += age.eq(Mux(e["idx"] >= hp, e["idx"] - hp, e["idx"] + nent - hp))
-                        bv = Signal(name=f"bestv_{PORT_NAMES[k]}_{qn}")
-                        ba = Signal(len(age), name=f"besta_{PORT_NAMES[k]}_{qn}")
-                        bq = Signal(max=NQ, name=f"bestq_{PORT_NAMES[k]}_{qn}")
-                        better = av[q] & (~best_v | (age < best_a))
-                        self.comb += [bv.eq(best_v | av[q]),
-                                      ba.eq(Mux(better, age, best_a)),
-                                      bq.eq(Mux(better, q, best_q))]
-                        best_v, best_a, best_q = bv, ba, bq
-                    fwd_choice = ch.eq(best_q)
+                    fwd_choice = ch.eq(oldest_of(k, f, av, ents, [q for q in range(NQ) if q != DROPQ], ""))
                 self.comb += [
                     If(anyd, drop_chain).Else(fwd_choice),
                     route[k].eq(Array(fin)[ch]),
@@ -641,6 +667,19 @@ class Router(LiteXModule):
                     f.start_idx.eq(Array(e["idx"] for e in ents)[ch]),
                 ]
                 chosen.append(ch)
+                if k == 0 and minus_q:
+                    # the second read port: the oldest available head of a ``-`` queue
+                    ch2 = chosen2
+                    self.comb += [
+                        ch2.eq(oldest_of(k, f, av2, ents, minus_q, "2")),
+                        route2.eq(Array(fin)[ch2]),
+                        words2.eq(Array(e["words"] for e in ents)[ch2]),
+                        req2.eq(reduce(or_, av2.values())),
+                        divert2.eq(Array(dvs)[ch2]),
+                        f.start2_adr.eq(Array(e["adr"] for e in ents)[ch2]),
+                        f.start2_words.eq(Array(e["words"] for e in ents)[ch2]),
+                        f.start2_idx.eq(Array(e["idx"] for e in ents)[ch2]),
+                    ]
 
         self.rr = rr = [Signal(max=max(n_links, 2), name=f"rr_{PORT_NAMES[o]}") for o in range(nports)]
         rr_all = [Signal(max=nports, name=f"rrall_{PORT_NAMES[o]}") for o in range(nports)]
@@ -663,6 +702,18 @@ class Router(LiteXModule):
                         ej_sel[k].eq(ej_avail[k] & can_start2[k]),
                         e.eq(ej_sel[k] | (req[k] & (route[k] == o) & (~busy[o] | ended[o]) &
                                           can_start[k] & room)),
+                    ]
+                elif k == 0 and inject_reader:
+                    # either read port of the injection input (the first one first)
+                    ea = Signal(name=f"eligA_{PORT_NAMES[k]}_{PORT_NAMES[o]}")
+                    eb = Signal(name=f"eligB_{PORT_NAMES[k]}_{PORT_NAMES[o]}")
+                    self.comb += [
+                        ea.eq(req[k] & (route[k] == o) & (~busy[o] | ended[o]) &
+                              can_start[k] & up[o] & room),
+                        eb.eq(req2 & (route2 == o) & (~busy[o] | ended[o]) & can_start2[0] &
+                              up[o] & room_for(k, o, words2)),
+                        sel2_0[o].eq(~ea & eb),
+                        e.eq(ea | eb),
                     ]
                 else:
                     self.comb += e.eq(req[k] & (route[k] == o) & (~busy[o] | ended[o]) &
@@ -726,6 +777,22 @@ class Router(LiteXModule):
         dropping = []
         cur_direct = []
         cur_direct2 = [None] * nports
+        # inject_reader: the injection input's second read port is granted an output
+        g2_0 = Signal(name="granted2_local")
+        sel2 = Signal(max=nports, name="sel2_local")
+        flip2 = Signal(name="flip2_local")
+        if inject_reader:
+            f = self.inject
+            self.comb += [
+                g2_0.eq(reduce(or_, [grant[o][0] & sel2_0[o] for o in range(nports)])),
+                f.start2.eq(g2_0),
+                Case(sel2, {o: If(fwd2[0], f.source2.ready.eq(pipes[o].sink.ready))
+                            for o in range(nports)}),
+            ]
+            self.sync += If(g2_0, fwd2[0].eq(1), sel2.eq(route2), flip2.eq(divert2)
+                            ).Elif(ends2[0], fwd2[0].eq(0))
+            for o in range(nports):
+                self.sync += If(grant[o][0], own2[o].eq(sel2_0[o]))
         for k, f in enumerate(self.inputs):
             gk = Signal(name=f"granted_{PORT_NAMES[k]}")
             dk = Signal(name=f"dropping_{PORT_NAMES[k]}")
@@ -736,6 +803,8 @@ class Router(LiteXModule):
             g_main = [grant[o][k] for o in range(nports)]
             if eject_reader and k >= 1:
                 g_main[0] = grant[0][k] & ~ej_sel[k]
+            if inject_reader and k == 0:
+                g_main = [grant[o][0] & ~sel2_0[o] for o in range(nports)]
             self.comb += [
                 gk.eq(reduce(or_, g_main)),
                 dk.eq(drop_now[k] & can_start[k]),
@@ -746,6 +815,8 @@ class Router(LiteXModule):
                 for q, (hv, hd, tk) in enumerate(voq_heads[k]):
                     if eject_reader and k >= 1 and q == P.Port.LOCAL:
                         self.comb += tk.eq(grant[0][k] & ej_sel[k])
+                    elif k == 0 and q in minus_q:
+                        self.comb += tk.eq((take & (chosen[k] == q)) | (g2_0 & (chosen2 == q)))
                     else:
                         self.comb += tk.eq(take & (chosen[k] == q))
                 self.sync += If(gk, rr_in[k].eq(chosen[k]))
@@ -794,7 +865,8 @@ class Router(LiteXModule):
             n_unk.eq(reduce(add, [dropping[k] & ~badlen[k] for k in range(nports)])),
         ]
         n_div = Signal(bits_for(nports))
-        self.comb += n_div.eq(reduce(add, [granted[k] & diverts[k] for k in range(nports)]))
+        self.comb += n_div.eq(reduce(add, [granted[k] & diverts[k] for k in range(nports)] +
+                                  [g2_0 & divert2]))
         self.sync += [
             self.err_length.eq(self.err_length + n_len),
             self.err_unknown.eq(self.err_unknown + n_unk),
@@ -838,6 +910,22 @@ class Router(LiteXModule):
                             If(f.source.first & (cur_direct[k] != 0), data[dlo:dhi].eq(k)),
                         ),
                     ]
+                elif k == 0 and inject_reader:
+                    # either read port of the injection input
+                    fs = stream.Endpoint(packet_layout(), name=f"local_src_{PORT_NAMES[o]}")
+                    data = Signal(P.WORD_BITS, name=f"local_data_{PORT_NAMES[o]}")
+                    s2 = f.source2
+                    self.comb += [
+                        If(own2[o],
+                            fs.valid.eq(s2.valid), fs.first.eq(s2.first), fs.last.eq(s2.last),
+                            fs.error.eq(s2.error), data.eq(s2.data),
+                            If(s2.first & flip2, data[rtb].eq(~s2.data[rtb])),
+                        ).Else(
+                            fs.valid.eq(f.source.valid), fs.first.eq(f.source.first),
+                            fs.last.eq(f.source.last), fs.error.eq(f.source.error),
+                            data.eq(out_data[k]),
+                        ),
+                    ]
                 elif o == 0 and k != 0:
                     data = Signal(P.WORD_BITS, name=f"eject_data_{PORT_NAMES[k]}")
                     self.comb += [data.eq(out_data[k]),
@@ -853,6 +941,8 @@ class Router(LiteXModule):
             self.comb += any_g.eq(reduce(or_, [grant[o][k] for k in range(nports)]))
             self.comb += [If(grant[o][k], gw.eq(Mux(ej_sel[k], ej_ent[k]["words"], words[k])
                                                 if o == 0 and ej_ent[k] is not None
+                                                else Mux(sel2_0[o], words2, words[k])
+                                                if k == 0 and inject_reader
                                                 else words[k])) for k in range(nports)]
             if o == 0:
                 ret = Signal(16)
