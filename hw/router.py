@@ -7,7 +7,10 @@ link inputs (a packet is routed and forwarded from its header while its tail sti
 arrives; the room it reserves is the length its link layer declared from the SOF)
 with whole-packet credits, store-and-forward injection and ejection, virtual output
 queues on every input (a packet waiting for one output never holds back one for
-another: docs/architecture.md, "Virtual output queues"), round-robin arbitration,
+another: docs/architecture.md, "Virtual output queues"), a second read port on every
+input (a link input ejects one packet while another leaves on a link; the injection
+input streams to a ``+`` and a ``-`` link at once: "Second read ports"), round-robin
+arbitration,
 and bubble flow control for deadlock freedom (see docs/architecture.md, "Router" and
 "Deadlock freedom"). A packet whose
 last word carries ``error`` (its CRC failed at the tail, or it was stomped upstream)
@@ -141,6 +144,15 @@ class Router(LiteXModule):
         hold buffer slots of a ring and their senders' descriptors, loopback packets
         only this node's injection buffer (docs/architecture.md, "Routing, drops and
         arbitration"). ``False``: the ejection port arbitrates like the link outputs.
+    eject_reader: a second read port on every link input, for its ejection queue
+        (default: with ``voq``): a link input streams a packet into the ejection port
+        and another out on a link in the same cycles. Its grant of the ejection port is
+        the second port's (the first port still takes a link queue head diverted to
+        ``LOCAL``). One more copy of each link input's data memory.
+    inject_reader: a second read port on the injection input (default: with ``voq``):
+        it serves the queues of the ``-`` links (XM, YM), the first port the others
+        (XP, YP, loopback, drops), so the injection input streams to two links at once.
+        One more copy of the injection FIFO's data memory.
     """
 
     def __init__(self, n_links: int = 2, mtu: int = P.DEFAULT_MTU, buf_words: int | None = None,
