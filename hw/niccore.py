@@ -43,6 +43,11 @@ MGMT_RESERVE_WORDS = 64
 #: idles (docs/benchmarks.md, "Router", *Second read ports*).
 INJECT_MTU_PACKETS = 14
 INJECT_PACKETS = 16
+#: Which available queue head a router input offers (``Router(voq_order=...)``): round
+#: robin over its queues. With the second read ports it keeps every measured torus:4x4
+#: seed above 0.88 where "oldest" left one at 0.876 (the ring has nothing to choose:
+#: the same to the last digit; docs/benchmarks.md, "Router", *What limits saturation*).
+VOQ_ORDER = "rr"
 
 
 def inject_buf_words(mtu: int) -> int:
@@ -116,6 +121,7 @@ class NicCore(LiteXModule):
                              buf_words=link_buf_words(mtu) if buf_words is None else buf_words,
                              eject_words=default_buf_words(mtu),
                              inject_words=inject_buf_words(mtu), inject_packets=INJECT_PACKETS,
+                             voq_order=VOQ_ORDER,
                              table_nodes=table_nodes,
                              route_fn=route_fn, dims=dims)
         self.route_coords = RouteCoords(dims)

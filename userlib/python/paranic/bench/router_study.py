@@ -254,7 +254,7 @@ def resources(n_links: int = 4, voq: bool = True, buf_words: int | None = None,
     import time
 
     from paranic.boardtool import count_resources, run_yosys
-    from paranic.hw.niccore import INJECT_PACKETS, inject_buf_words, link_buf_words
+    from paranic.hw.niccore import INJECT_PACKETS, VOQ_ORDER, inject_buf_words, link_buf_words
     from paranic.hw.router import default_buf_words
     from paranic.sim.paths import BUILD_ROOT
     from paranic.sim.testnet import router_verilog
@@ -264,7 +264,7 @@ def resources(n_links: int = 4, voq: bool = True, buf_words: int | None = None,
     d.mkdir(parents=True, exist_ok=True)
     kw = {"eject_words": default_buf_words(P.DEFAULT_MTU),
           "inject_words": inject_buf_words(P.DEFAULT_MTU), "inject_packets": INJECT_PACKETS,
-          **router_kw}
+          "voq_order": VOQ_ORDER, **router_kw}
     extra = "".join(f"_{k}{int(v) if isinstance(v, bool) else v}" for k, v in sorted(router_kw.items()))
     name = f"router{n_links}_bw{bw}_{'voq' if voq else 'fifo'}{extra}"
     v, top = router_verilog(d, n_links=n_links, name=name, buf_words=bw, voq=voq, **kw)
