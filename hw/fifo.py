@@ -86,6 +86,13 @@ class PacketFifo(LiteXModule):
         credits and ``level`` behave exactly as for a FIFO whose reader is late for
         packets it overtook. While every entry is taken, a cut-through packet is
         refused and a ``backpressure`` writer waits.
+    second_reader:
+        A second read port (``random_read`` only: the router's inputs; on a link
+        input it serves the ejection port, on the injection input the ``-`` links): ``source2`` with
+        ``start2``/``start2_adr``/``start2_words``/``start2_idx``, used like the first
+        and independent of it (two packets are read at once; never the same one). It
+        reads a copy of the data memory (one more block RAM); room still comes back in
+        arrival order, one word per cycle, whichever port read a packet.
 
     Interface
     ---------
@@ -105,7 +112,8 @@ class PacketFifo(LiteXModule):
 
     def __init__(self, depth_words: int, max_packet_words: int, packets: int | None = None,
                  backpressure: bool = False, cut_through: bool = False, lookahead: bool = False,
-                 head_word: bool = False, random_read: bool = False) -> None:
+                 head_word: bool = False, random_read: bool = False,
+                 second_reader: bool = False) -> None:
         if depth_words < 2 or depth_words & (depth_words - 1):
             raise ValueError("depth_words must be a power of two >= 2")
         if not 1 <= max_packet_words <= depth_words:
@@ -114,6 +122,9 @@ class PacketFifo(LiteXModule):
             raise ValueError("a cut-through FIFO takes no back-pressure (credits guarantee room)")
         if random_read and not (lookahead and head_word and packets):
             raise ValueError("random_read needs lookahead, head_word and a packets bound")
+        if second_reader and not random_read:
+            raise ValueError("second_reader needs random_read")
+        self.second_reader = second_reader
         packets = depth_words if packets is None else packets
         self.random_read = random_read
         self.depth_words = depth_words
@@ -146,6 +157,13 @@ class PacketFifo(LiteXModule):
         self.start_adr = Signal(abits + 1)
         self.start_words = Signal(bits_for(max_packet_words))
         self.start_idx = Signal(ibits)
+        if second_reader:
+            # second read port (``source2``/``start2``...): a copy of the data memory
+            self.source2 = stream.Endpoint(packet_layout())
+            self.start2 = Signal()
+            self.start2_adr = Signal(abits + 1)
+            self.start2_words = Signal(bits_for(max_packet_words))
+            self.start2_idx = Signal(ibits)
 
         # # #
 
@@ -278,22 +296,81 @@ class PacketFifo(LiteXModule):
                 else rnext.eq(rptr + pop),
             ]
         self.sync += rptr.eq(rnext)
+        readers = [(pop, last_out, self.start, self.start_idx)]
+        if second_reader:
+            rd2 = mem.get_port(mode=READ_FIRST)
+            self.specials += rd2
+            pop2, last2 = self._second_reader(rd2, self.source2, self.start2, self.start2_adr,
+                                           self.start2_words, cptr, dw, abits, hw)
+            readers.append((pop2, last2, self.start2, self.start2_idx))
         if random_read:
-            self._reclaim(packets, ibits, aptr, tptr, pfifo, pop, last_out)
+            self._reclaim(packets, ibits, aptr, tptr, pfifo, readers)
 
     # ------------------------------------------------------------------------
-    def _reclaim(self, n, ibits, aptr, hptr_unused, pfifo, pop, last_out):
+    def _second_reader(self, rd, source, start, start_adr, start_words, cptr, dw, abits, hw):
+        """The second read port of a random_read FIFO: like the first, it reads the
+        packet it starts with ``start`` (``start_adr``/``start_words``); cut-through:
+        exactly its declared words, padding one stored short."""
+        rptr = Signal(abits + 1)
+        rnext = Signal(abits + 1)
+        at_first = Signal(reset=1)
+        pop = Signal()
+        last_out = Signal()
+        m_last = Signal()
+        cur = Signal(hw)
+        rcnt = Signal(hw)
+        padding = Signal()
+        short = Signal()
+        self.comb += [
+            m_last.eq(rd.dat_r[dw]),
+            source.first.eq(at_first),
+            pop.eq(source.valid & source.ready),
+            last_out.eq(source.last),
+            rd.adr.eq(rnext[:abits]),
+        ]
+        if self.cut_through:
+            self.comb += [
+                short.eq(m_last & (rcnt + 1 < cur)),
+                If(padding,
+                    source.valid.eq(1),
+                    source.data.eq(0),
+                    source.last.eq(rcnt + 1 >= cur),
+                    source.error.eq(rcnt + 1 >= cur),
+                ).Else(
+                    source.valid.eq(rptr != cptr),
+                    source.data.eq(rd.dat_r[:dw]),
+                    source.last.eq(m_last & ~short),
+                    source.error.eq(rd.dat_r[dw + 1] & ~short),
+                ),
+            ]
+        else:
+            self.comb += [
+                source.valid.eq((rptr != cptr) & ~(self._fresh & (rptr == cptr - 1))),
+                source.data.eq(rd.dat_r[:dw]),
+                source.last.eq(m_last),
+            ]
+        self.comb += rnext.eq(Mux(start, start_adr, rptr + (pop & ~padding)))
+        self.sync += [
+            rptr.eq(rnext),
+            If(start, cur.eq(start_words)),
+            If(pop,
+                at_first.eq(last_out),
+                rcnt.eq(Mux(last_out, 0, rcnt + 1)),
+                If(last_out, padding.eq(0)).Elif(~padding & short, padding.eq(1)),
+            ),
+        ]
+        return pop, last_out
+
+    # ------------------------------------------------------------------------
+    def _reclaim(self, n, ibits, aptr, tptr, pfifo, readers):
         """random_read: entry table in arrival order; room (and ``drained``, the
-        credits) comes back in that order, one word per cycle."""
-        tptr = hptr_unused
+        credits) comes back in that order, one word per cycle. ``readers``: per read
+        port (pop, last word, start, start entry)."""
         inuse = self._inuse
         words = [Signal(len(self.start_words), name=f"ewords{i}") for i in range(n)]
         done = [Signal(name=f"edone{i}") for i in range(n)]
         hptr = Signal(ibits)         # oldest entry
         rc = Signal(len(self.start_words))    # its words already given back
-        reading = Signal()           # a packet is being read ...
-        cur_idx = Signal(ibits)      # ... entry
-        rsent = Signal(len(self.start_words))  # ... words read so far
         alloc = Signal()
         self.comb += alloc.eq(self.pfifo.we)
         h_words = Signal(len(rc))
@@ -301,11 +378,28 @@ class PacketFifo(LiteXModule):
         avail = Signal(len(rc))
         strobe = Signal()
         free_h = Signal()
+        # per read port: a packet is being read, its entry, its words read so far
+        partial = None
+        for j, (pop, last_out, start, start_idx) in enumerate(readers):
+            reading = Signal(name=f"reading{j}")
+            cur_idx = Signal(ibits, name=f"curidx{j}")
+            rsent = Signal(len(self.start_words), name=f"rsent{j}")
+            self.sync += [
+                If(pop,
+                    rsent.eq(rsent + 1),
+                    If(last_out, reading.eq(0)),
+                ),
+                # (after the pop: a packet may start as the one before ends)
+                If(start, reading.eq(1), cur_idx.eq(start_idx), rsent.eq(0)),
+            ]
+            for i in range(n):
+                self.sync += If(pop & last_out & (cur_idx == i), done[i].eq(1))
+            here = reading & (cur_idx == hptr)
+            partial = If(here, avail.eq(rsent)) if partial is None else partial.Elif(here, avail.eq(rsent))
         self.comb += [
             h_words.eq(Array(words)[hptr]),
             h_done.eq(Array(done)[hptr]),
-            If(h_done, avail.eq(h_words)
-            ).Elif(reading & (cur_idx == hptr), avail.eq(rsent)),
+            If(h_done, avail.eq(h_words)).Else(partial),
             strobe.eq((inuse != 0) & (rc < avail)),
             free_h.eq(strobe & (rc + 1 == h_words)),
             self.drained.eq(strobe),
@@ -320,18 +414,9 @@ class PacketFifo(LiteXModule):
             If(alloc, aptr.eq(inc(aptr))),
             If(strobe, tptr.eq(tptr + 1), rc.eq(rc + 1)),
             If(free_h, rc.eq(0), hptr.eq(inc(hptr))),
-            If(pop,
-                rsent.eq(rsent + 1),
-                If(last_out, reading.eq(0)),
-            ),
-            # (after the pop: a packet may start as the one before ends)
-            If(self.start, reading.eq(1), cur_idx.eq(self.start_idx), rsent.eq(0)),
         ]
         for i in range(n):
-            self.sync += [
-                If(alloc & (aptr == i), words[i].eq(self._pf_words_in), done[i].eq(0)),
-                If(pop & last_out & (cur_idx == i), done[i].eq(1)),
-            ]
+            self.sync += If(alloc & (aptr == i), words[i].eq(self._pf_words_in), done[i].eq(0))
 
     # ------------------------------------------------------------------------
     def _store_write(self, sink, wr, pfifo, pf_words, pf_hword, beat, wptr, cptr, wcnt, drop,

@@ -36,11 +36,25 @@ from .router_route import RouteCoords
 MGMT_RESERVE_WORDS = 64
 
 
+#: MTU packets NicCore's injection FIFO holds beside the management port's reserve, and
+#: the packets its virtual output queues hold (``Router(inject_packets=...)``). Fourteen,
+#: not two: with the router's second read ports the ring reaches its saturation goal only
+#: when a node's packets for one direction cannot fill the FIFO while the other direction
+#: idles (docs/benchmarks.md, "Router", *Second read ports*).
+INJECT_MTU_PACKETS = 14
+INJECT_PACKETS = 16
+#: Which available queue head a router input offers (``Router(voq_order=...)``): round
+#: robin over its queues. With the second read ports it keeps every measured torus:4x4
+#: seed above 0.88 where "oldest" left one at 0.876 (the ring has nothing to choose:
+#: the same to the last digit; docs/benchmarks.md, "Router", *What limits saturation*).
+VOQ_ORDER = "rr"
+
+
 def inject_buf_words(mtu: int) -> int:
-    """NicCore's injection FIFO: two MTU packets plus the management port's reserve
-    (MGMT_RESERVE_WORDS), rounded up to a power of two, so that host packets still
-    stream while the reserve is kept free."""
-    need = 2 * P.packet_words(mtu) + MGMT_RESERVE_WORDS
+    """NicCore's injection FIFO: INJECT_MTU_PACKETS MTU packets plus the management
+    port's reserve (MGMT_RESERVE_WORDS), rounded up to a power of two (2048 words at MTU
+    1024), so that host packets still stream while the reserve is kept free."""
+    need = INJECT_MTU_PACKETS * P.packet_words(mtu) + MGMT_RESERVE_WORDS
     return 1 << (need - 1).bit_length()
 
 
@@ -106,7 +120,9 @@ class NicCore(LiteXModule):
         self.router = Router(n_links=n_links, mtu=mtu,
                              buf_words=link_buf_words(mtu) if buf_words is None else buf_words,
                              eject_words=default_buf_words(mtu),
-                             inject_words=inject_buf_words(mtu), table_nodes=table_nodes,
+                             inject_words=inject_buf_words(mtu), inject_packets=INJECT_PACKETS,
+                             voq_order=VOQ_ORDER,
+                             table_nodes=table_nodes,
                              route_fn=route_fn, dims=dims)
         self.route_coords = RouteCoords(dims)
         self.host = HostInterface(n_ctx=n_ctx, mtu=mtu, **(host_kwargs or {}))

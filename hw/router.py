@@ -7,7 +7,10 @@ link inputs (a packet is routed and forwarded from its header while its tail sti
 arrives; the room it reserves is the length its link layer declared from the SOF)
 with whole-packet credits, store-and-forward injection and ejection, virtual output
 queues on every input (a packet waiting for one output never holds back one for
-another: docs/architecture.md, "Virtual output queues"), round-robin arbitration,
+another: docs/architecture.md, "Virtual output queues"), a second read port on every
+input (a link input ejects one packet while another leaves on a link; the injection
+input streams to a ``+`` and a ``-`` link at once: "Second read ports"), round-robin
+arbitration,
 and bubble flow control for deadlock freedom (see docs/architecture.md, "Router" and
 "Deadlock freedom"). A packet whose
 last word carries ``error`` (its CRC failed at the tail, or it was stomped upstream)
@@ -141,6 +144,15 @@ class Router(LiteXModule):
         hold buffer slots of a ring and their senders' descriptors, loopback packets
         only this node's injection buffer (docs/architecture.md, "Routing, drops and
         arbitration"). ``False``: the ejection port arbitrates like the link outputs.
+    eject_reader: a second read port on every link input, for its ejection queue
+        (default: with ``voq``): a link input streams a packet into the ejection port
+        and another out on a link in the same cycles. Its grant of the ejection port is
+        the second port's (the first port still takes a link queue head diverted to
+        ``LOCAL``). One more copy of each link input's data memory.
+    inject_reader: a second read port on the injection input (default: with ``voq``):
+        it serves the queues of the ``-`` links (XM, YM), the first port the others
+        (XP, YP, loopback, drops), so the injection input streams to two links at once.
+        One more copy of the injection FIFO's data memory.
     """
 
     def __init__(self, n_links: int = 2, mtu: int = P.DEFAULT_MTU, buf_words: int | None = None,
@@ -150,7 +162,8 @@ class Router(LiteXModule):
                  dims: tuple[int, int] = (P.MAX_NODES, 1), voq: bool | None = None,
                  inject_packets: int = INJECT_PACKETS, voq_order: str = "oldest",
                  transit_first: bool = False, local_every: int = 0,
-                 eject_transit_first: bool = True) -> None:
+                 eject_transit_first: bool = True, eject_reader: bool | None = None,
+                 inject_reader: bool | None = None) -> None:
         if n_links not in (2, 4):
             raise ValueError("n_links must be 2 (ring) or 4 (torus)")
         if not 8 <= mtu <= P.MAX_MTU:
@@ -211,6 +224,18 @@ class Router(LiteXModule):
         if voq and bubble != "packet":
             raise ValueError("virtual output queues need bubble='packet' (entries per packet slot)")
         self.voq = voq
+        if eject_reader is None:
+            eject_reader = voq
+        if eject_reader and not voq:
+            raise ValueError("eject_reader needs virtual output queues")
+        #: link inputs have a second read port for the ejection port
+        self.eject_reader = eject_reader
+        if inject_reader is None:
+            inject_reader = voq
+        if inject_reader and not voq:
+            raise ValueError("inject_reader needs virtual output queues")
+        #: the injection input has a second read port for the ``-`` link outputs
+        self.inject_reader = inject_reader
         #: packet slots of a link input buffer (bubble="packet")
         self.slots_per_buffer = buf_words // max_pkt
         self.slots = [None] + [Signal(max=self.slots_per_buffer + 1, reset=self.slots_per_buffer,
@@ -267,13 +292,14 @@ class Router(LiteXModule):
         slots = buf_words // max_pkt
         self.link_entries = slots + 1 if voq else buf_words // P.HEADER_WORDS
         self.inject = PacketFifo(inject_words, max_pkt, backpressure=True, lookahead=True,
-                                 head_word=True, random_read=voq,
+                                 head_word=True, random_read=voq, second_reader=inject_reader,
                                  packets=inject_packets if voq else None)
         self.eject = PacketFifo(eject_words, max_pkt)
         # every packet holds at least the header words: depth // HEADER_WORDS entries
         self.inputs = [self.inject] + [
             PacketFifo(buf_words, max_pkt, packets=self.link_entries,
-                       cut_through=True, lookahead=True, head_word=True, random_read=voq)
+                       cut_through=True, lookahead=True, head_word=True, random_read=voq,
+                       second_reader=eject_reader)
             for _ in range(n_links)]
         for i, f in enumerate(self.inputs[1:]):
             setattr(self, f"in_{PORT_NAMES[i + 1]}", f)
@@ -458,6 +484,21 @@ class Router(LiteXModule):
         ended = [Signal(name=f"ended_{PORT_NAMES[o]}") for o in range(nports)]
         for k in range(nports):
             self.comb += can_start[k].eq((~fwd[k] & ~drain[k]) | ends[k])
+        # eject_reader: a link input's second read port, forwarding into the ejection port
+        fwd2 = [Signal(name=f"fwd2_{PORT_NAMES[k]}") for k in range(nports)]
+        ej_sel = [None] + [Signal(name=f"ejsel_{PORT_NAMES[k]}") for k in range(1, nports)]
+        ej_own = [None] + [Signal(name=f"ejown_{PORT_NAMES[k]}") for k in range(1, nports)]
+        can_start2 = [Signal(name=f"canstart2_{PORT_NAMES[k]}") for k in range(nports)]
+        ends2 = [None] * nports
+        # inject_reader: the output's packet from the local input comes from its second
+        # read port (registered at the grant) / would (this cycle's offer)
+        own2 = [Signal(name=f"own2_{PORT_NAMES[o]}") for o in range(nports)]
+        sel2_0 = [Signal(name=f"sel2now_{PORT_NAMES[o]}") for o in range(nports)]
+        for k in range(nports):
+            if (k == 0 and inject_reader) or (k >= 1 and eject_reader):
+                s2 = self.inputs[k].source2
+                ends2[k] = s2.valid & s2.ready & s2.last
+                self.comb += can_start2[k].eq(~fwd2[k] | ends2[k])
         for o in range(nports):
             p = pipes[o]
             self.comb += ended[o].eq(busy[o] & p.sink.valid & p.sink.ready & p.sink.last)
@@ -480,11 +521,46 @@ class Router(LiteXModule):
         self.rr_in = rr_in = [Signal(max=NQ, name=f"rrin_{PORT_NAMES[k]}") for k in range(nports)]
         chosen = []
         link_wants = [[] for _ in range(nports)]   # voq: link-input heads per final route
+        # eject_reader: per link input, its ejection queue's head: may go now (its output
+        # free, credits), the entry
+        ej_avail = [None] * nports
+        ej_ent = [None] * nports
+        # inject_reader: the injection input's second read port serves the queues of the
+        # ``-`` links (XM, YM), the first the others (and every packet to drop)
+        minus_q = [q for q in (P.Port.XM, P.Port.YM) if q < nports] if inject_reader else []
+        route2 = Signal(rb, name="route2_local")
+        words2 = Signal(bits_for(max_pkt), name="words2_local")
+        req2 = Signal(name="req2_local")
+        divert2 = Signal(name="divert2_local")
+        chosen2 = Signal(max=NQ, name="chosen2_local")
+
+        def oldest_of(k, f, av, ents, qs, tag):
+            """The queue (of ``qs``) whose available head is the oldest (arrival order:
+            entry number after the oldest entry held), so that room comes back as early
+            as it can."""
+            nent = f.pfifo.depth
+            hp = f.oldest
+            best_v, best_a, best_q = Constant(0, 1), Constant(0, 1), Constant(0, 1)
+            for q in qs:
+                e = ents[q]
+                qn = PORT_NAMES[q] + tag
+                age = Signal(len(hp) + 1, name=f"qage_{PORT_NAMES[k]}_{qn}")
+                self.comb += age.eq(Mux(e["idx"] >= hp, e["idx"] - hp, e["idx"] + nent - hp))
+                bv = Signal(name=f"bestv_{PORT_NAMES[k]}_{qn}")
+                ba = Signal(len(age), name=f"besta_{PORT_NAMES[k]}_{qn}")
+                bq = Signal(max=NQ, name=f"bestq_{PORT_NAMES[k]}_{qn}")
+                better = av[q] & (~best_v | (age < best_a))
+                self.comb += [bv.eq(best_v | av[q]),
+                              ba.eq(Mux(better, age, best_a)),
+                              bq.eq(Mux(better, q, best_q))]
+                best_v, best_a, best_q = bv, ba, bq
+            return best_q
         if voq:
             free_out = [(~busy[o] | ended[o]) & up[o] for o in range(nports)]
             for k, f in enumerate(self.inputs):
                 heads = voq_heads[k]
                 fin, dq, av, dvs, ents = [], [], [], [], []
+                av2 = {}
                 for q, (hv, hd, tk) in enumerate(heads):
                     e = {}
                     pos = 0
@@ -563,8 +639,16 @@ class Router(LiteXModule):
                                 link_wants[o].append(rqq & (fr == o))
                     fin.append(fr)
                     dq.append(dnq)
-                    av.append(avq)
                     dvs.append(dvq)
+                    if eject_reader and k >= 1 and q == P.Port.LOCAL:
+                        # served by the second read port: not offered by the first
+                        ej_avail[k], ej_ent[k] = avq, e
+                        av.append(Constant(0, 1))
+                    elif k == 0 and q in minus_q:
+                        av2[q] = avq
+                        av.append(Constant(0, 1))
+                    else:
+                        av.append(avq)
                 ch = Signal(max=NQ, name=f"chosen_{PORT_NAMES[k]}")
                 anyd = reduce(or_, dq)
                 drop_chain = None
@@ -580,26 +664,7 @@ class Router(LiteXModule):
                         cases[last] = chain
                     fwd_choice = Case(rr_in[k], cases)
                 else:
-                    # the oldest available head (arrival order: entry number after the
-                    # oldest entry held), so that room comes back as early as it can
-                    nent = f.pfifo.depth
-                    hp = f.oldest
-                    best_v, best_a, best_q = Constant(0, 1), Constant(0, 1), Constant(0, 1)
-                    for q, e in enumerate(ents):
-                        if q == DROPQ:
-                            continue
-                        qn = PORT_NAMES[q]
-                        age = Signal(len(hp) + 1, name=f"qage_{PORT_NAMES[k]}_{qn}")
-                        self.comb += age.eq(Mux(e["idx"] >= hp, e["idx"] - hp, e["idx"] + nent - hp))
-                        bv = Signal(name=f"bestv_{PORT_NAMES[k]}_{qn}")
-                        ba = Signal(len(age), name=f"besta_{PORT_NAMES[k]}_{qn}")
-                        bq = Signal(max=NQ, name=f"bestq_{PORT_NAMES[k]}_{qn}")
-                        better = av[q] & (~best_v | (age < best_a))
-                        self.comb += [bv.eq(best_v | av[q]),
-                                      ba.eq(Mux(better, age, best_a)),
-                                      bq.eq(Mux(better, q, best_q))]
-                        best_v, best_a, best_q = bv, ba, bq
-                    fwd_choice = ch.eq(best_q)
+                    fwd_choice = ch.eq(oldest_of(k, f, av, ents, [q for q in range(NQ) if q != DROPQ], ""))
                 self.comb += [
                     If(anyd, drop_chain).Else(fwd_choice),
                     route[k].eq(Array(fin)[ch]),
@@ -614,6 +679,19 @@ class Router(LiteXModule):
                     f.start_idx.eq(Array(e["idx"] for e in ents)[ch]),
                 ]
                 chosen.append(ch)
+                if k == 0 and minus_q:
+                    # the second read port: the oldest available head of a ``-`` queue
+                    ch2 = chosen2
+                    self.comb += [
+                        ch2.eq(oldest_of(k, f, av2, ents, minus_q, "2")),
+                        route2.eq(Array(fin)[ch2]),
+                        words2.eq(Array(e["words"] for e in ents)[ch2]),
+                        req2.eq(reduce(or_, av2.values())),
+                        divert2.eq(Array(dvs)[ch2]),
+                        f.start2_adr.eq(Array(e["adr"] for e in ents)[ch2]),
+                        f.start2_words.eq(Array(e["words"] for e in ents)[ch2]),
+                        f.start2_idx.eq(Array(e["idx"] for e in ents)[ch2]),
+                    ]
 
         self.rr = rr = [Signal(max=max(n_links, 2), name=f"rr_{PORT_NAMES[o]}") for o in range(nports)]
         rr_all = [Signal(max=nports, name=f"rrall_{PORT_NAMES[o]}") for o in range(nports)]
@@ -628,8 +706,30 @@ class Router(LiteXModule):
                 else:
                     self.comb += room.eq(room_for(k, o, words[k]))
                 e = Signal(name=f"elig_{PORT_NAMES[k]}_{PORT_NAMES[o]}")
-                self.comb += e.eq(req[k] & (route[k] == o) & (~busy[o] | ended[o]) & can_start[k] &
-                                  up[o] & room)
+                if o == 0 and ej_avail[k] is not None:
+                    # a link input's ejection queue head, through its second read port;
+                    # else a packet its first port offers here (a link queue's head
+                    # diverted to this node)
+                    self.comb += [
+                        ej_sel[k].eq(ej_avail[k] & can_start2[k]),
+                        e.eq(ej_sel[k] | (req[k] & (route[k] == o) & (~busy[o] | ended[o]) &
+                                          can_start[k] & room)),
+                    ]
+                elif k == 0 and inject_reader:
+                    # either read port of the injection input (the first one first)
+                    ea = Signal(name=f"eligA_{PORT_NAMES[k]}_{PORT_NAMES[o]}")
+                    eb = Signal(name=f"eligB_{PORT_NAMES[k]}_{PORT_NAMES[o]}")
+                    self.comb += [
+                        ea.eq(req[k] & (route[k] == o) & (~busy[o] | ended[o]) &
+                              can_start[k] & up[o] & room),
+                        eb.eq(req2 & (route2 == o) & (~busy[o] | ended[o]) & can_start2[0] &
+                              up[o] & room_for(k, o, words2)),
+                        sel2_0[o].eq(~ea & eb),
+                        e.eq(ea | eb),
+                    ]
+                else:
+                    self.comb += e.eq(req[k] & (route[k] == o) & (~busy[o] | ended[o]) &
+                                      can_start[k] & up[o] & room)
                 elig.append(e)
             link_req = Signal(name=f"linkreq_{PORT_NAMES[o]}")
             if voq:
@@ -688,20 +788,49 @@ class Router(LiteXModule):
         granted = []
         dropping = []
         cur_direct = []
+        cur_direct2 = [None] * nports
+        # inject_reader: the injection input's second read port is granted an output
+        g2_0 = Signal(name="granted2_local")
+        sel2 = Signal(max=nports, name="sel2_local")
+        flip2 = Signal(name="flip2_local")
+        if inject_reader:
+            f = self.inject
+            self.comb += [
+                g2_0.eq(reduce(or_, [grant[o][0] & sel2_0[o] for o in range(nports)])),
+                f.start2.eq(g2_0),
+                Case(sel2, {o: If(fwd2[0], f.source2.ready.eq(pipes[o].sink.ready))
+                            for o in range(nports)}),
+            ]
+            self.sync += If(g2_0, fwd2[0].eq(1), sel2.eq(route2), flip2.eq(divert2)
+                            ).Elif(ends2[0], fwd2[0].eq(0))
+            for o in range(nports):
+                self.sync += If(grant[o][0], own2[o].eq(sel2_0[o]))
         for k, f in enumerate(self.inputs):
             gk = Signal(name=f"granted_{PORT_NAMES[k]}")
             dk = Signal(name=f"dropping_{PORT_NAMES[k]}")
             take = Signal(name=f"take_{PORT_NAMES[k]}")
             cd = Signal(len(directs[k]), name=f"curdirect_{PORT_NAMES[k]}")
+            # (with eject_reader a link input's grant of the ejection port is its second
+            # read port's)
+            g_main = [grant[o][k] for o in range(nports)]
+            if eject_reader and k >= 1:
+                g_main[0] = grant[0][k] & ~ej_sel[k]
+            if inject_reader and k == 0:
+                g_main = [grant[o][0] & ~sel2_0[o] for o in range(nports)]
             self.comb += [
-                gk.eq(reduce(or_, [grant[o][k] for o in range(nports)])),
+                gk.eq(reduce(or_, g_main)),
                 dk.eq(drop_now[k] & can_start[k]),
                 take.eq(gk | dk),
             ]
             if voq:
                 self.comb += f.start.eq(take)
                 for q, (hv, hd, tk) in enumerate(voq_heads[k]):
-                    self.comb += tk.eq(take & (chosen[k] == q))
+                    if eject_reader and k >= 1 and q == P.Port.LOCAL:
+                        self.comb += tk.eq(grant[0][k] & ej_sel[k])
+                    elif k == 0 and q in minus_q:
+                        self.comb += tk.eq((take & (chosen[k] == q)) | (g2_0 & (chosen2 == q)))
+                    else:
+                        self.comb += tk.eq(take & (chosen[k] == q))
                 self.sync += If(gk, rr_in[k].eq(chosen[k]))
             else:
                 self.comb += [f.head_take.eq(take), stages[k].take.eq(take)]
@@ -722,6 +851,21 @@ class Router(LiteXModule):
             self.comb += Case(sel[k], {o: If(fwd[k], f.source.ready.eq(pipes[o].sink.ready))
                                        for o in range(nports)})
             self.comb += If(drain[k], f.source.ready.eq(1))
+            if eject_reader and k >= 1:
+                e = ej_ent[k]
+                cd2 = Signal(len(directs[k]), name=f"curdirect2_{PORT_NAMES[k]}")
+                cur_direct2[k] = cd2
+                self.comb += [
+                    f.start2.eq(grant[0][k] & ej_sel[k]),
+                    f.start2_adr.eq(e["adr"]), f.start2_words.eq(e["words"]),
+                    f.start2_idx.eq(e["idx"]),
+                    f.source2.ready.eq(fwd2[k] & pipes[0].sink.ready),
+                ]
+                self.sync += [
+                    If(grant[0][k] & ej_sel[k], fwd2[k].eq(1), cd2.eq(e["dr"])
+                       ).Elif(ends2[k], fwd2[k].eq(0)),
+                    If(grant[0][k], ej_own[k].eq(ej_sel[k])),
+                ]
 
         # error counters (several inputs may drop in the same cycle). Note: never
         # build an OR from sum(1-bit) != 0 -- Verilog sizes such an expression to
@@ -733,7 +877,8 @@ class Router(LiteXModule):
             n_unk.eq(reduce(add, [dropping[k] & ~badlen[k] for k in range(nports)])),
         ]
         n_div = Signal(bits_for(nports))
-        self.comb += n_div.eq(reduce(add, [granted[k] & diverts[k] for k in range(nports)]))
+        self.comb += n_div.eq(reduce(add, [granted[k] & diverts[k] for k in range(nports)] +
+                                  [g2_0 & divert2]))
         self.sync += [
             self.err_length.eq(self.err_length + n_len),
             self.err_unknown.eq(self.err_unknown + n_unk),
@@ -758,20 +903,59 @@ class Router(LiteXModule):
             src = {}
             for k, f in enumerate(self.inputs):
                 data = out_data[k]
-                if o == 0 and k != 0:
+                fs = f.source
+                if o == 0 and k != 0 and eject_reader:
+                    # the second read port (no divert: nothing to flip), or the first (a
+                    # packet diverted here)
+                    fs = stream.Endpoint(packet_layout(), name=f"eject_src_{PORT_NAMES[k]}")
+                    data = Signal(P.WORD_BITS, name=f"eject_data_{PORT_NAMES[k]}")
+                    s2 = f.source2
+                    self.comb += [
+                        If(ej_own[k],
+                            fs.valid.eq(s2.valid), fs.first.eq(s2.first), fs.last.eq(s2.last),
+                            fs.error.eq(s2.error), data.eq(s2.data),
+                            If(s2.first & (cur_direct2[k] != 0), data[dlo:dhi].eq(k)),
+                        ).Else(
+                            fs.valid.eq(f.source.valid), fs.first.eq(f.source.first),
+                            fs.last.eq(f.source.last), fs.error.eq(f.source.error),
+                            data.eq(out_data[k]),
+                            If(f.source.first & (cur_direct[k] != 0), data[dlo:dhi].eq(k)),
+                        ),
+                    ]
+                elif k == 0 and inject_reader:
+                    # either read port of the injection input
+                    fs = stream.Endpoint(packet_layout(), name=f"local_src_{PORT_NAMES[o]}")
+                    data = Signal(P.WORD_BITS, name=f"local_data_{PORT_NAMES[o]}")
+                    s2 = f.source2
+                    self.comb += [
+                        If(own2[o],
+                            fs.valid.eq(s2.valid), fs.first.eq(s2.first), fs.last.eq(s2.last),
+                            fs.error.eq(s2.error), data.eq(s2.data),
+                            If(s2.first & flip2, data[rtb].eq(~s2.data[rtb])),
+                        ).Else(
+                            fs.valid.eq(f.source.valid), fs.first.eq(f.source.first),
+                            fs.last.eq(f.source.last), fs.error.eq(f.source.error),
+                            data.eq(out_data[k]),
+                        ),
+                    ]
+                elif o == 0 and k != 0:
                     data = Signal(P.WORD_BITS, name=f"eject_data_{PORT_NAMES[k]}")
                     self.comb += [data.eq(out_data[k]),
                                   If(f.source.first & (cur_direct[k] != 0), data[dlo:dhi].eq(k))]
                 # ``error`` on a last word passes on: the packet is stomped on the next
                 # link, or dropped by the ejection FIFO (store-and-forward).
-                src[k] = [p.sink.valid.eq(f.source.valid), p.sink.data.eq(data),
-                          p.sink.first.eq(f.source.first), p.sink.last.eq(f.source.last),
-                          p.sink.error.eq(f.source.error & f.source.last)]
+                src[k] = [p.sink.valid.eq(fs.valid), p.sink.data.eq(data),
+                          p.sink.first.eq(fs.first), p.sink.last.eq(fs.last),
+                          p.sink.error.eq(fs.error & fs.last)]
             self.comb += If(busy[o], Case(owner[o], src))
             any_g = Signal(name=f"anygrant_{PORT_NAMES[o]}")
             gw = Signal(len(words[0]), name=f"grantwords_{PORT_NAMES[o]}")
             self.comb += any_g.eq(reduce(or_, [grant[o][k] for k in range(nports)]))
-            self.comb += [If(grant[o][k], gw.eq(words[k])) for k in range(nports)]
+            self.comb += [If(grant[o][k], gw.eq(Mux(ej_sel[k], ej_ent[k]["words"], words[k])
+                                                if o == 0 and ej_ent[k] is not None
+                                                else Mux(sel2_0[o], words2, words[k])
+                                                if k == 0 and inject_reader
+                                                else words[k])) for k in range(nports)]
             if o == 0:
                 ret = Signal(16)
                 # words read out of the ejection FIFO, and those of a packet it
@@ -825,6 +1009,7 @@ class Router(LiteXModule):
 
         # observation for tests/benches
         self.busy, self.owner, self.fwd, self.drain, self.look = busy, owner, fwd, drain, look
+        self.fwd2 = fwd2
         self.route, self.grant = route, grant
         self.req, self.req_words, self.drop_now = req, words, drop_now
         self.flip, self.diverts = flip, diverts

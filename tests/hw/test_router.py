@@ -895,3 +895,63 @@ def test_cut_through_hop_latency_1k(dst, route_fn):
     assert ev["hout"] - ev["hin"] == HOP[route_fn]      # goal: <= 8
     assert ev["tout"] - ev["tin"] == HOP[route_fn]
     assert len(b.rx[dst]) == 1
+
+
+@pytest.mark.parametrize("eject_reader", [True, False])
+def test_link_input_ejects_while_forwarding(eject_reader):
+    """A link input streams a packet into the ejection port and, in the same cycles,
+    the next packet out on a link: its second read port serves the ejection port
+    (``eject_reader``). Without it the link packet waits for the other's last word."""
+    b = Bench(2, eject_reader=eject_reader)
+    fill = [pkt(0, src=1, tag=0x100 + i, length=MTU) for i in range(3)]
+    a, c = pkt(0, src=2, tag=0x200, length=MTU), pkt(1, src=2, tag=0x201, length=MTU)
+
+    def main():
+        yield from b.load({0: Port.LOCAL, 1: Port.XP})
+        b.out_ready[Port.LOCAL] = False
+        yield b.dut.links[0].up.eq(0)
+        # the ejection FIFO fills (no room for a fourth packet), so A is stored whole
+        yield from b.send(Port.XP, fill)
+        yield from b.send(Port.XM, [a, c])
+        for _ in range(20):
+            yield
+        b.out_ready[Port.LOCAL] = True
+        while len(b.hdr_out[Port.LOCAL]) < 4:     # A's header leaves
+            yield
+        yield b.dut.links[0].up.eq(1)
+    b.run(main, 100)
+    assert b.words(Port.LOCAL) == fill + [a] and b.words(Port.XP) == [c]
+    gap = b.hdr_out[Port.XP][0] - b.hdr_out[Port.LOCAL][3]
+    if eject_reader:
+        assert gap <= HOP["migen"]           # up, grant, pipeline: not behind A
+    else:
+        assert gap >= MAXP - 2               # behind A's last word
+
+
+@pytest.mark.parametrize("n_links", [2, 4])
+@pytest.mark.parametrize("inject_reader", [True, False])
+def test_injection_serves_two_links_at_once(inject_reader, n_links):
+    """The injection input streams a packet out on XP and, in the same cycles, one on XM
+    (its second read port serves the ``-`` links: ``inject_reader``); without it the
+    second waits for the first one's last word."""
+    b = Bench(n_links, inject_reader=inject_reader)
+    a, c = pkt(1, tag=0x301, length=MTU), pkt(2, tag=0x302, length=MTU)
+
+    def main():
+        yield from b.load({1: Port.XP, 2: Port.XM})
+        yield b.dut.links[0].up.eq(0)
+        yield b.dut.links[1].up.eq(0)
+        yield from b.send(Port.LOCAL, [a, c])
+        for _ in range(10):
+            yield
+        yield b.dut.links[0].up.eq(1)
+        while not b.hdr_out[Port.XP]:
+            yield
+        yield b.dut.links[1].up.eq(1)
+    b.run(main, 60)
+    assert b.words(Port.XP) == [a] and b.words(Port.XM) == [c]
+    gap = b.hdr_out[Port.XM][0] - b.hdr_out[Port.XP][0]
+    if inject_reader:
+        assert gap <= HOP["migen"]
+    else:
+        assert gap >= MAXP - 2

@@ -104,13 +104,16 @@ def niccore_router_params(mtu: int = P.DEFAULT_MTU) -> dict[str, int]:
     """The Router's buffer sizes as NicCore configures them (``hw/niccore.py``): link
     input buffers of :func:`~paranic.hw.niccore.link_buf_words` (1024 words at MTU
     1024: 7 packet slots), the ejection FIFO of the router's default size and the
-    injection FIFO of :func:`~paranic.hw.niccore.inject_buf_words` (512 and 512 words).
+    injection FIFO of :func:`~paranic.hw.niccore.inject_buf_words` (512 and 2048 words)
+    holding up to ``INJECT_PACKETS`` (16) packets, inputs offering their queue heads in
+    round robin (``VOQ_ORDER``).
     The benches and the network tests build routers with these unless told otherwise."""
-    from paranic.hw.niccore import inject_buf_words, link_buf_words
+    from paranic.hw.niccore import INJECT_PACKETS, VOQ_ORDER, inject_buf_words, link_buf_words
     from paranic.hw.router import default_buf_words
 
     return {"buf_words": link_buf_words(mtu), "eject_words": default_buf_words(mtu),
-            "inject_words": inject_buf_words(mtu)}
+            "inject_words": inject_buf_words(mtu), "inject_packets": INJECT_PACKETS,
+            "voq_order": VOQ_ORDER}
 
 
 def router_build(n_links: int = 4) -> tuple[list[Path], str]:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import Any
 
 from paranic.spec import protocol as P
 
@@ -241,17 +242,19 @@ def credit_round_trip(delay: int = 8, reverse_busy: bool = False, packets: int =
 
 
 def resources(n_links: int = 4, voq: bool = True, buf_words: int | None = None,
-              family: str = "xc7") -> dict:
+              family: str = "xc7", **router_kw: Any) -> dict:
     """Yosys ``synth_xilinx -flatten -family xc7`` of one Router (``RouterTop``: its
     ports at the top level), by default as NicCore configures it (link buffers
     :func:`paranic.hw.niccore.link_buf_words`, ejection and injection FIFOs as there);
     ``voq=False``: a single FIFO per input
-    (the router before virtual output queues). Returns LUTs (logic + LUT RAM), FFs,
+    (the router before virtual output queues); ``router_kw``: further Router parameters
+    (e.g. ``eject_reader=False, inject_reader=False``: without the second read ports,
+    ``inject_words``). Returns LUTs (logic + LUT RAM), FFs,
     block RAMs (36 kbit) and the time yosys took."""
     import time
 
     from paranic.boardtool import count_resources, run_yosys
-    from paranic.hw.niccore import inject_buf_words, link_buf_words
+    from paranic.hw.niccore import INJECT_PACKETS, VOQ_ORDER, inject_buf_words, link_buf_words
     from paranic.hw.router import default_buf_words
     from paranic.sim.paths import BUILD_ROOT
     from paranic.sim.testnet import router_verilog
@@ -259,12 +262,14 @@ def resources(n_links: int = 4, voq: bool = True, buf_words: int | None = None,
     bw = link_buf_words(P.DEFAULT_MTU) if buf_words is None else buf_words
     d = BUILD_ROOT / "router_resources"
     d.mkdir(parents=True, exist_ok=True)
-    name = f"router{n_links}_bw{bw}_{'voq' if voq else 'fifo'}"
-    v, top = router_verilog(d, n_links=n_links, name=name, buf_words=bw, voq=voq,
-                            eject_words=default_buf_words(P.DEFAULT_MTU),
-                            inject_words=inject_buf_words(P.DEFAULT_MTU))
+    kw = {"eject_words": default_buf_words(P.DEFAULT_MTU),
+          "inject_words": inject_buf_words(P.DEFAULT_MTU), "inject_packets": INJECT_PACKETS,
+          "voq_order": VOQ_ORDER, **router_kw}
+    extra = "".join(f"_{k}{int(v) if isinstance(v, bool) else v}" for k, v in sorted(router_kw.items()))
+    name = f"router{n_links}_bw{bw}_{'voq' if voq else 'fifo'}{extra}"
+    v, top = router_verilog(d, n_links=n_links, name=name, buf_words=bw, voq=voq, **kw)
     t0 = time.monotonic()
     cells = run_yosys([v], top, family, "-noiopad", d / f"{top}.yosys.log", cwd=d, label=top)
     r = count_resources(cells)
-    return {"n_links": n_links, "voq": voq, "buf_words": bw, **r,
+    return {"n_links": n_links, "voq": voq, "buf_words": bw, **router_kw, **r,
             "yosys_seconds": round(time.monotonic() - t0, 1)}
