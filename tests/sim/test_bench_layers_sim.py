@@ -41,15 +41,16 @@ def test_layers_on_the_simulator(sim_binary, userlib_build):
         assert link * 0.5 < x["hw_MBps"] <= link * 1.001 and x["MBps"] == x["hw_MBps"], x
     # An AM request or RMA put is a ports message with a longer header (24 bytes, an
     # RMA put 32 more of arguments), and its answer one too: more PIO stores each way
-    # (192 and 288 ns one way, docs/benchmarks.md). A run descheduled in every one of
-    # its 30 iterations only ever comes out slower: compare when ports was undisturbed
-    # (its path is 844-848 ns).
+    # and the library's handler turn-around (192 and 288 ns one way while a store took
+    # two bus cycles, docs/benchmarks.md; am 132 ns over ports since a store takes one).
+    # A run descheduled in every one of its 30 iterations only ever comes out slower:
+    # compare when ports was undisturbed (its path is 844-880 ns).
     ports = rows["ports"]["hw_ns"]
     for name in ("am", "rma"):
         x = rows[name]
         assert x["below"] == "ports" and x["added_hw_ns"] == round(x["hw_ns"] - ports, 1), x
         if ports < 900:
-            assert x["hw_ns"] >= ports + 150, (x, rows["ports"])
+            assert x["hw_ns"] >= ports + 100, (x, rows["ports"])
     if pvm:   # PVM's header and its own message (pvm_pkbyte's fragment) over the same socket
         x = rows["pvm"]
         assert x["below"] == "sockets" and x["added_hw_ns"] == round(x["hw_ns"] - rows["sockets"]["hw_ns"], 1), x
