@@ -134,6 +134,8 @@ def test_msix_table_at_spec_offsets():
     assert [c.name for c in regions["pcie_msi"].obj][:3] == ["enable", "reserved0", "pba"]
 
 
+@pytest.mark.slow   # about 60 s of Migen simulation; make test's cocotb SoC bench reads the
+# identity, a context page and the doorbell over BAR0 through the PCIe root-complex model
 def test_bar0_decode(msi_type="msi-multi-vector"):
     """Context pages, the NicCore's CSR bank and the SoC's CSR window, over BAR0."""
     from paranic.hw.standalone import NicCoreStandalone

@@ -11,12 +11,15 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from paranic.spec import protocol as P
 from simtest import ROOT
 
 PARANIC = [sys.executable, "-m", "paranic.cli"]
 
 
+@pytest.mark.slow   # about 70 s; make test's budget. The sw run (tests/userlib) stays.
 def test_layers_on_the_simulator(sim_binary, userlib_build):
     e = {k: v for k, v in os.environ.items() if not k.startswith("PARANIC_")}
     r = subprocess.run([*PARANIC, "bench", "layers", "--backend", "sim", "--quick", "--json"], capture_output=True,
