@@ -207,27 +207,9 @@ class PioEngine(Module):
         )
         fsm.act("HDR",  # dat_r = header word 0
             If(~ok & ~offered,
-                st.pio_fin.stb.eq(1),
-                st.pio_fin.data.eq(1),
-                If(disabled,
-                ).Elif(refused, self.err_spoiled.eq(1)
-                ).Elif(bad_type, self.err_type.eq(1)
-                ).Else(self.err_length.eq(1), self.err_unstaged.eq(~bad_len)),
+                *refuse(),
                 NextState("IDLE"),
-            ).Else(
-                self.busy.eq(1),
-                source.valid.eq(1),
-                source.first.eq(1),
-                source.data.eq(stamped),
-                # keep word 0 on dat_r until it is taken, then fetch word 1
-                rdport.adr.eq(radr(next_word, ctx)),
-                NextValue(offered, 1),   # a valid beat stays offered until taken
-                NextValue(nwords, packet_words(length)),
-                If(xfer,
-                    NextValue(idx, 1),
-                    NextState("SEND"),
-                ),
-            ),
+            ).Else(*offer(ctx)),
         )
         fsm.act("SEND",
             self.busy.eq(1),
