@@ -749,7 +749,7 @@ static int case_bench(void)
 			EXPECT_RC(pn_rma_wait(am, &q, -1), 1);
 			double bt = (double)(pn_now_ns(h) - t0), bw = (double)(t_now_ns() - w0);
 			say("{\"bench\": \"am\", \"backend\": \"%s\", \"bytes\": %zu, \"iters\": %u, \"latency_ns\": %.0f, "
-			    "\"latency_wall_ns\": %.0f, \"put_MBps\": %.1f, \"put_MBps_wall\": %.1f}",
+			    "\"latency_wall_ns\": %.0f, \"put_MBps\": %.4g, \"put_MBps_wall\": %.4g}",
 			    pn_backend_name(h), n, iters, lat, latw, n * (double)pi / bt * 1e3, n * (double)pi / bw * 1e3);
 		}
 		EXPECT_RC(pn_am_flush(am, -1), 0);
