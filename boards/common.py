@@ -143,6 +143,24 @@ def set_pci_ids(phy) -> None:
                            "PF0_SUBSYSTEM_ID": dev})
 
 
+def s7_pcie_phy(platform, lanes: str):
+    """The PCIe PHY of a 7-series board (``lanes``: the platform's ``pcie_x4``/``pcie_x8``):
+    the hard block's 128-bit stream, ParaNicSoC's 64-bit core, BAR0 the size of NicCore's
+    window, one MSI vector per context."""
+    from paranic.hw.pcie_phy import S7PCIEPHY   # LitePCIe's, with a working receive path
+
+    return S7PCIEPHY(platform, platform.request(lanes), data_width=64, pcie_data_width=128,
+                     bar0_size=P.BAR0_BYTES, msi_type="msi-multi-vector")
+
+
+def add_pcie(soc, phy) -> None:
+    """``phy`` as the target's PCIe endpoint: ParaNIC's ids in the hard IP's
+    configuration, then LitePCIe's endpoint with BAR0 and NicCore's DMA ports
+    (:meth:`ParaNicSoC.add_paranic_pcie`)."""
+    set_pci_ids(phy)
+    soc.add_paranic_pcie(phy)
+
+
 # Link PHYs on a target -----------------------------------------------------------------------
 
 def gt_pads(platform, name: str, number: int = 0, lane: int | None = None):
@@ -216,6 +234,27 @@ def s7_crg(platform, sys_clk_freq: float, *, reset: str, reset_active_low: bool 
             platform.add_false_path_constraints(self.cd_sys.clk, pll.clkin)
 
     return S7CRG()
+
+
+def us_crg(platform, sys_clk_freq: float, *, mmcm_cls, clkin: str, clkin_freq: float,
+           reset: str | None = None):
+    """The CRG of an UltraScale(+) board: ``sys`` from the oscillator ``clkin`` through
+    an MMCM (``mmcm_cls``: LiteX's ``USMMCM`` or ``USPMMCM``), held in reset by the
+    ``reset`` button if the board has one."""
+    from litex.gen import LiteXModule
+    from migen import ClockDomain, Signal
+
+    class USCRG(LiteXModule):
+        def __init__(self) -> None:
+            self.rst = Signal()
+            self.cd_sys = ClockDomain()
+            self.pll = pll = mmcm_cls(speedgrade=-2)
+            self.comb += pll.reset.eq((platform.request(reset) if reset else 0) | self.rst)
+            pll.register_clkin(platform.request(clkin), clkin_freq)
+            pll.create_clkout(self.cd_sys, sys_clk_freq)
+            platform.add_false_path_constraints(self.cd_sys.clk, pll.clkin)
+
+    return USCRG()
 
 
 def led_pads(platform, n: int, name: str = "user_led"):

@@ -14,12 +14,11 @@ CLE-215+ has no SFP in litex-boards 2023.12; the Numato Tagus is not an openFPGA
 from __future__ import annotations
 
 from litex_boards.platforms import sitlinv_stlv7325_v2
-from paranic.hw.pcie_phy import S7PCIEPHY   # LitePCIe's, with a working receive path
 
 from paranic.hw.soc import ParaNicSoC
 from paranic.spec import protocol as P
 
-from .common import Board, LinkPort, PARTS, add_links, s7_crg, gt_link, gt_pads, led_pads, run, set_pci_ids
+from .common import Board, LinkPort, PARTS, add_links, s7_crg, gt_link, gt_pads, led_pads, run, add_pcie, s7_pcie_phy
 
 
 def _sfp(cage):
@@ -50,11 +49,7 @@ class Target(ParaNicSoC):
         BOARD.resolve_links(links)
         self.crg = s7_crg(platform, sys_clk_freq, reset="cpu_reset_n", reset_active_low=True)
         ParaNicSoC.__init__(self, platform, sys_clk_freq, n_links=2, ident="ParaNIC on STLV7325", **kwargs)
-        self.pcie_phy = S7PCIEPHY(platform, platform.request("pcie_x4"), data_width=64,
-                                  pcie_data_width=128, bar0_size=P.BAR0_BYTES,
-                                  msi_type="msi-multi-vector")
-        set_pci_ids(self.pcie_phy)
-        self.add_paranic_pcie(self.pcie_phy)
+        add_pcie(self, s7_pcie_phy(platform, "pcie_x4"))
         # The LEDs are active low (user_led_n).
         add_links(self, BOARD, links, leds=led_pads(platform, 2, "user_led_n"), leds_active_low=True)
 

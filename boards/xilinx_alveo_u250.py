@@ -10,7 +10,7 @@ program it with Vivado's hardware manager.
 
 from __future__ import annotations
 
-from migen import ClockDomain, If, Signal
+from migen import If, Signal
 
 from litex.gen import LiteXModule
 from litex.soc.cores.clock import USPMMCM
@@ -20,7 +20,7 @@ from paranic.hw.pcie_phy import USPPCIEPHY  # LitePCIe's, with a working receive
 from paranic.hw.soc import ParaNicSoC
 from paranic.spec import protocol as P
 
-from .common import Board, LinkPort, PARTS, add_links, gt_link, gt_pads, led_pads, run, set_pci_ids
+from .common import Board, LinkPort, PARTS, add_links, gt_link, gt_pads, led_pads, run, add_pcie, us_crg
 
 
 class QSFPClockSelect(LiteXModule):
@@ -58,22 +58,11 @@ BOARD = Board(
 )
 
 
-class _CRG(LiteXModule):
-    def __init__(self, platform, sys_clk_freq: float) -> None:
-        self.rst = Signal()
-        self.cd_sys = ClockDomain()
-        self.pll = pll = USPMMCM(speedgrade=-2)
-        self.comb += pll.reset.eq(self.rst)
-        pll.register_clkin(platform.request("clk300", 0), 300e6)
-        pll.create_clkout(self.cd_sys, sys_clk_freq)
-        platform.add_false_path_constraints(self.cd_sys.clk, pll.clkin)
-
-
 class Target(ParaNicSoC):
     def __init__(self, sys_clk_freq: float = P.TARGET_CLK_HZ, links=None, **kwargs) -> None:
         platform = xilinx_alveo_u250.Platform()
         BOARD.resolve_links(links)
-        self.crg = _CRG(platform, sys_clk_freq)
+        self.crg = us_crg(platform, sys_clk_freq, mmcm_cls=USPMMCM, clkin="clk300", clkin_freq=300e6)
         ParaNicSoC.__init__(self, platform, sys_clk_freq, n_links=2, ident="ParaNIC on Alveo U250", **kwargs)
         # Gen3 x4 (128-bit AXI stream at 250 MHz; ParaNicSoC takes 64 bits), as litex-boards'
         # U250 target: x16 needs LitePCIe's 512-bit adapters, and in LitePCIe 2024.12
@@ -82,8 +71,7 @@ class Target(ParaNicSoC):
         # two links.
         self.pcie_phy = USPPCIEPHY(platform, platform.request("pcie_x4"), speed="gen3",
                                    data_width=64, pcie_data_width=128, bar0_size=P.BAR0_BYTES)
-        set_pci_ids(self.pcie_phy)
-        self.add_paranic_pcie(self.pcie_phy)
+        add_pcie(self, self.pcie_phy)
         add_links(self, BOARD, links, leds=led_pads(platform, 2))
 
 

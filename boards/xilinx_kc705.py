@@ -11,13 +11,12 @@ The SFP's GTX quad 117 is clocked by the 125 MHz SGMII reference clock (MGTREFCL
 from __future__ import annotations
 
 from litex_boards.platforms import xilinx_kc705
-from paranic.hw.pcie_phy import S7PCIEPHY   # LitePCIe's, with a working receive path
 
 from paranic.hw.soc import ParaNicSoC
 from paranic.spec import protocol as P
 
 from .common import (Board, LinkPort, PARTS, add_links, has_ribbon, s7_crg, gt_link, gt_pads, led_pads,
-                     ribbon_link, run, set_pci_ids)
+                     ribbon_link, run, add_pcie, s7_pcie_phy)
 
 
 def _sfp(soc, i):
@@ -50,11 +49,7 @@ class Target(ParaNicSoC):
         ParaNicSoC.__init__(self, platform, sys_clk_freq, n_links=2, ident="ParaNIC on KC705",
                             with_sync_line=has_ribbon(BOARD, links), **kwargs)
         # PCIe Gen2 x8: the hard block's 128-bit stream at 250 MHz; ParaNicSoC takes 64 bits.
-        self.pcie_phy = S7PCIEPHY(platform, platform.request("pcie_x8"), data_width=64,
-                                  pcie_data_width=128, bar0_size=P.BAR0_BYTES,
-                                  msi_type="msi-multi-vector")
-        set_pci_ids(self.pcie_phy)
-        self.add_paranic_pcie(self.pcie_phy)
+        add_pcie(self, s7_pcie_phy(platform, "pcie_x8"))
         add_links(self, BOARD, links, leds=led_pads(platform, 2))
 
 

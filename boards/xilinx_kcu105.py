@@ -6,9 +6,6 @@
 
 from __future__ import annotations
 
-from migen import ClockDomain, Signal
-
-from litex.gen import LiteXModule
 from litex.soc.cores.clock import USMMCM
 from litex_boards.platforms import xilinx_kcu105
 from paranic.hw.pcie_phy import USPCIEPHY   # LitePCIe's, with a working receive path
@@ -16,7 +13,7 @@ from paranic.hw.pcie_phy import USPCIEPHY   # LitePCIe's, with a working receive
 from paranic.hw.soc import ParaNicSoC
 from paranic.spec import protocol as P
 
-from .common import Board, LinkPort, PARTS, add_links, gt_link, gt_pads, led_pads, run, set_pci_ids
+from .common import Board, LinkPort, PARTS, add_links, gt_link, gt_pads, led_pads, run, add_pcie, us_crg
 
 
 def _sfp(n):
@@ -43,28 +40,17 @@ BOARD = Board(
 )
 
 
-class _CRG(LiteXModule):
-    def __init__(self, platform, sys_clk_freq: float) -> None:
-        self.rst = Signal()
-        self.cd_sys = ClockDomain()
-        self.pll = pll = USMMCM(speedgrade=-2)
-        self.comb += pll.reset.eq(platform.request("cpu_reset") | self.rst)
-        pll.register_clkin(platform.request("clk125"), 125e6)
-        pll.create_clkout(self.cd_sys, sys_clk_freq)
-        platform.add_false_path_constraints(self.cd_sys.clk, pll.clkin)
-
-
 class Target(ParaNicSoC):
     def __init__(self, sys_clk_freq: float = P.TARGET_CLK_HZ, links=None, **kwargs) -> None:
         platform = xilinx_kcu105.Platform()
         BOARD.resolve_links(links)
-        self.crg = _CRG(platform, sys_clk_freq)
+        self.crg = us_crg(platform, sys_clk_freq, mmcm_cls=USMMCM, clkin="clk125", clkin_freq=125e6,
+                          reset="cpu_reset")
         ParaNicSoC.__init__(self, platform, sys_clk_freq, n_links=2, ident="ParaNIC on KCU105", **kwargs)
         # Gen3 x8: the hard block's 256-bit AXI stream at 250 MHz; ParaNicSoC takes 64 bits.
         self.pcie_phy = USPCIEPHY(platform, platform.request("pcie_x8"), speed="gen3",
                                   data_width=64, pcie_data_width=256, bar0_size=P.BAR0_BYTES)
-        set_pci_ids(self.pcie_phy)
-        self.add_paranic_pcie(self.pcie_phy)
+        add_pcie(self, self.pcie_phy)
         add_links(self, BOARD, links, leds=led_pads(platform, 2))
 
 
