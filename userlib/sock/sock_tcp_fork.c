@@ -280,21 +280,31 @@ void sk_tcp_fork_exit(void)
 	}
 }
 
-/* PAUSE and RESUME from peers that fork (or took a connection over). */
+/* The next well-formed control message of `kind` (SK_T_RESUME, SK_T_PAUSE) into *m and
+ * *st: 1, or 0 when none is waiting; malformed ones are taken and skipped. */
+static int recv_move(unsigned kind, struct sk_move *m, pn_port_status_t *st)
+{
+	for (;;) {
+		struct sk_move buf;
+		int r = pn_port_recv(G.port, PN_PORT_ANY, PN_PORT_ANY, SK_CHAN_CTL, SK_TAG(kind, 0), SK_KIND_MASK,
+				     &buf, sizeof(buf), st, 0);
+		if (r < 0)
+			return 0;
+		if (sk_parse_move(&buf, (size_t)r, m) == 0)
+			return 1;
+	}
+}
+
+/* PAUSE and RESUME from peers that fork (or took a connection over); at most 64 of each
+ * per call. */
 void sk_tcp_fork_ctl(uint64_t now)
 {
+	struct sk_move m;
+	pn_port_status_t st;
+
 	/* RESUMEs first: a process that took a connection over pauses it only after its RESUME */
-	for (int i = 0; i < 64; i++) {
-		struct sk_move buf, m;
-		pn_port_status_t st;
-		struct conn *c;
-		int r = pn_port_recv(G.port, PN_PORT_ANY, PN_PORT_ANY, SK_CHAN_CTL, SK_TAG(SK_T_RESUME, 0), SK_KIND_MASK,
-				     &buf, sizeof(buf), &st, 0);
-		if (r < 0)
-			break;
-		if (sk_parse_move(&buf, (size_t)r, &m) < 0)
-			continue;
-		c = sk_conn_find((uint32_t)st.tag);
+	for (int i = 0; i < 64 && recv_move(SK_T_RESUME, &m, &st); i++) {
+		struct conn *c = sk_conn_find((uint32_t)st.tag);
 		if (!c || c->peer_node != (unsigned)st.src_node)
 			continue;
 		c->peer_ctx = (unsigned)st.src_ctx;
@@ -313,17 +323,8 @@ void sk_tcp_fork_ctl(uint64_t now)
 			sk_conn_isend(c, SK_T_CLOSE, NULL, 0, NULL);
 		c->defer_fin = c->defer_close = 0;
 	}
-	for (int i = 0; i < 64; i++) {
-		struct sk_move buf, m;
-		pn_port_status_t st;
-		struct conn *c;
-		int r = pn_port_recv(G.port, PN_PORT_ANY, PN_PORT_ANY, SK_CHAN_CTL, SK_TAG(SK_T_PAUSE, 0), SK_KIND_MASK,
-				     &buf, sizeof(buf), &st, 0);
-		if (r < 0)
-			break;
-		if (sk_parse_move(&buf, (size_t)r, &m) < 0)
-			continue;
-		c = sk_conn_find((uint32_t)st.tag);
+	for (int i = 0; i < 64 && recv_move(SK_T_PAUSE, &m, &st); i++) {
+		struct conn *c = sk_conn_find((uint32_t)st.tag);
 		if (c && c->peer_node == (unsigned)st.src_node && c->peer_ctx == (unsigned)st.src_ctx && !c->error &&
 		    (c->state == CS_OPEN || c->state == CS_CONNECTING)) {
 			c->paused = 1;   /* nothing more is written until RESUME */
