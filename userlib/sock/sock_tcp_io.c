@@ -89,6 +89,26 @@ void sk_conn_send_close(struct conn *c)
 
 /* ---- receives -------------------------------------------------------------------------------- */
 
+/* A message of c's taken whole: DATA's length is returned; FIN and CLOSE set eof (CLOSE:
+ * the peer closed), PAUSED answers a fork's pause; they carry nothing (0). */
+static size_t took(struct conn *c, const pn_port_status_t *st, size_t len)
+{
+	switch (SK_TAG_KIND(st->tag)) {
+	case SK_T_DATA:
+		return len;
+	case SK_T_CLOSE:
+		c->peer_closed = c->got_close = 1;
+		/* fall through */
+	case SK_T_FIN:
+		c->eof = 1;
+		break;
+	case SK_T_PAUSED:
+		sk_tcp_paused_msg(c);
+		break;
+	}
+	return 0;
+}
+
 /* The next message of c, if one has arrived: data that fits buf (cap) goes there (its
  * length is returned), longer data is staged; FIN/CLOSE set eof. *got: something was
  * taken. Receive errors set c->error. */
@@ -132,20 +152,7 @@ size_t sk_conn_poll_msg(struct conn *c, void *buf, size_t cap, int *got)
 		return 0;
 	}
 	*got = 1;
-	switch (SK_TAG_KIND(st.tag)) {
-	case SK_T_DATA:
-		return (size_t)r;
-	case SK_T_CLOSE:
-		c->peer_closed = c->got_close = 1;
-		/* fall through */
-	case SK_T_FIN:
-		c->eof = 1;
-		break;
-	case SK_T_PAUSED:
-		sk_tcp_paused_msg(c);
-		break;
-	}
-	return 0;
+	return took(c, &st, (size_t)r);
 }
 
 static int conn_probe(struct conn *c, pn_port_status_t *st)
@@ -381,19 +388,7 @@ static size_t read_posted(struct conn *c, uint8_t *buf, size_t cap)
 		r = pn_port_test(G.port, &rq, &st);
 		if (r == 1) {
 			c->reading = 0;
-			switch (SK_TAG_KIND(st.tag)) {
-			case SK_T_DATA:
-				return st.len;
-			case SK_T_CLOSE:
-				c->peer_closed = c->got_close = 1;
-				/* fall through */
-			case SK_T_FIN:
-				c->eof = 1;
-				break;
-			case SK_T_PAUSED:
-				sk_tcp_paused_msg(c);
-			}
-			return 0;
+			return took(c, &st, st.len);
 		}
 		if (r < 0) {
 			c->reading = 0;
