@@ -76,35 +76,17 @@ def _cmd_topo(a: argparse.Namespace) -> int:
 MSG_BENCHES = ("pairwise", "pingpong", "stream", "messages", "overhead", "barrier")
 
 
+#: Benchmarks with a module of their own in paranic.bench (imported when asked for: each
+#: pulls in what it measures), each with ``run(args)``.
+BENCH_MODULES = {"router": "router_cli", "layers": "layers", "mpi": "mpi", "ber": "ber", "faults": "faults",
+                 "collective": "collective", "simspeed": "simspeed"}
+
+
 def _cmd_bench(a: argparse.Namespace) -> int:
-    if a.what == "router":
-        from .bench import router_cli
+    if a.what in BENCH_MODULES:
+        import importlib
 
-        return router_cli.run(a)
-    if a.what == "layers":
-        from .bench import layers
-
-        return layers.run(a)
-    if a.what == "mpi":
-        from .bench import mpi
-
-        return mpi.run(a)
-    if a.what == "ber":
-        from .bench import ber
-
-        return ber.run(a)
-    if a.what == "faults":
-        from .bench import faults
-
-        return faults.run(a)
-    if a.what == "collective":
-        from .bench import collective
-
-        return collective.run(a)
-    if a.what == "simspeed":
-        from .bench import simspeed
-
-        return simspeed.run(a)
+        return importlib.import_module(f"{__package__}.bench.{BENCH_MODULES[a.what]}").run(a)
     if a.what in MSG_BENCHES:
         from .bench import msg_cli
 
@@ -189,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
                                      "shared memory), collective (allreduce in software over ports vs the NIC barrier, sim), simspeed (the simulator's cycles/s; --load: simulated latency under machine load)",
                        description="router: the gateware router in Verilator. The others run pn_bench "
                                    "through libparanic: hw_ns on the cluster simulator, sw_ns natively.")
-    p.add_argument("what", choices=["router", *MSG_BENCHES, "layers", "faults", "ber", "mpi", "collective", "simspeed"])
+    p.add_argument("what", choices=[*BENCH_MODULES, *MSG_BENCHES])
     p.add_argument("--json", action="store_true", help="print one JSON object {\"rows\": [...], ...}")
     p.add_argument("--plot", metavar="FILE.png", help="write a plot")
     p.add_argument("--quick", action="store_true", help="fewer sweep points / iterations")
