@@ -19,7 +19,7 @@ from paranic.spec.sim import DEFAULT_MODEL, LATENCY_MODELS, ber_to_threshold, ca
 from paranic.spec.topo import Topology
 
 from .build import build
-from .faults import fault_args
+from .faults import add_fault_options, fault_args
 from .run import socket_path
 
 
@@ -32,13 +32,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--build-only", action="store_true", help="build (or find) the binary, print its path")
     ap.add_argument("--cluster", help="socket build/run/sim-CLUSTER.sock (default $PARANIC_CLUSTER or default)")
     ap.add_argument("--socket", help="socket path (overrides --cluster)")
-    ap.add_argument("--ber", type=float, default=0.0, help="bit-error rate of every cable (default 0)")
-    ap.add_argument("--ber-cable", action="append", default=[], metavar="K=RATE",
-                    help="bit-error rate of cable K (Topology.cables() numbering; repeatable)")
-    ap.add_argument("--cut", action="append", default=[], metavar="K@CYCLE",
-                    help="pull cable K at CYCLE (repeatable)")
-    ap.add_argument("--mend", action="append", default=[], metavar="K@CYCLE",
-                    help="plug cable K back in at CYCLE (repeatable)")
+    add_fault_options(ap)
     ap.add_argument("--soc", action="store_true",
                     help="a cluster of whole SoCs brought up by their firmware (docs/simulator.md)")
     ap.add_argument("--firmware", metavar="PATH|probe",

@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import socket
 from pathlib import Path
-from typing import Iterable
+from typing import Any, Callable, Iterable
 
 from paranic.spec import sim as S
 from paranic.spec.topo import Topology
@@ -82,6 +82,19 @@ def fault_args(topo: str | Topology, ber_cable: Iterable[str] = (), cut: Iterabl
             k, c = parse_at(x, t, opt)
             out += [opt, f"{k}@{c}"]
     return out
+
+
+def add_fault_options(ap: Any, scope: str = "", ber_type: Callable[[str], float] = float) -> None:
+    """``--ber``, ``--ber-cable``, ``--cut`` and ``--mend`` on the argparse parser ``ap``
+    (``python -m paranic.sim``, ``paranic run``); ``scope`` starts each help text ("sim: "
+    where other backends ignore them). :func:`fault_args` checks the cables and cycles."""
+    ap.add_argument("--ber", type=ber_type, default=0.0, help=f"{scope}bit-error rate of every cable (0..1; default 0)")
+    ap.add_argument("--ber-cable", action="append", default=[], metavar="K=RATE",
+                    help=f"{scope}bit-error rate of cable K (paranic.spec.topo.Topology.cables(); repeatable)")
+    ap.add_argument("--cut", action="append", default=[], metavar="K@CYCLE",
+                    help=f"{scope}pull cable K at CYCLE (repeatable)")
+    ap.add_argument("--mend", action="append", default=[], metavar="K@CYCLE",
+                    help=f"{scope}plug cable K back in at CYCLE (repeatable)")
 
 
 class FaultRefused(RuntimeError):

@@ -44,6 +44,7 @@ from typing import Iterator, Mapping, Sequence
 from paranic import cliopts as O
 from paranic import launch as L
 from paranic.spec import protocol as P
+from paranic.sim.faults import add_fault_options, fault_args
 from paranic.spec.sim import ber_to_threshold
 from paranic.spec.topo import Topology
 
@@ -56,13 +57,7 @@ def add_cluster_arguments(p: argparse.ArgumentParser, what: str = "run") -> None
     p.add_argument("--cluster", help=f"cluster name (default {what}-<pid>)")
     p.add_argument("--timeout", type=O.timeout_s, default=0,
                    help=f"kill everything after S seconds (0..{O.MAX_TIMEOUT_S}; default 0: never)")
-    p.add_argument("--ber", type=O.ber, default=0.0, help="sim: bit-error rate of every cable (0..1)")
-    p.add_argument("--ber-cable", action="append", default=[], metavar="K=RATE",
-                   help="sim: bit-error rate of cable K (paranic.spec.topo.Topology.cables(); repeatable)")
-    p.add_argument("--cut", action="append", default=[], metavar="K@CYCLE",
-                   help="sim: pull cable K at CYCLE (repeatable)")
-    p.add_argument("--mend", action="append", default=[], metavar="K@CYCLE",
-                   help="sim: plug cable K back in at CYCLE (repeatable)")
+    add_fault_options(p, "sim: ", O.ber)
     p.add_argument("--soc", action="store_true",
                    help="sim: a cluster of whole SoCs brought up by their firmware (docs/simulator.md)")
     p.add_argument("--firmware", metavar="PATH|probe",
@@ -269,7 +264,6 @@ def job_cluster(a: argparse.Namespace, cluster: str, nodes: int, ppn: int, prog:
                 try:
                     topo = Topology.parse(a.topo) if a.topo else Topology.parse(barrier_topology(nodes))
                     ber_to_threshold(a.ber)
-                    from paranic.sim.faults import fault_args
                     fault_args(topo, a.ber_cable, a.cut, a.mend)
                 except ValueError as e:
                     raise UsageError(str(e)) from None
