@@ -146,7 +146,13 @@ def frame_words(payload_bytes: int) -> int:
     return 1 + P.packet_words(payload_bytes) + 1
 
 
-def link_efficiency(payload_bytes: int) -> float:
+def frame_beats(payload_bytes: int, dw: int = P.WORD_BITS) -> int:
+    """Line beats of one data frame on a ``dw``-bit link: the SOF control word and
+    the CRC trailer each take a whole beat (in its low 64 bits, the rest zero)."""
+    return 1 + P.packet_beats(payload_bytes, dw) + 1
+
+
+def link_efficiency(payload_bytes: int, dw: int = P.WORD_BITS) -> float:
     """Payload bytes over raw link bytes for a back-to-back stream of equal packets.
 
     Raw bytes are 8 per line word (the 64-bit data field; the control flag and the
@@ -156,10 +162,12 @@ def link_efficiency(payload_bytes: int) -> float:
     are only sent when no packet is waiting, so a saturated stream carries no other
     control traffic (``tests/hw/test_link.py`` and the cocotb bench check this on
     the PHY).
+    A ``dw``-bit link (:data:`~paranic.spec.protocol.DATAPATH_WIDTHS`) moves ``dw/8``
+    raw bytes per beat and sends :func:`frame_beats` beats per packet.
     """
     if not 0 <= payload_bytes <= P.MAX_MTU:
         raise ValueError("payload size out of range")
-    return payload_bytes / (P.WORD_BYTES * frame_words(payload_bytes))
+    return payload_bytes / (dw // 8 * frame_beats(payload_bytes, dw))
 
 
 class LinkState(IntEnum):

@@ -44,7 +44,8 @@ class RouterNetwork(LiteXModule):
     Parameters: ``mtu``, ``buf_words``, ``eject_words``, ``bubble``, ``voq`` and any
     other ``router_kw`` (Router parameters), ``channel`` (a class taking ``(a, b, **channel_kwargs)``:
     :class:`WireChannel` or ``LinkChannel``), ``table_nodes`` (default: next power
-    of two >= nodes), ``with_traffic``.
+    of two >= nodes), ``with_traffic``. ``dw`` (a Router parameter) sets the datapath
+    width of routers and channels; wider than 64 bits only with ``with_traffic=False``.
 
     Always present (named top-level signals):
       inputs ``bubble_en`` (1: bubble rule on); outputs ``cycle`` (32-bit
@@ -117,11 +118,14 @@ class RouterNetwork(LiteXModule):
         self.ios = {self.bubble_en, self.cycle, self.ready, self.router_errors}
 
         self.with_traffic = with_traffic
+        dw = self.routers[0].dw
+        if with_traffic and dw != P.WORD_BITS:
+            raise ValueError("the traffic generators are 64-bit: with_traffic=False for dw > 64")
         if not with_traffic:
             self.sinks, self.sources = [], []
             for i, r in enumerate(self.routers):
-                sk = stream.Endpoint(packet_layout(), name=f"n{i}_sink")
-                sr = stream.Endpoint(packet_layout(), name=f"n{i}_source")
+                sk = stream.Endpoint(packet_layout(dw), name=f"n{i}_sink")
+                sr = stream.Endpoint(packet_layout(dw), name=f"n{i}_source")
                 self.comb += [sk.connect(r.local_sink), r.local_source.connect(sr)]
                 self.sinks.append(sk)
                 self.sources.append(sr)
