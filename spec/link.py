@@ -170,6 +170,23 @@ def link_efficiency(payload_bytes: int, dw: int = P.WORD_BITS) -> float:
     return payload_bytes / (dw // 8 * frame_beats(payload_bytes, dw))
 
 
+def nic_clock_and_width(line_bps: float, code: tuple[int, int] = (64, 66),
+                        max_clk_hz: float = 250e6) -> tuple[float, int]:
+    """The NIC clock and datapath width a lane of ``line_bps`` needs: the narrowest
+    width of :data:`~paranic.spec.protocol.DATAPATH_WIDTHS` whose clock (the lane's
+    payload rate, ``line_bps * code[0] / code[1]``, over ``dw`` bits per cycle) is at
+    most ``max_clk_hz`` (a part's fabric limit for the router and link layer), and that
+    clock. E.g. a QSFP28 lane (25.78125 Gb/s, 64b/66b): 128 bits at 195.3 MHz; an SFP+
+    lane (10.3125 Gb/s, 64b/66b): 64 bits at 156.25 MHz."""
+    payload = line_bps * code[0] / code[1]
+    for dw in P.DATAPATH_WIDTHS:
+        clk = payload / dw
+        if clk <= max_clk_hz:
+            return clk, dw
+    raise ValueError(f"{line_bps / 1e9:g} Gb/s needs more than {P.DATAPATH_WIDTHS[-1]} bits "
+                     f"at {max_clk_hz / 1e6:g} MHz")
+
+
 class LinkState(IntEnum):
     """Value of a link port's ``link_state`` CSR."""
 

@@ -338,3 +338,44 @@ def router_verilog(out_dir: Path, n_links: int = 2, name: str | None = None,
     name = name or f"router{n_links}" + "".join(f"_{k}{v}" for k, v in sorted(router_kw.items()))
     path = write_verilog(top, top.ios, name, Path(out_dir))
     return path, name
+
+
+class RouterChain(LiteXModule):
+    """``nodes`` routers in a line (node i's XP joined to node i+1's XM by a channel),
+    each with its local port as ``sinks[i]``/``sources[i]``: the Migen simulation
+    model of the wide-datapath benchmark (:mod:`paranic.bench.wide`) and its tests.
+
+    ``dw``: the datapath width of routers, link layers and cables; ``channel``:
+    :class:`~paranic.sim.channels.LinkChannel` (default) or :class:`WireChannel`.
+    The routing tables send a packet for a higher node XP, a lower one XM. The
+    chain's end ports (node 0's XM, the last node's XP) are left open.
+    """
+
+    def __init__(self, nodes: int = 2, dw: int = P.WORD_BITS, mtu: int = P.DEFAULT_MTU,
+                 channel: Any = None, channel_kwargs: dict | None = None, **router_kw: Any) -> None:
+        from .channels import LinkChannel
+
+        channel = LinkChannel if channel is None else channel
+        tn = _table_depth(nodes)
+        self.routers, self.channels, self.sinks, self.sources = [], [], [], []
+        for i in range(nodes):
+            table = [P.Port.XM if d < i else P.Port.LOCAL if d == i else P.Port.XP
+                     for d in range(tn)]
+            r = Router(n_links=2, mtu=mtu, dw=dw, table_nodes=tn, table_init=table,
+                       route_fn="table", **router_kw)
+            setattr(self, f"router{i}", r)
+            self.routers.append(r)
+            self.comb += r.node_id.eq(i)
+            sk = stream.Endpoint(packet_layout(dw), name=f"n{i}_sink")
+            sr = stream.Endpoint(packet_layout(dw), name=f"n{i}_source")
+            self.comb += [sk.connect(r.local_sink), r.local_source.connect(sr)]
+            self.sinks.append(sk)
+            self.sources.append(sr)
+        kw = dict(channel_kwargs or {})
+        if channel is LinkChannel:
+            kw.setdefault("mtu", mtu)
+        for i in range(nodes - 1):
+            ch = channel(self.routers[i].links[P.Port.XP - 1],
+                         self.routers[i + 1].links[P.Port.XM - 1], **kw)
+            setattr(self, f"ch{i}", ch)
+            self.channels.append(ch)

@@ -105,6 +105,10 @@ def _cmd_bench(a: argparse.Namespace) -> int:
         from .bench import simspeed
 
         return simspeed.run(a)
+    if a.what == "wide":
+        from .bench import wide
+
+        return wide.run(a)
     if a.what in MSG_BENCHES:
         from .bench import msg_cli
 
@@ -186,10 +190,12 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("bench", help="benchmarks: router, pairwise, pingpong, stream, messages (all three), "
                                      "overhead, barrier, layers (ParaStation's Table 3), faults (firmware bring-up, cable pull, "
                                      "goodput at bit-error rates), ber (rawdata delivered or an error at bit-error rates, no firmware), mpi (MPI over ParaNIC vs Open MPI's TCP and "
-                                     "shared memory), collective (allreduce in software over ports vs the NIC barrier, sim), simspeed (the simulator's cycles/s; --load: simulated latency under machine load)",
+                                     "shared memory), collective (allreduce in software over ports vs the NIC barrier, sim), simspeed (the simulator's cycles/s; --load: simulated latency under machine load), "
+                                     "wide (router + link datapath at 64/128/256 bits: stream payload fraction and hop, Migen simulation)",
                        description="router: the gateware router in Verilator. The others run pn_bench "
                                    "through libparanic: hw_ns on the cluster simulator, sw_ns natively.")
-    p.add_argument("what", choices=["router", *MSG_BENCHES, "layers", "faults", "ber", "mpi", "collective", "simspeed"])
+    p.add_argument("what", choices=["router", *MSG_BENCHES, "layers", "faults", "ber", "mpi", "collective", "simspeed",
+                                    "wide"])
     p.add_argument("--json", action="store_true", help="print one JSON object {\"rows\": [...], ...}")
     p.add_argument("--plot", metavar="FILE.png", help="write a plot")
     p.add_argument("--quick", action="store_true", help="fewer sweep points / iterations")
@@ -207,6 +213,8 @@ def main(argv: list[str] | None = None) -> int:
     simspeed.add_arguments(p)
     from .bench import collective
     collective.add_arguments(p)
+    from .bench import wide
+    wide.add_arguments(p)
     p.set_defaults(func=_cmd_bench)
 
     p = sub.add_parser("run", help="run a program on N nodes of a sw or simulated cluster",
