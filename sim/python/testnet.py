@@ -290,14 +290,15 @@ class RouterTop(LiteXModule):
             self.ios.add(s)
             return s
 
-        sk = stream.Endpoint(packet_layout(), name="local_sink")
-        sr = stream.Endpoint(packet_layout(), name="local_source")
+        dw = r.dw
+        sk = stream.Endpoint(packet_layout(dw), name="local_sink")
+        sr = stream.Endpoint(packet_layout(dw), name="local_source")
         self.comb += [sk.connect(r.local_sink), r.local_source.connect(sr)]
         self.ios |= set(sk.flatten()) | set(sr.flatten())
         for i, link in enumerate(r.links):
             nm = names[i + 1]
-            lk = stream.Endpoint(packet_layout(), name=f"{nm}_sink")
-            ls = stream.Endpoint(packet_layout(), name=f"{nm}_source")
+            lk = stream.Endpoint(packet_layout(dw), name=f"{nm}_sink")
+            ls = stream.Endpoint(packet_layout(dw), name=f"{nm}_source")
             self.comb += [lk.connect(link.sink), link.source.connect(ls)]
             self.ios |= set(lk.flatten()) | set(ls.flatten())
             cv, cw = io(link.credit_valid, f"{nm}_credit_valid"), io(link.credit_words, f"{nm}_credit_words")

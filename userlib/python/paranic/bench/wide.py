@@ -9,8 +9,9 @@ node 0 to the last node. Per width:
   beats of the first and the last packet (the steady state; the link's framing, one
   SOF and one CRC-trailer beat per packet, is the only loss:
   :func:`paranic.spec.link.link_efficiency`);
-* ``hop_header_cycles``: cut-through hop at the middle router (three nodes): the
-  header beat on its link input to the header beat on its link output.
+* ``hop_header_cycles``/``hop_tail_cycles``: cut-through hop at the middle router
+  (three nodes): a packet's header (last) beat on its link input to the cycle the
+  same beat is first valid on its link output.
 
 Every packet is checked word by word (the unused words of its last beat zero).
 """
@@ -157,6 +158,7 @@ def run_stream(dw: int = 128, packets: int = 24, length: int = P.DEFAULT_MTU, no
             r = top.routers[1]
             lin, lout = r.links[P.Port.XM - 1].sink, r.links[P.Port.XP - 1].source
         pend_h, pend_t = [], []
+        out_h, out_t = [False], [False]   # the output's header/last beat already counted
         while True:
             yield
             n += 1
@@ -174,11 +176,20 @@ def run_stream(dw: int = 128, packets: int = 24, length: int = P.DEFAULT_MTU, no
                         pend_h.append(n)
                     if (yield lin.last):
                         pend_t.append(n)
-                if (yield lout.valid) and (yield lout.ready):
-                    if (yield lout.first) and pend_h:
-                        hop_h.append(n - pend_h.pop(0))
-                    if (yield lout.last) and pend_t:
-                        hop_t.append(n - pend_t.pop(0))
+                # the cycle a beat first shows on the output (the link layer takes a
+                # header one cycle later: it sends the frame's SOF beat first)
+                v, rdy = (yield lout.valid), (yield lout.ready)
+                if v and (yield lout.first) and not out_h[0] and pend_h:
+                    hop_h.append(n - pend_h.pop(0))
+                    out_h[0] = True
+                if v and (yield lout.last) and not out_t[0] and pend_t:
+                    hop_t.append(n - pend_t.pop(0))
+                    out_t[0] = True
+                if v and rdy:
+                    if (yield lout.first):
+                        out_h[0] = False
+                    if (yield lout.last):
+                        out_t[0] = False
 
     run_simulation(top, [send(), recv(), watch()])
     return {"dw": dw, "sent": pkts, "sent_words": words, "received": received, "bad": bad, "t_last": t_last,
