@@ -74,10 +74,11 @@ def make_packet(rng: random.Random, length: int, tag: int, dst: int, src: int = 
 
 def run_stream(dw: int = 128, packets: int = 24, length: int = P.DEFAULT_MTU, nodes: int = 2,
                mtu: int | None = None, flip: tuple[int, int] | None = None, seed: int = 1,
-               max_cycles: int = 200_000) -> dict:
+               max_cycles: int = 200_000, router_kw: dict | None = None) -> dict:
     """Stream ``packets`` packets of ``length`` payload bytes from node 0 to node
     ``nodes - 1`` through a :class:`RouterChain` at width ``dw`` (Migen simulation).
 
+    ``router_kw``: further Router parameters (e.g. ``buf_words``).
     ``flip``: (n, bit): flip ``bit`` of the beat on the first cable ``n`` cycles after
     the first SOF (a single bit error: the frame is NAKed and replayed).
     Returns the received beats per packet (``received``), the sent ones (``sent``),
@@ -95,7 +96,7 @@ def run_stream(dw: int = 128, packets: int = 24, length: int = P.DEFAULT_MTU, no
 
     LinkChannel.reset_seeds()
     mtu = mtu or max(length, 8)
-    top = RouterChain(nodes=nodes, dw=dw, mtu=mtu)
+    top = RouterChain(nodes=nodes, dw=dw, mtu=mtu, **(router_kw or {}))
     rng = random.Random(seed)
     dst = nodes - 1
     words = [make_packet(rng, length, tag=i & 0xFF, dst=dst) for i in range(packets)]
