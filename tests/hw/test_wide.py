@@ -72,7 +72,6 @@ def test_stream_128_intact_in_order_back_to_back():
     assert res["counters"]["replays_a"] == 0 and res["counters"]["rx_packets_b"] == 6
 
 
-@pytest.mark.slow
 def test_bit_error_128_replayed():
     """A bit flipped in the upper word of a data beat on the cable: the CRC-32 (over
     whole beats) fails, the frame is NAKed and replayed, and every packet still arrives
