@@ -88,7 +88,7 @@ class LinkLayer(LiteXModule):
     Parameters
     ----------
     mtu : largest payload in bytes (frames up to ``packet_words(mtu)`` words).
-    replay_words : depth of the replay buffer in 64-bit words (power of two, at
+    replay_words : depth of the replay buffer in beats (64-bit words by default; power of two, at
         least one MTU packet; default :func:`default_replay_words`).
     max_frames : frames in flight without ACK (power of two, 2..128).
     ack_timeout : cycles without ACK progress, while frames are outstanding, before
