@@ -264,10 +264,12 @@ class PacketFifo(LiteXModule):
         if second_reader:
             rd2 = mem.get_port(mode=READ_FIRST)
             self.specials += rd2
-            cur2 = Signal(hw)
-            self.sync += If(self.start2, cur2.eq(self.start2_words))
+            cur2 = None
+            if cut_through:
+                cur2 = Signal(hw)
+                self.sync += If(self.start2, cur2.eq(self.start2_words))
             pop2, last2 = self._read_port(rd2, self.source2, self.start2, self.start2_adr,
-                                          cur2 if cut_through else None, cptr, dw, abits)
+                                          cur2, cptr, dw, abits)
             readers.append((pop2, last2, self.start2, self.start2_idx))
         if random_read:
             self._reclaim(packets, ibits, aptr, tptr, pfifo, readers)
