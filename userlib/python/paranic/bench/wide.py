@@ -260,9 +260,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(a: argparse.Namespace) -> int:
-    widths = [int(w) for w in a.widths.split(",") if w]
-    for w in widths:
-        P.beat_words(w)
+    try:
+        widths = [int(w) for w in a.widths.split(",") if w]
+        for w in widths:
+            P.beat_words(w)
+    except ValueError as e:
+        print(f"paranic bench wide: --widths {a.widths}: {e}", file=sys.stderr)
+        return 2
     packets = 8 if a.quick else a.wide_packets
     res = measure(widths, packets=packets,
                   progress=(lambda *x, **k: None) if a.json else
