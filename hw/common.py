@@ -11,14 +11,16 @@ from litex.soc.interconnect import stream
 from paranic.spec import protocol as P
 
 
-def packet_layout() -> list[tuple[str, int]]:
-    """Layout of the packet streams between blocks: one 64-bit word per beat.
+def packet_layout(dw: int = P.WORD_BITS) -> list[tuple[str, int]]:
+    """Layout of the packet streams between blocks: one ``dw``-bit beat per cycle
+    (default one 64-bit word; wider: ``dw // 64`` words, word 0 in the low bits).
 
     A packet is the two header words then the payload words; ``first``/``last``
-    frame it. ``error`` is only meaningful on the ``last`` beat of a packet written
+    frame it; the unused words of its last beat are zero. ``error`` is only meaningful on the ``last`` beat of a packet written
     into a :class:`~paranic.hw.fifo.PacketFifo`: set, it discards the packet.
     """
-    return [("data", P.WORD_BITS), ("error", 1)]
+    P.beat_words(dw)
+    return [("data", dw), ("error", 1)]
 
 
 def hdr(word0: Signal, name: str):
@@ -39,6 +41,16 @@ def packet_words(length):
     """Words of a whole packet whose header says ``length`` payload bytes
     (:func:`paranic.spec.protocol.packet_words`)."""
     return P.HEADER_WORDS + payload_words(length)
+
+
+def packet_beats(length, dw: int = P.WORD_BITS):
+    """Beats of a whole packet whose header says ``length`` payload bytes on a
+    ``dw``-bit datapath (:func:`paranic.spec.protocol.packet_beats`); at 64 bits
+    exactly :func:`packet_words`."""
+    k = P.beat_words(dw)
+    if k == 1:
+        return packet_words(length)
+    return (packet_words(length) + (k - 1)) >> (k.bit_length() - 1)
 
 
 def hdr_const(**values: int) -> int:
@@ -75,11 +87,15 @@ class LinkPortIf:
     * ``buf_free`` (router -> channel): free words in this port's input buffer; a
       link layer accepts a frame only when it fits (cut-through: a bad copy that will
       be replayed takes room the far end's credits do not know of).
+
+    Wider datapaths (``dw`` > 64): every count here (``sink_words``,
+    ``credit_words``, ``drained``, ``buf_free``) is in beats of ``dw`` bits.
     """
 
-    def __init__(self) -> None:
-        self.source = stream.Endpoint(packet_layout())
-        self.sink = stream.Endpoint(packet_layout())
+    def __init__(self, dw: int = P.WORD_BITS) -> None:
+        self.dw = dw
+        self.source = stream.Endpoint(packet_layout(dw))
+        self.sink = stream.Endpoint(packet_layout(dw))
         self.sink_words = Signal(bits_for(P.packet_words(P.MAX_MTU)))
         self.credit_valid = Signal()
         self.credit_words = Signal(16)

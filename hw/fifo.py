@@ -38,6 +38,8 @@ from litex.gen import LiteXModule
 from litex.soc.interconnect import stream
 from litex.soc.interconnect.csr import CSRStatus
 
+from paranic.spec import protocol as P
+
 from .common import packet_layout
 
 
@@ -47,7 +49,9 @@ class PacketFifo(LiteXModule):
     Parameters
     ----------
     depth_words:
-        Data storage in 64-bit words (a power of two, >= ``max_packet_words``).
+        Data storage in beats (a power of two, >= ``max_packet_words``). Every count
+        of this FIFO (lengths, levels, ``drained``) is in beats of ``dw`` bits; at the
+        default 64 bits a beat is one packet word.
     max_packet_words:
         Longest packet accepted; longer ones are aborted (store-and-forward) or cut
         (cut-through). Sets ``head_words``' width.
@@ -93,6 +97,10 @@ class PacketFifo(LiteXModule):
         and independent of it (two packets are read at once; never the same one). It
         reads a copy of the data memory (one more block RAM); room still comes back in
         arrival order, one word per cycle, whichever port read a packet.
+    dw:
+        Datapath width in bits (:data:`~paranic.spec.protocol.DATAPATH_WIDTHS`): one
+        beat of ``dw // 64`` packet words per cycle. ``head_word`` keeps only the first
+        beat's word 0 (the header fields the router reads).
 
     Interface
     ---------
@@ -113,7 +121,7 @@ class PacketFifo(LiteXModule):
     def __init__(self, depth_words: int, max_packet_words: int, packets: int | None = None,
                  backpressure: bool = False, cut_through: bool = False, lookahead: bool = False,
                  head_word: bool = False, random_read: bool = False,
-                 second_reader: bool = False) -> None:
+                 second_reader: bool = False, dw: int = P.WORD_BITS) -> None:
         if depth_words < 2 or depth_words & (depth_words - 1):
             raise ValueError("depth_words must be a power of two >= 2")
         if not 1 <= max_packet_words <= depth_words:
@@ -131,8 +139,8 @@ class PacketFifo(LiteXModule):
         self.max_packet_words = max_packet_words
         self.cut_through = cut_through
 
-        self.sink = sink = stream.Endpoint(packet_layout())
-        self.source = source = stream.Endpoint(packet_layout())
+        self.sink = sink = stream.Endpoint(packet_layout(dw))
+        self.source = source = stream.Endpoint(packet_layout(dw))
         self.sink_words = Signal(bits_for(max_packet_words))
 
         abits = log2_int(depth_words)
@@ -144,7 +152,7 @@ class PacketFifo(LiteXModule):
         self.packets = Signal(max=packets + 1)
         self.waiting = Signal(max=packets + 1)
         self.head_words = Signal(bits_for(max_packet_words))
-        self.head_word = Signal(len(sink.data))
+        self.head_word = Signal(P.WORD_BITS)
         self.head_take = Signal()
         self.drained = Signal()
         self.aborted = Signal(32)
@@ -159,7 +167,7 @@ class PacketFifo(LiteXModule):
         self.start_idx = Signal(ibits)
         if second_reader:
             # second read port (``source2``/``start2``...): a copy of the data memory
-            self.source2 = stream.Endpoint(packet_layout())
+            self.source2 = stream.Endpoint(packet_layout(dw))
             self.start2 = Signal()
             self.start2_adr = Signal(abits + 1)
             self.start2_words = Signal(bits_for(max_packet_words))
@@ -174,8 +182,7 @@ class PacketFifo(LiteXModule):
         drop = Signal()            # the packet being written is already lost
         resv = Signal(abits + 1)   # cut-through: declared words not yet written
 
-        # Data memory: 64-bit word + last flag + error flag.
-        dw = len(sink.data)
+        # Data memory: one beat + last flag + error flag.
         mem = Memory(dw + 2, depth_words)
         wr = mem.get_port(write_capable=True)
         rd = mem.get_port(mode=READ_FIRST)  # synchronous read (block RAM)
@@ -183,10 +190,11 @@ class PacketFifo(LiteXModule):
 
         # Packet-ready FIFO: one word count (and header word 0) per packet.
         hw = len(self.head_words)
-        pf_width = hw + (dw if head_word else 0) + ((abits + 1 + ibits) if random_read else 0)
+        hb = P.WORD_BITS   # header word 0: the low word of the first beat
+        pf_width = hw + (hb if head_word else 0) + ((abits + 1 + ibits) if random_read else 0)
         self.pfifo = pfifo = SyncFIFO(pf_width, packets, fwft=True)
         pf_words = Signal(hw)
-        pf_hword = Signal(dw)
+        pf_hword = Signal(hb)
         pf_adr = Signal(abits + 1)     # random_read: start address of the packet
         aptr = Signal(ibits)           # random_read: next entry to allocate
         self._pf_adr = pf_adr
@@ -196,8 +204,8 @@ class PacketFifo(LiteXModule):
         self.comb += self._table_full.eq(inuse == packets) if random_read else self._table_full.eq(0)
         if random_read:
             self.comb += [pfifo.din.eq(Cat(pf_words, pf_hword, pf_adr, aptr)),
-                          self.head_adr.eq(pfifo.dout[hw + dw:hw + dw + abits + 1]),
-                          self.head_idx.eq(pfifo.dout[hw + dw + abits + 1:])]
+                          self.head_adr.eq(pfifo.dout[hw + hb:hw + hb + abits + 1]),
+                          self.head_idx.eq(pfifo.dout[hw + hb + abits + 1:])]
         else:
             self.comb += pfifo.din.eq(Cat(pf_words, pf_hword) if head_word else pf_words)
 
@@ -211,7 +219,7 @@ class PacketFifo(LiteXModule):
             self.half_full.eq(self.level >= depth_words // 2),
             self.waiting.eq(pfifo.level),
             self.head_words.eq(pfifo.dout[:hw]),
-            self.head_word.eq(pfifo.dout[hw:] if head_word else 0),
+            self.head_word.eq(pfifo.dout[hw:hw + hb] if head_word else 0),
         ]
 
         beat = Signal()
@@ -235,8 +243,53 @@ class PacketFifo(LiteXModule):
             self.comb += [self.packets.eq(pfifo.level), pfifo.re.eq(pop & last_out)]
 
         # -- read side -------------------------------------------------------
+        # The first read port; a random_read FIFO starts each packet with ``start``.
+        if cut_through:
+            # ``cur``: the declared length of the packet being read
+            cur = Signal(hw)
+            if random_read:
+                self.sync += If(self.start, cur.eq(self.start_words))
+            elif lookahead:
+                self.sync += If(self.head_take, cur.eq(self.head_words))
+            else:
+                self.comb += cur.eq(self.head_words)
+        else:
+            cur = None
+        pop, last_out = self._read_port(rd, source, self.start if random_read else None,
+                                         self.start_adr, cur, cptr, dw, abits,
+                                         rptr=rptr, pop=pop, last_out=last_out)
+        if not random_read:
+            self.comb += self.drained.eq(pop)
+        readers = [(pop, last_out, self.start, self.start_idx)]
+        if second_reader:
+            rd2 = mem.get_port(mode=READ_FIRST)
+            self.specials += rd2
+            cur2 = None
+            if cut_through:
+                cur2 = Signal(hw)
+                self.sync += If(self.start2, cur2.eq(self.start2_words))
+            pop2, last2 = self._read_port(rd2, self.source2, self.start2, self.start2_adr,
+                                          cur2, cptr, dw, abits)
+            readers.append((pop2, last2, self.start2, self.start2_idx))
+        if random_read:
+            self._reclaim(packets, ibits, aptr, tptr, pfifo, readers)
+
+    # ------------------------------------------------------------------------
+    def _read_port(self, rd, source, start, start_adr, cur, cptr, dw, abits,
+                   rptr=None, pop=None, last_out=None):
+        """One read port of the data memory (``rd``) onto ``source``: the first port,
+        and the second of a random_read FIFO (``second_reader``).
+
+        ``start``/``start_adr`` (random_read; ``start`` None otherwise): jump to a
+        packet. Cut-through (``cur``: the declared length of the packet being read):
+        the port sends exactly the declared beats of each packet; a packet stored short
+        (its last beat before the declared length) is padded with zero beats, the
+        last of them carrying ``error``. Returns the port's (pop, last beat) strobes."""
+        rptr = Signal(abits + 1) if rptr is None else rptr
         rnext = Signal(abits + 1)
         at_first = Signal(reset=1)
+        pop = Signal() if pop is None else pop
+        last_out = Signal() if last_out is None else last_out
         m_data = Signal(dw)
         m_last = Signal()
         m_err = Signal()
@@ -249,24 +302,11 @@ class PacketFifo(LiteXModule):
             last_out.eq(source.last),
             rd.adr.eq(rnext[:abits]),
         ]
-        if not random_read:
-            self.comb += self.drained.eq(pop)
         self.sync += If(pop, at_first.eq(last_out))
-        if cut_through:
-            # The reader sends exactly the declared words of each packet: ``cur`` is the
-            # declared length of the packet being read, ``rcnt`` its words sent so far;
-            # a packet stored short (its last word before the declared length) is
-            # padded with zero words, the last of them carrying ``error``.
-            cur = Signal(hw)
-            rcnt = Signal(hw)
+        if cur is not None:
+            rcnt = Signal(len(cur))   # beats of the packet sent so far
             padding = Signal()
             short = Signal()
-            if random_read:
-                self.sync += If(self.start, cur.eq(self.start_words))
-            elif lookahead:
-                self.sync += If(self.head_take, cur.eq(self.head_words))
-            else:
-                self.comb += cur.eq(self.head_words)
             self.comb += [
                 short.eq(m_last & (rcnt + 1 < cur)),
                 If(padding,
@@ -280,85 +320,22 @@ class PacketFifo(LiteXModule):
                     source.last.eq(m_last & ~short),
                     source.error.eq(m_err & ~short),
                 ),
-                rnext.eq(Mux(self.start, self.start_adr, rptr + (pop & ~padding)))
-                if random_read else rnext.eq(rptr + (pop & ~padding)),
             ]
             self.sync += If(pop,
                 rcnt.eq(Mux(last_out, 0, rcnt + 1)),
                 If(last_out, padding.eq(0)).Elif(~padding & short, padding.eq(1)),
             )
+            step = pop & ~padding
         else:
             self.comb += [
                 source.valid.eq((rptr != cptr) & ~(self._fresh & (rptr == cptr - 1))),
                 source.data.eq(m_data),
                 source.last.eq(m_last),
-                rnext.eq(Mux(self.start, self.start_adr, rptr + pop)) if random_read
-                else rnext.eq(rptr + pop),
             ]
+            step = pop
+        self.comb += (rnext.eq(rptr + step) if start is None
+                      else rnext.eq(Mux(start, start_adr, rptr + step)))
         self.sync += rptr.eq(rnext)
-        readers = [(pop, last_out, self.start, self.start_idx)]
-        if second_reader:
-            rd2 = mem.get_port(mode=READ_FIRST)
-            self.specials += rd2
-            pop2, last2 = self._second_reader(rd2, self.source2, self.start2, self.start2_adr,
-                                           self.start2_words, cptr, dw, abits, hw)
-            readers.append((pop2, last2, self.start2, self.start2_idx))
-        if random_read:
-            self._reclaim(packets, ibits, aptr, tptr, pfifo, readers)
-
-    # ------------------------------------------------------------------------
-    def _second_reader(self, rd, source, start, start_adr, start_words, cptr, dw, abits, hw):
-        """The second read port of a random_read FIFO: like the first, it reads the
-        packet it starts with ``start`` (``start_adr``/``start_words``); cut-through:
-        exactly its declared words, padding one stored short."""
-        rptr = Signal(abits + 1)
-        rnext = Signal(abits + 1)
-        at_first = Signal(reset=1)
-        pop = Signal()
-        last_out = Signal()
-        m_last = Signal()
-        cur = Signal(hw)
-        rcnt = Signal(hw)
-        padding = Signal()
-        short = Signal()
-        self.comb += [
-            m_last.eq(rd.dat_r[dw]),
-            source.first.eq(at_first),
-            pop.eq(source.valid & source.ready),
-            last_out.eq(source.last),
-            rd.adr.eq(rnext[:abits]),
-        ]
-        if self.cut_through:
-            self.comb += [
-                short.eq(m_last & (rcnt + 1 < cur)),
-                If(padding,
-                    source.valid.eq(1),
-                    source.data.eq(0),
-                    source.last.eq(rcnt + 1 >= cur),
-                    source.error.eq(rcnt + 1 >= cur),
-                ).Else(
-                    source.valid.eq(rptr != cptr),
-                    source.data.eq(rd.dat_r[:dw]),
-                    source.last.eq(m_last & ~short),
-                    source.error.eq(rd.dat_r[dw + 1] & ~short),
-                ),
-            ]
-        else:
-            self.comb += [
-                source.valid.eq((rptr != cptr) & ~(self._fresh & (rptr == cptr - 1))),
-                source.data.eq(rd.dat_r[:dw]),
-                source.last.eq(m_last),
-            ]
-        self.comb += rnext.eq(Mux(start, start_adr, rptr + (pop & ~padding)))
-        self.sync += [
-            rptr.eq(rnext),
-            If(start, cur.eq(start_words)),
-            If(pop,
-                at_first.eq(last_out),
-                rcnt.eq(Mux(last_out, 0, rcnt + 1)),
-                If(last_out, padding.eq(0)).Elif(~padding & short, padding.eq(1)),
-            ),
-        ]
         return pop, last_out
 
     # ------------------------------------------------------------------------
@@ -448,7 +425,7 @@ class PacketFifo(LiteXModule):
         ]
         if head_word:
             # header word 0 of the packet being written, for its packet-ready entry
-            w0 = Signal(len(sink.data))
+            w0 = Signal(P.WORD_BITS)
             self.sync += If(beat & (bcnt == 0), w0.eq(sink.data))
             self.comb += pf_hword.eq(Mux(bcnt == 0, sink.data, w0))
         # A one-word packet committed at edge k is read at edge k as well (its only

@@ -62,7 +62,7 @@ from litex.soc.interconnect.csr import CSR, CSRStatus, CSRStorage
 from paranic.spec import kernels as K
 from paranic.spec import protocol as P
 
-from .common import LinkPortIf, hdr, packet_layout, packet_words
+from .common import LinkPortIf, hdr, packet_beats, packet_layout
 from .fifo import PacketFifo
 from .router_route import ROUTE_FNS, RouteStage
 
@@ -73,10 +73,21 @@ PORT_NAMES = {int(p): p.name.lower() for p in P.Port}
 INJECT_PACKETS = 8
 
 
-def default_buf_words(mtu: int, packets: int = 2) -> int:
-    """Smallest power of two holding ``packets`` maximum-size packets (default two)."""
-    need = packets * P.packet_words(mtu)
+def default_buf_words(mtu: int, packets: int = 2, dw: int = P.WORD_BITS) -> int:
+    """Smallest power of two holding ``packets`` maximum-size packets (default two),
+    in beats of ``dw`` bits."""
+    need = packets * P.packet_beats(mtu, dw)
     return 1 << (need - 1).bit_length()
+
+
+def _port_choice(sel, fs, data, second, first) -> If:
+    """A stream ``fs`` (and its beat ``data``) from one of an input's two read ports:
+    ``second`` while ``sel``, else ``first``; each an (endpoint, beat, header fix-up
+    statements) triple."""
+    def take(ep, d, fix):
+        return [fs.valid.eq(ep.valid), fs.first.eq(ep.first), fs.last.eq(ep.last),
+                fs.error.eq(ep.error), data.eq(d)] + fix
+    return If(sel, *take(*second)).Else(*take(*first))
 
 
 def needs_bubble(in_port: int, out_port: int) -> bool:
@@ -101,8 +112,11 @@ class Router(LiteXModule):
     Parameters
     ----------
     n_links: 2 (ring: XP, XM) or 4 (torus: XP, XM, YP, YM).
-    mtu: largest payload in bytes; ``max_pkt = P.packet_words(mtu)``.
-    buf_words: words of each link input buffer (and the initial credits of each
+    mtu: largest payload in bytes; ``max_pkt = P.packet_beats(mtu, dw)``.
+    dw: datapath width in bits (64, 128, 256; docs/architecture.md "Datapath
+        width"): every port moves one beat of ``dw // 64`` packet words per cycle, and
+        every count below (``max_pkt``, buffer sizes, credits) is in beats.
+    buf_words: beats of each link input buffer (and the initial credits of each
         link output: all routers of a network must agree). Default: the smallest
         power of two >= 2 * max_pkt.
     table_nodes: routing-table depth (power of two); larger dst_node is dropped.
@@ -163,15 +177,16 @@ class Router(LiteXModule):
                  inject_packets: int = INJECT_PACKETS, voq_order: str = "oldest",
                  transit_first: bool = False, local_every: int = 0,
                  eject_transit_first: bool = True, eject_reader: bool | None = None,
-                 inject_reader: bool | None = None) -> None:
+                 inject_reader: bool | None = None, dw: int = P.WORD_BITS) -> None:
         if n_links not in (2, 4):
             raise ValueError("n_links must be 2 (ring) or 4 (torus)")
         if not 8 <= mtu <= P.MAX_MTU:
             raise ValueError(f"mtu must be in 8..{P.MAX_MTU}")
         self.n_links = n_links
         self.mtu = mtu
-        self.max_pkt = max_pkt = P.packet_words(mtu)
-        self.buf_words = buf_words = default_buf_words(mtu) if buf_words is None else buf_words
+        self.dw = dw
+        self.max_pkt = max_pkt = P.packet_beats(mtu, dw)
+        self.buf_words = buf_words = default_buf_words(mtu, dw=dw) if buf_words is None else buf_words
         if buf_words < 2 * max_pkt:
             raise ValueError(f"buf_words={buf_words} must be >= 2*max_pkt={2 * max_pkt}")
         self.eject_words = eject_words = buf_words if eject_words is None else eject_words
@@ -205,10 +220,10 @@ class Router(LiteXModule):
         self.diverted = Signal(32)         # packets granted an output by the other set
         self.ready = Signal()              # routing table initialised
         self.bubble_en = Signal(reset=1)   # bubble rule on (off only to demonstrate deadlock)
-        self.local_sink = stream.Endpoint(packet_layout())
-        self.local_source = stream.Endpoint(packet_layout())
+        self.local_sink = stream.Endpoint(packet_layout(dw))
+        self.local_source = stream.Endpoint(packet_layout(dw))
         self.eject_packets = Signal(max=eject_words + 1)
-        self.links = [LinkPortIf() for _ in range(n_links)]
+        self.links = [LinkPortIf(dw) for _ in range(n_links)]
         # counters
         self.tx_packets = [Signal(32, name=f"tx_{PORT_NAMES[p]}") for p in range(nports)]
         self.err_unknown = Signal(32)
@@ -290,16 +305,16 @@ class Router(LiteXModule):
         # one (a bad copy the link layer will replay); the injection input
         # ``INJECT_PACKETS`` (it back-pressures when they are taken).
         slots = buf_words // max_pkt
-        self.link_entries = slots + 1 if voq else buf_words // P.HEADER_WORDS
+        self.link_entries = slots + 1 if voq else buf_words // P.packet_beats(0, dw)
         self.inject = PacketFifo(inject_words, max_pkt, backpressure=True, lookahead=True,
                                  head_word=True, random_read=voq, second_reader=inject_reader,
-                                 packets=inject_packets if voq else None)
-        self.eject = PacketFifo(eject_words, max_pkt)
-        # every packet holds at least the header words: depth // HEADER_WORDS entries
+                                 packets=inject_packets if voq else None, dw=dw)
+        self.eject = PacketFifo(eject_words, max_pkt, dw=dw)
+        # every packet holds at least the header's beats: depth // packet_beats(0) entries
         self.inputs = [self.inject] + [
             PacketFifo(buf_words, max_pkt, packets=self.link_entries,
                        cut_through=True, lookahead=True, head_word=True, random_read=voq,
-                       second_reader=eject_reader)
+                       second_reader=eject_reader, dw=dw)
             for _ in range(n_links)]
         for i, f in enumerate(self.inputs[1:]):
             setattr(self, f"in_{PORT_NAMES[i + 1]}", f)
@@ -312,14 +327,14 @@ class Router(LiteXModule):
         for link, f in zip(self.links, self.inputs[1:]):
             # Declared length: the link layer's (SOF) when it gives one, else (wire
             # channels, which cannot corrupt a header) from the header's length field.
-            hl = packet_words(hdr(link.sink.data, "length"))
+            hl = packet_beats(hdr(link.sink.data, "length"), dw)
             self.comb += [link.sink.connect(f.sink), link.drained.eq(f.drained),
                           link.buf_empty.eq(f.empty), link.buf_free.eq(f.free),
                           f.sink_words.eq(Mux(link.sink_words != 0, link.sink_words,
                                               Mux(hl > max_pkt, max_pkt, hl)))]
 
         # Output pipeline registers: [0] feeds the ejection FIFO, [i] link i.
-        self.pipes = pipes = [stream.PipeValid(packet_layout()) for _ in range(nports)]
+        self.pipes = pipes = [stream.PipeValid(packet_layout(dw)) for _ in range(nports)]
         for i, p in enumerate(pipes):
             setattr(self, f"pipe_{PORT_NAMES[i]}", p)
         self.comb += pipes[0].source.connect(self.eject.sink)
@@ -372,7 +387,7 @@ class Router(LiteXModule):
                 st.node_x.eq(self.node_x), st.node_y.eq(self.node_y),
                 st.dim_x.eq(self.dim_x), st.dim_y.eq(self.dim_y),
                 look[k].eq(st.valid),
-                pw.eq(packet_words(length)),
+                pw.eq(packet_beats(length, dw)),
             ]
             # Link-local packets (header ``direct`` != 0, CONTROL only): from the local
             # port out on link port ``direct``; from a link port to the local port.
@@ -894,7 +909,7 @@ class Router(LiteXModule):
         rtb = P.HEADER_FIELD["rt"].offset
         out_data = []
         for k, f in enumerate(self.inputs):
-            d = Signal(P.WORD_BITS, name=f"out_data_{PORT_NAMES[k]}")
+            d = Signal(dw, name=f"out_data_{PORT_NAMES[k]}")
             self.comb += [d.eq(f.source.data),
                           If(f.source.first & flip[k], d[rtb].eq(~f.source.data[rtb]))]
             out_data.append(d)
@@ -907,39 +922,25 @@ class Router(LiteXModule):
                 if o == 0 and k != 0 and eject_reader:
                     # the second read port (no divert: nothing to flip), or the first (a
                     # packet diverted here)
-                    fs = stream.Endpoint(packet_layout(), name=f"eject_src_{PORT_NAMES[k]}")
-                    data = Signal(P.WORD_BITS, name=f"eject_data_{PORT_NAMES[k]}")
+                    fs = stream.Endpoint(packet_layout(dw), name=f"eject_src_{PORT_NAMES[k]}")
+                    data = Signal(dw, name=f"eject_data_{PORT_NAMES[k]}")
                     s2 = f.source2
-                    self.comb += [
-                        If(ej_own[k],
-                            fs.valid.eq(s2.valid), fs.first.eq(s2.first), fs.last.eq(s2.last),
-                            fs.error.eq(s2.error), data.eq(s2.data),
-                            If(s2.first & (cur_direct2[k] != 0), data[dlo:dhi].eq(k)),
-                        ).Else(
-                            fs.valid.eq(f.source.valid), fs.first.eq(f.source.first),
-                            fs.last.eq(f.source.last), fs.error.eq(f.source.error),
-                            data.eq(out_data[k]),
-                            If(f.source.first & (cur_direct[k] != 0), data[dlo:dhi].eq(k)),
-                        ),
-                    ]
+                    self.comb += _port_choice(
+                        ej_own[k], fs, data,
+                        (s2, s2.data, [If(s2.first & (cur_direct2[k] != 0), data[dlo:dhi].eq(k))]),
+                        (f.source, out_data[k],
+                         [If(f.source.first & (cur_direct[k] != 0), data[dlo:dhi].eq(k))]))
                 elif k == 0 and inject_reader:
                     # either read port of the injection input
-                    fs = stream.Endpoint(packet_layout(), name=f"local_src_{PORT_NAMES[o]}")
-                    data = Signal(P.WORD_BITS, name=f"local_data_{PORT_NAMES[o]}")
+                    fs = stream.Endpoint(packet_layout(dw), name=f"local_src_{PORT_NAMES[o]}")
+                    data = Signal(dw, name=f"local_data_{PORT_NAMES[o]}")
                     s2 = f.source2
-                    self.comb += [
-                        If(own2[o],
-                            fs.valid.eq(s2.valid), fs.first.eq(s2.first), fs.last.eq(s2.last),
-                            fs.error.eq(s2.error), data.eq(s2.data),
-                            If(s2.first & flip2, data[rtb].eq(~s2.data[rtb])),
-                        ).Else(
-                            fs.valid.eq(f.source.valid), fs.first.eq(f.source.first),
-                            fs.last.eq(f.source.last), fs.error.eq(f.source.error),
-                            data.eq(out_data[k]),
-                        ),
-                    ]
+                    self.comb += _port_choice(
+                        own2[o], fs, data,
+                        (s2, s2.data, [If(s2.first & flip2, data[rtb].eq(~s2.data[rtb]))]),
+                        (f.source, out_data[k], []))
                 elif o == 0 and k != 0:
-                    data = Signal(P.WORD_BITS, name=f"eject_data_{PORT_NAMES[k]}")
+                    data = Signal(dw, name=f"eject_data_{PORT_NAMES[k]}")
                     self.comb += [data.eq(out_data[k]),
                                   If(f.source.first & (cur_direct[k] != 0), data[dlo:dhi].eq(k))]
                 # ``error`` on a last word passes on: the packet is stomped on the next

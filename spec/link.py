@@ -146,7 +146,13 @@ def frame_words(payload_bytes: int) -> int:
     return 1 + P.packet_words(payload_bytes) + 1
 
 
-def link_efficiency(payload_bytes: int) -> float:
+def frame_beats(payload_bytes: int, dw: int = P.WORD_BITS) -> int:
+    """Line beats of one data frame on a ``dw``-bit link: the SOF control word and
+    the CRC trailer each take a whole beat (in its low 64 bits, the rest zero)."""
+    return 1 + P.packet_beats(payload_bytes, dw) + 1
+
+
+def link_efficiency(payload_bytes: int, dw: int = P.WORD_BITS) -> float:
     """Payload bytes over raw link bytes for a back-to-back stream of equal packets.
 
     Raw bytes are 8 per line word (the 64-bit data field; the control flag and the
@@ -156,10 +162,29 @@ def link_efficiency(payload_bytes: int) -> float:
     are only sent when no packet is waiting, so a saturated stream carries no other
     control traffic (``tests/hw/test_link.py`` and the cocotb bench check this on
     the PHY).
+    A ``dw``-bit link (:data:`~paranic.spec.protocol.DATAPATH_WIDTHS`) moves ``dw/8``
+    raw bytes per beat and sends :func:`frame_beats` beats per packet.
     """
     if not 0 <= payload_bytes <= P.MAX_MTU:
         raise ValueError("payload size out of range")
-    return payload_bytes / (P.WORD_BYTES * frame_words(payload_bytes))
+    return payload_bytes / (dw // 8 * frame_beats(payload_bytes, dw))
+
+
+def nic_clock_and_width(line_bps: float, code: tuple[int, int] = (64, 66),
+                        max_clk_hz: float = 250e6) -> tuple[float, int]:
+    """The NIC clock and datapath width a lane of ``line_bps`` needs: the narrowest
+    width of :data:`~paranic.spec.protocol.DATAPATH_WIDTHS` whose clock (the lane's
+    payload rate, ``line_bps * code[0] / code[1]``, over ``dw`` bits per cycle) is at
+    most ``max_clk_hz`` (a part's fabric limit for the router and link layer), and that
+    clock. E.g. a QSFP28 lane (25.78125 Gb/s, 64b/66b): 128 bits at 195.3 MHz; an SFP+
+    lane (10.3125 Gb/s, 64b/66b): 64 bits at 156.25 MHz."""
+    payload = line_bps * code[0] / code[1]
+    for dw in P.DATAPATH_WIDTHS:
+        clk = payload / dw
+        if clk <= max_clk_hz:
+            return clk, dw
+    raise ValueError(f"{line_bps / 1e9:g} Gb/s needs more than {P.DATAPATH_WIDTHS[-1]} bits "
+                     f"at {max_clk_hz / 1e6:g} MHz")
 
 
 class LinkState(IntEnum):

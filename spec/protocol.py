@@ -160,6 +160,27 @@ def packet_words(length: int) -> int:
     return HEADER_WORDS + payload_words(length)
 
 
+#: Datapath widths (bits per *beat*) the router, its FIFOs and the link layer support.
+#: A beat carries ``dw // WORD_BITS`` consecutive packet words, word 0 in bits 0..63;
+#: the unused words of a packet's last beat are zero. Inside the router and on a link
+#: everything is counted in beats: buffer room, credits, the SOF length, replay
+#: buffer room (at 64 bits a beat is a word: nothing changes).
+DATAPATH_WIDTHS = (64, 128, 256)
+
+
+def beat_words(dw: int = WORD_BITS) -> int:
+    """Packet words per beat of a ``dw``-bit datapath."""
+    if dw not in DATAPATH_WIDTHS:
+        raise ValueError(f"datapath width {dw} not in {DATAPATH_WIDTHS}")
+    return dw // WORD_BITS
+
+
+def packet_beats(length: int, dw: int = WORD_BITS) -> int:
+    """Beats of a whole packet with ``length`` payload bytes on a ``dw``-bit datapath."""
+    k = beat_words(dw)
+    return (packet_words(length) + k - 1) // k
+
+
 def bytes_to_words(data: bytes) -> list[int]:
     """Little-endian 64-bit words of ``data``, the last one zero-padded."""
     pad = (-len(data)) % WORD_BYTES

@@ -18,7 +18,7 @@ from litex.soc.interconnect.csr import CSR, CSRStatus, CSRStorage
 
 from paranic.spec import protocol as P
 from paranic.spec.link import (CREDIT_BITS, DEFAULT_LOS_TIMEOUT, DEFAULT_MAX_REPLAYS, LEN_BITS,
-                               SEQ_BITS, LinkDownReason, LinkState, frame_words)
+                               SEQ_BITS, LinkDownReason, LinkState, frame_beats)
 
 from .rx import LinkRX
 from .tx import LinkTX
@@ -71,14 +71,15 @@ _RX_COUNTERS = ("rx_packets", "rx_bytes", "crc_errors", "ctrl_errors", "seq_erro
                 "rx_stomped", "rx_refused")
 
 
-def default_replay_words(mtu: int) -> int:
-    """Replay buffer depth: room for four MTU frames, rounded up to a power of two."""
-    return 1 << (4 * frame_words(mtu) - 1).bit_length()
+def default_replay_words(mtu: int, dw: int = P.WORD_BITS) -> int:
+    """Replay buffer depth (beats of ``dw`` bits): room for four MTU frames, rounded up
+    to a power of two."""
+    return 1 << (4 * frame_beats(mtu, dw) - 1).bit_length()
 
 
-def default_ack_timeout(mtu: int) -> int:
+def default_ack_timeout(mtu: int, dw: int = P.WORD_BITS) -> int:
     """Cycles without ACK progress before a replay: two MTU frames each way plus margin."""
-    return 4 * frame_words(mtu) + 256
+    return 4 * frame_beats(mtu, dw) + 256
 
 
 class LinkLayer(LiteXModule):
@@ -87,7 +88,7 @@ class LinkLayer(LiteXModule):
     Parameters
     ----------
     mtu : largest payload in bytes (frames up to ``packet_words(mtu)`` words).
-    replay_words : depth of the replay buffer in 64-bit words (power of two, at
+    replay_words : depth of the replay buffer in beats (64-bit words by default; power of two, at
         least one MTU packet; default :func:`default_replay_words`).
     max_frames : frames in flight without ACK (power of two, 2..128).
     ack_timeout : cycles without ACK progress, while frames are outstanding, before
@@ -98,6 +99,9 @@ class LinkLayer(LiteXModule):
         the PHY (one MTU frame).
     max_replays : reset value of the ``max_replays`` CSR: replay rounds (NAK or ACK
         timeout) without ACK progress after which an UP link goes DOWN (0: never).
+    dw : datapath width in bits (64, 128, 256; docs/link-layer.md "Datapath width"):
+        one beat of ``dw // 64`` packet words per cycle on both sides; lengths, credits
+        and the replay buffer are counted in beats.
 
     Router side (names as in ``LinkPortIf``): ``tx_sink`` (from ``port.source``),
     ``rx_source`` (to ``port.sink``), ``rx_words`` (to ``port.sink_words``: the SOF's
@@ -114,24 +118,27 @@ class LinkLayer(LiteXModule):
 
     def __init__(self, mtu: int = P.DEFAULT_MTU, replay_words: int | None = None,
                  max_frames: int = 64, ack_timeout: int | None = None, train_words: int = 4,
-                 los_timeout: int = DEFAULT_LOS_TIMEOUT, max_replays: int = DEFAULT_MAX_REPLAYS):
+                 los_timeout: int = DEFAULT_LOS_TIMEOUT, max_replays: int = DEFAULT_MAX_REPLAYS,
+                 dw: int = P.WORD_BITS):
         if replay_words is None:
-            replay_words = default_replay_words(mtu)
+            replay_words = default_replay_words(mtu, dw)
         if ack_timeout is None:
-            ack_timeout = default_ack_timeout(mtu)
-        if los_timeout <= frame_words(mtu):
-            raise ValueError(f"los_timeout must exceed one MTU frame ({frame_words(mtu)} words)")
+            ack_timeout = default_ack_timeout(mtu, dw)
+        if los_timeout <= frame_beats(mtu, dw):
+            raise ValueError(f"los_timeout must exceed one MTU frame ({frame_beats(mtu, dw)} beats)")
         if not 0 <= max_replays <= 255:
             raise ValueError("max_replays must be in 0..255")
         self.mtu = mtu
+        self.dw = dw
         self.replay_words = replay_words
         self.max_frames = max_frames
         self.ack_timeout = ack_timeout
         self.los_timeout = los_timeout
         self.max_replays_reset = max_replays
 
-        self.tx = tx = RestartInserter(_TX_COUNTERS)(LinkTX(mtu, replay_words, max_frames, ack_timeout))
-        self.rx = rx = RestartInserter(_RX_COUNTERS)(LinkRX(mtu))
+        self.tx = tx = RestartInserter(_TX_COUNTERS)(LinkTX(mtu, replay_words, max_frames, ack_timeout,
+                                                                  dw=dw))
+        self.rx = rx = RestartInserter(_RX_COUNTERS)(LinkRX(mtu, dw=dw))
         self.tx_sink = tx.sink
         self.rx_source = rx.source
         self.rx_words = rx.words    # SOF length with a packet's first word (port.sink_words)
@@ -362,7 +369,7 @@ class LinkLayer(LiteXModule):
             ("evac_first", SEQ_BITS, self.evac_first, "oldest unacknowledged frame (sequence number)"),
             ("evac_end", SEQ_BITS, self.evac_end, "one past the newest frame in the replay buffer"),
             ("evac_len", LEN_BITS, self.evac_len, "packet words of frame evac_seq (valid while DOWN)"),
-            ("evac_data", 64, self.evac_data, "word evac_word of frame evac_seq (valid while DOWN)"),
+            ("evac_data", len(self.evac_data), self.evac_data, "word evac_word of frame evac_seq (valid while DOWN)"),
         ]
         for name, width, sig, desc in st:
             csr = CSRStatus(width, name=name, description=desc)

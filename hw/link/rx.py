@@ -70,10 +70,11 @@ class LinkRX(LiteXModule):
     next sequence number to deliver (the ``rx_expect`` CSR).
     """
 
-    def __init__(self, mtu: int = P.DEFAULT_MTU):
-        max_words = P.packet_words(mtu)
-        self.sink = sink = stream.Endpoint(phy_layout())
-        self.source = source = stream.Endpoint(packet_layout())
+    def __init__(self, mtu: int = P.DEFAULT_MTU, dw: int = P.WORD_BITS):
+        max_words = P.packet_beats(mtu, dw)
+        min_words = P.packet_beats(0, dw)    # the header alone
+        self.sink = sink = stream.Endpoint(phy_layout(dw))
+        self.source = source = stream.Endpoint(packet_layout(dw))
         self.enable = Signal()
         self.ack_out = Signal(SEQ_BITS)
         self.nak_req = Signal()
@@ -104,7 +105,7 @@ class LinkRX(LiteXModule):
 
         # -- input register and word decode ------------------------------------------
         d_valid = Signal()
-        d_data = Signal(P.WORD_BITS)
+        d_data = Signal(dw)
         d_ctrl = Signal()
         check_ok = Signal()     # the control-word check of d_data matches
         # The PHY's word is decoded in the cycle it arrives (no input register: the PHY
@@ -128,7 +129,7 @@ class LinkRX(LiteXModule):
             f_len.eq(ctl_slice(d_data, "len")),
             f_seq.eq(ctl_slice(d_data, "seq")),
             c_sof.eq(dv & d_ctrl & check_ok & (kind == CtlKind.SOF) &
-                     (f_len >= P.HEADER_WORDS) & (f_len <= max_words)),
+                     (f_len >= min_words) & (f_len <= max_words)),
             c_status.eq(dv & d_ctrl & check_ok & (kind == CtlKind.STATUS)),
             c_train.eq(dv & d_ctrl & check_ok & (kind == CtlKind.TRAIN)),
             c_bad.eq(dv & d_ctrl & ~c_sof & ~c_status & ~c_train),
@@ -164,11 +165,11 @@ class LinkRX(LiteXModule):
         crc_good = Signal()
         crc_stomp = Signal()    # the trailer of a stomped frame
         self.comb += [
-            crc_good.eq(d_data == Cat(crc ^ CRC32_XOROUT, Constant(0, 32))),
-            crc_stomp.eq(d_data == Cat(crc ^ (CRC32_XOROUT ^ CRC32_STOMP), Constant(0, 32))),
+            crc_good.eq(d_data == Cat(crc ^ CRC32_XOROUT, Constant(0, dw - 32))),
+            crc_stomp.eq(d_data == Cat(crc ^ (CRC32_XOROUT ^ CRC32_STOMP), Constant(0, dw - 32))),
         ]
         frame_len = Signal(LEN_BITS)   # the SOF's length of the frame being delivered
-        hold = Signal(P.WORD_BITS)
+        hold = Signal(dw)
         hold_valid = Signal()
         hold_first = Signal()
         frame_bytes = Signal(P.HEADER_FIELD["length"].width)

@@ -20,7 +20,7 @@ from paranic.spec import protocol as P
 from paranic.spec.link import (CRC16_INIT, CRC16_POLY, CRC16_XOROUT, CRC32_INIT, CRC32_POLY,
                                CRC32_STOMP, CRC32_XOROUT, CREDIT_BITS, CTL_BODY_BITS, LEN_BITS, SEQ_BITS, CtlKind)
 
-from ..common import hdr, packet_layout, packet_words
+from ..common import hdr, packet_beats, packet_layout
 from ..phy import phy_layout
 from .crc import crc_next
 from .ctl import ctl_slice
@@ -59,11 +59,16 @@ class LinkTX(LiteXModule):
 
     ``room`` (registered): a new packet of the largest size would be accepted at once
     (the router grants a packet to the link only then, so a granted packet never waits).
+
+    ``dw`` (64, 128, 256): the datapath width; one beat per cycle on both sides, and
+    lengths, the replay buffer and credits in beats. A control word or the CRC trailer
+    takes a whole beat (its low 64 bits; the rest zero); the CRC-32 runs over whole
+    beats (a packet's last beat with its zero words).
     """
 
     def __init__(self, mtu: int = P.DEFAULT_MTU, replay_words: int = 1024, max_frames: int = 64,
-                 ack_timeout: int = 1024):
-        max_words = P.packet_words(mtu)
+                 ack_timeout: int = 1024, dw: int = P.WORD_BITS):
+        max_words = P.packet_beats(mtu, dw)
         if max_words >= 1 << LEN_BITS:
             raise ValueError("MTU too large for the SOF length field")
         aw = log2_int(replay_words)  # raises unless a power of two
@@ -73,8 +78,8 @@ class LinkTX(LiteXModule):
         if not 2 <= max_frames <= 1 << (SEQ_BITS - 1):
             raise ValueError("max_frames must be a power of two in 2..128")
 
-        self.sink = sink = stream.Endpoint(packet_layout())
-        self.source = source = stream.Endpoint(phy_layout())
+        self.sink = sink = stream.Endpoint(packet_layout(dw))
+        self.source = source = stream.Endpoint(phy_layout(dw))
         self.up = Signal()          # link trained: send frames/STATUS instead of TRAIN
         self.hold = Signal()        # from the PHY: start no frame, send fillers
         self.rdy = Signal()         # TRAIN.rdy: partner's training received
@@ -104,12 +109,12 @@ class LinkTX(LiteXModule):
         self.evac_seq = Signal(SEQ_BITS)
         self.evac_word = Signal(LEN_BITS)
         self.evac_len = Signal(LEN_BITS)
-        self.evac_data = Signal(P.WORD_BITS)
+        self.evac_data = Signal(dw)
         self.evac_stomped = Signal()         # frame evac_seq was sent stomped (bad packet)
 
         # Replay buffer: packet words, and per frame (indexed by seq mod max_frames)
         # its start address, length and stomp bit.
-        self.mem = mem = Memory(P.WORD_BITS, replay_words)
+        self.mem = mem = Memory(dw, replay_words)
         self.wrport = wr = mem.get_port(write_capable=True)
         self.rdport = rd = mem.get_port()
         self.table = table = Memory(aw + 1 + LEN_BITS + 1, max_frames)
@@ -193,7 +198,7 @@ class LinkTX(LiteXModule):
         # The FSM decides in cycle t what leaves in cycle t: a control word (its 48-bit
         # body and CRC-16 check), a data word, or the CRC trailer.
         w_ctl = Signal()
-        w_data = Signal(P.WORD_BITS)
+        w_data = Signal(dw)
         w_crc = Signal()        # the word is a packet word: include it in the CRC
         w_trailer = Signal()
         c_kind = Signal(3)
@@ -242,7 +247,7 @@ class LinkTX(LiteXModule):
         len_w = Signal(LEN_BITS)
         self.comb += [
             hlen.eq(hdr(sink.data, "length")),
-            plen.eq(packet_words(hlen)),
+            plen.eq(packet_beats(hlen, dw)),
             len_w.eq(Mux(plen > max_words, max_words, plen)),
         ]
 

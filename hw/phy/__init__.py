@@ -10,9 +10,11 @@ from __future__ import annotations
 from paranic.spec import protocol as P
 
 
-def phy_layout() -> list[tuple[str, int]]:
-    """Layout of the PHY streams: one 64-bit word and its control flag per beat."""
-    return [("data", P.WORD_BITS), ("ctrl", 1)]
+def phy_layout(dw: int = P.WORD_BITS) -> list[tuple[str, int]]:
+    """Layout of the PHY streams: one 64-bit word (a wide link: one ``dw``-bit beat)
+    and its control flag per cycle."""
+    P.beat_words(dw)
+    return [("data", dw), ("ctrl", 1)]
 
 
 def connect_phy(link_layer, adapter) -> list:

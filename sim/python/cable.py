@@ -24,7 +24,7 @@ same cycle (bit 64 is the control flag), so a test that watched a word enter
 
 from __future__ import annotations
 
-from migen import Constant, If, Mux, Signal
+from migen import Constant, If, Mux, Signal, log2_int
 
 from litex.gen import LiteXModule
 from litex.soc.interconnect import stream
@@ -66,15 +66,17 @@ class SimPhy(LiteXModule):
       (docs/simulator.md, "The clock").
     """
 
-    def __init__(self, delay: int = 8, seed: int = 1, runtime_seed: bool = False):
+    def __init__(self, delay: int = 8, seed: int = 1, runtime_seed: bool = False,
+                 dw: int = P.WORD_BITS):
         if delay < 1:
             raise ValueError("delay must be at least one cycle")
         self.delay = delay
-        self.sink = sink = stream.Endpoint(phy_layout())
-        self.source = source = stream.Endpoint(phy_layout())
+        self.sink = sink = stream.Endpoint(phy_layout(dw))
+        self.source = source = stream.Endpoint(phy_layout(dw))
         self.ber_threshold = Signal(32)
         self.errors_injected = Signal(32)
-        self.flip_mask = Signal(LINE_WORD_BITS)
+        line_bits = dw + 1 if dw != P.WORD_BITS else LINE_WORD_BITS
+        self.flip_mask = Signal(line_bits)
         self.cut = Signal()
 
         # xorshift64 random source.
@@ -93,35 +95,37 @@ class SimPhy(LiteXModule):
         else:
             self.sync += rng.eq(x3)
 
-        # One bit of 65, uniformly: (16 random bits * 65) >> 16.
+        # One bit of 65 (a wide link: of dw + 1), uniformly: (16 random bits * 65) >> 16;
+        # index 64 (dw) is the control flag.
+        ib = log2_int(dw)
         hit = Signal()
-        prod = Signal(16 + 7)
-        index = Signal(7)
-        flip = Signal(LINE_WORD_BITS)
+        prod = Signal(16 + ib + 1)
+        index = Signal(ib + 1)
+        flip = Signal(line_bits)
         self.comb += [
             hit.eq(sink.valid & ~self.cut & (rng[:32] < self.ber_threshold)),
-            prod.eq(rng[32:48] * LINE_WORD_BITS),
+            prod.eq(rng[32:48] * line_bits),
             index.eq(prod[16:]),
-            flip[:P.WORD_BITS].eq(Mux(hit & ~index[6], Constant(1, P.WORD_BITS) << index[:6], 0)),
-            flip[P.WORD_BITS].eq(hit & index[6]),
+            flip[:dw].eq(Mux(hit & ~index[ib], Constant(1, dw) << index[:ib], 0)),
+            flip[dw].eq(hit & index[ib]),
             sink.ready.eq(1),
         ]
 
         # Delay line (data and control flag kept apart: no 65-bit signals).
-        stages = [(Signal(), Signal(P.WORD_BITS), Signal()) for _ in range(delay)]
+        stages = [(Signal(), Signal(dw), Signal()) for _ in range(delay)]
         v0, d0, c0 = stages[0]
         self.sync += [
             v0.eq(sink.valid & ~self.cut),
-            d0.eq(sink.data ^ flip[:P.WORD_BITS]),
-            c0.eq(sink.ctrl ^ flip[P.WORD_BITS]),
+            d0.eq(sink.data ^ flip[:dw]),
+            c0.eq(sink.ctrl ^ flip[dw]),
         ]
         for prev, cur in zip(stages, stages[1:]):
             self.sync += [c.eq(p) for c, p in zip(cur, prev)]
         v_out, d_out, c_out = stages[-1]
         self.comb += [
             source.valid.eq(v_out & ~self.cut),
-            source.data.eq(d_out ^ self.flip_mask[:P.WORD_BITS]),
-            source.ctrl.eq(c_out ^ self.flip_mask[P.WORD_BITS]),
+            source.data.eq(d_out ^ self.flip_mask[:dw]),
+            source.ctrl.eq(c_out ^ self.flip_mask[dw]),
         ]
         kind = CTL["kind"]
         self.active = Signal()

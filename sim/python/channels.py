@@ -18,6 +18,7 @@ from litex.gen import LiteXModule
 
 from paranic.hw.common import LinkPortIf
 from paranic.hw.link import LinkLayer
+from paranic.spec import protocol as P
 from paranic.spec.sim import ber_to_threshold
 
 from .cable import SimPhy
@@ -99,11 +100,12 @@ class LinkChannel(LiteXModule):
                  **link_kwargs):
         if seed is None:
             seed = next(LinkChannel._seeds)
+        dw = getattr(a, "dw", P.WORD_BITS)   # the ports' datapath width (LinkPortIf), for link layers and wires
         self.ber_threshold = Signal(32, reset=ber_to_threshold(ber))
-        self.link_a = LinkLayer(**link_kwargs)
-        self.link_b = LinkLayer(**link_kwargs)
-        self.phy_ab = SimPhy(delay=delay, seed=2 * seed)
-        self.phy_ba = SimPhy(delay=delay, seed=2 * seed + 1)
+        self.link_a = LinkLayer(dw=dw, **link_kwargs)
+        self.link_b = LinkLayer(dw=dw, **link_kwargs)
+        self.phy_ab = SimPhy(delay=delay, seed=2 * seed, dw=dw)
+        self.phy_ba = SimPhy(delay=delay, seed=2 * seed + 1, dw=dw)
         for port, link in ((a, self.link_a), (b, self.link_b)):
             self.comb += link.port_connections(port)
         self.comb += [

@@ -44,7 +44,8 @@ class RouterNetwork(LiteXModule):
     Parameters: ``mtu``, ``buf_words``, ``eject_words``, ``bubble``, ``voq`` and any
     other ``router_kw`` (Router parameters), ``channel`` (a class taking ``(a, b, **channel_kwargs)``:
     :class:`WireChannel` or ``LinkChannel``), ``table_nodes`` (default: next power
-    of two >= nodes), ``with_traffic``.
+    of two >= nodes), ``with_traffic``. ``dw`` (a Router parameter) sets the datapath
+    width of routers and channels; wider than 64 bits only with ``with_traffic=False``.
 
     Always present (named top-level signals):
       inputs ``bubble_en`` (1: bubble rule on); outputs ``cycle`` (32-bit
@@ -117,11 +118,14 @@ class RouterNetwork(LiteXModule):
         self.ios = {self.bubble_en, self.cycle, self.ready, self.router_errors}
 
         self.with_traffic = with_traffic
+        dw = self.routers[0].dw
+        if with_traffic and dw != P.WORD_BITS:
+            raise ValueError("the traffic generators are 64-bit: with_traffic=False for dw > 64")
         if not with_traffic:
             self.sinks, self.sources = [], []
             for i, r in enumerate(self.routers):
-                sk = stream.Endpoint(packet_layout(), name=f"n{i}_sink")
-                sr = stream.Endpoint(packet_layout(), name=f"n{i}_source")
+                sk = stream.Endpoint(packet_layout(dw), name=f"n{i}_sink")
+                sr = stream.Endpoint(packet_layout(dw), name=f"n{i}_source")
                 self.comb += [sk.connect(r.local_sink), r.local_source.connect(sr)]
                 self.sinks.append(sk)
                 self.sources.append(sr)
@@ -286,14 +290,15 @@ class RouterTop(LiteXModule):
             self.ios.add(s)
             return s
 
-        sk = stream.Endpoint(packet_layout(), name="local_sink")
-        sr = stream.Endpoint(packet_layout(), name="local_source")
+        dw = r.dw
+        sk = stream.Endpoint(packet_layout(dw), name="local_sink")
+        sr = stream.Endpoint(packet_layout(dw), name="local_source")
         self.comb += [sk.connect(r.local_sink), r.local_source.connect(sr)]
         self.ios |= set(sk.flatten()) | set(sr.flatten())
         for i, link in enumerate(r.links):
             nm = names[i + 1]
-            lk = stream.Endpoint(packet_layout(), name=f"{nm}_sink")
-            ls = stream.Endpoint(packet_layout(), name=f"{nm}_source")
+            lk = stream.Endpoint(packet_layout(dw), name=f"{nm}_sink")
+            ls = stream.Endpoint(packet_layout(dw), name=f"{nm}_source")
             self.comb += [lk.connect(link.sink), link.source.connect(ls)]
             self.ios |= set(lk.flatten()) | set(ls.flatten())
             cv, cw = io(link.credit_valid, f"{nm}_credit_valid"), io(link.credit_words, f"{nm}_credit_words")
@@ -334,3 +339,44 @@ def router_verilog(out_dir: Path, n_links: int = 2, name: str | None = None,
     name = name or f"router{n_links}" + "".join(f"_{k}{v}" for k, v in sorted(router_kw.items()))
     path = write_verilog(top, top.ios, name, Path(out_dir))
     return path, name
+
+
+class RouterChain(LiteXModule):
+    """``nodes`` routers in a line (node i's XP joined to node i+1's XM by a channel),
+    each with its local port as ``sinks[i]``/``sources[i]``: the Migen simulation
+    model of the wide-datapath benchmark (:mod:`paranic.bench.wide`) and its tests.
+
+    ``dw``: the datapath width of routers, link layers and cables; ``channel``:
+    :class:`~paranic.sim.channels.LinkChannel` (default) or :class:`WireChannel`.
+    The routing tables send a packet for a higher node XP, a lower one XM. The
+    chain's end ports (node 0's XM, the last node's XP) are left open.
+    """
+
+    def __init__(self, nodes: int = 2, dw: int = P.WORD_BITS, mtu: int = P.DEFAULT_MTU,
+                 channel: Any = None, channel_kwargs: dict | None = None, **router_kw: Any) -> None:
+        from .channels import LinkChannel
+
+        channel = LinkChannel if channel is None else channel
+        tn = _table_depth(nodes)
+        self.routers, self.channels, self.sinks, self.sources = [], [], [], []
+        for i in range(nodes):
+            table = [P.Port.XM if d < i else P.Port.LOCAL if d == i else P.Port.XP
+                     for d in range(tn)]
+            r = Router(n_links=2, mtu=mtu, dw=dw, table_nodes=tn, table_init=table,
+                       route_fn="table", **router_kw)
+            setattr(self, f"router{i}", r)
+            self.routers.append(r)
+            self.comb += r.node_id.eq(i)
+            sk = stream.Endpoint(packet_layout(dw), name=f"n{i}_sink")
+            sr = stream.Endpoint(packet_layout(dw), name=f"n{i}_source")
+            self.comb += [sk.connect(r.local_sink), r.local_source.connect(sr)]
+            self.sinks.append(sk)
+            self.sources.append(sr)
+        kw = dict(channel_kwargs or {})
+        if channel is LinkChannel:
+            kw.setdefault("mtu", mtu)
+        for i in range(nodes - 1):
+            ch = channel(self.routers[i].links[P.Port.XP - 1],
+                         self.routers[i + 1].links[P.Port.XM - 1], **kw)
+            setattr(self, f"ch{i}", ch)
+            self.channels.append(ch)

@@ -79,7 +79,7 @@ MSG_BENCHES = ("pairwise", "pingpong", "stream", "messages", "overhead", "barrie
 #: Benchmarks with a module of their own in paranic.bench (imported when asked for: each
 #: pulls in what it measures), each with ``run(args)``.
 BENCH_MODULES = {"router": "router_cli", "layers": "layers", "mpi": "mpi", "ber": "ber", "faults": "faults",
-                 "collective": "collective", "simspeed": "simspeed"}
+                 "collective": "collective", "simspeed": "simspeed", "wide": "wide"}
 
 
 def _cmd_bench(a: argparse.Namespace) -> int:
@@ -168,7 +168,8 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("bench", help="benchmarks: router, pairwise, pingpong, stream, messages (all three), "
                                      "overhead, barrier, layers (ParaStation's Table 3), faults (firmware bring-up, cable pull, "
                                      "goodput at bit-error rates), ber (rawdata delivered or an error at bit-error rates, no firmware), mpi (MPI over ParaNIC vs Open MPI's TCP and "
-                                     "shared memory), collective (allreduce in software over ports vs the NIC barrier, sim), simspeed (the simulator's cycles/s; --load: simulated latency under machine load)",
+                                     "shared memory), collective (allreduce in software over ports vs the NIC barrier, sim), simspeed (the simulator's cycles/s; --load: simulated latency under machine load), "
+                                     "wide (router + link datapath at 64/128/256 bits: stream payload fraction and hop, Migen simulation)",
                        description="router: the gateware router in Verilator. The others run pn_bench "
                                    "through libparanic: hw_ns on the cluster simulator, sw_ns natively.")
     p.add_argument("what", choices=[*BENCH_MODULES, *MSG_BENCHES])
@@ -189,6 +190,8 @@ def main(argv: list[str] | None = None) -> int:
     simspeed.add_arguments(p)
     from .bench import collective
     collective.add_arguments(p)
+    from .bench import wide
+    wide.add_arguments(p)
     p.set_defaults(func=_cmd_bench)
 
     p = sub.add_parser("run", help="run a program on N nodes of a sw or simulated cluster",
