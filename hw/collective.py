@@ -43,9 +43,9 @@ from paranic.spec import protocol as P
 
 from .common import hdr, packet_layout
 
-#: FIFO depths (words) behind the kernel's outputs: net_out holds one operation's five
-#: packets (5 x 35 words), host_out one result (33 words).
-NET_OUT_WORDS = 256
+#: FIFO depths (words) behind the kernel's outputs: net_out holds two all-to-all
+#: operations' sends (K.COLL_NET_OUT_WORDS), host_out one result (33 words).
+NET_OUT_WORDS = K.COLL_NET_OUT_WORDS
 HOST_OUT_WORDS = 64
 
 

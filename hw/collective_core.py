@@ -8,6 +8,10 @@ a waiting network packet first, else a host command; the same words in the same 
   ``Memory`` (32 words each, one synchronous read/write port), the headers registers.
 * One FSM walks the C++ control flow: read a message into its buffer, decide, combine
   (word by word, own then the children in increasing id), deliver, send.
+* No all-to-all mode (header bit ``a2a``, which the C++ kernel has): such a host command
+  is answered at once with ``BAD_ARGS``, ``nodata`` and ``a2a`` clear, and libparanic then
+  sends the operation over the tree (docs/hls.md). The C++/Migen agreement covers the
+  tree: its messages never carry ``a2a``.
 * :class:`Combine` is the element operation of every type and operator; float sums go
   through :class:`~paranic.hw.fp_add.FPAdd`, a 5-stage IEEE-754 adder (round to nearest
   even, subnormals, infinities), whose NaN is the canonical NaN of the spec,
@@ -258,6 +262,10 @@ class CollectiveMigen(CollectiveCore):
         self.comb += st
         h_refuse, st = with_fields(h_cmd, phase=K.CollPhase.DOWN, nodata=1)
         self.comb += st
+        # No all-to-all mode here: an a2a command is answered at once with BAD_ARGS,
+        # nodata and a2a clear, which tells the library to send it over the tree.
+        h_no_a2a, st = with_fields(h_refuse, err=cfield(h_cmd, "err") | K.CollErr.BAD_ARGS, a2a=0)
+        self.comb += st
         h_bcast, st = with_fields(h_cmd, phase=K.CollPhase.DOWN)
         self.comb += st
 
@@ -346,6 +354,10 @@ class CollectiveMigen(CollectiveCore):
             NextValue(finishing, 0),
             If(outside,
                 NextValue(h, h_refuse),
+                NextValue(then_down, 0),
+                NextState("DELIVER_H"),
+            ).Elif(cfield(h, "a2a"),
+                NextValue(h, h_no_a2a),
                 NextValue(then_down, 0),
                 NextState("DELIVER_H"),
             ).Elif(op == K.CollOp.BCAST,

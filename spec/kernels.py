@@ -95,6 +95,12 @@ COLL_MAX_RADIX_LOG2 = 2
 #: vectors per member (this many sources, :data:`COLL_MAX_WORDS` words each, twice). A larger
 #: ``nodes`` with ``a2a`` set is BAD_ARGS, answered at once.
 COLL_A2A_MAX_NODES = 32
+#: Words of FIFO behind the kernel's net_out in NicCore (hw/collective.py): two all-to-all
+#: operations' sends at the limit (2 x (COLL_A2A_MAX_NODES - 1) packets of 3 + COLL_MAX_WORDS
+#: words = 2170), so the kernel never waits on injection while the network waits on it
+#: (the tree's sends, five packets of 35 words, fit many times over).
+COLL_NET_OUT_WORDS = 4096
+assert 2 * (COLL_A2A_MAX_NODES - 1) * (3 + COLL_MAX_WORDS) <= COLL_NET_OUT_WORDS
 #: The library's default: an ALLREDUCE of a job of at most this many nodes is sent with
 #: ``a2a`` set (environment ``PARANIC_COLL_A2A_MAX``; 0: always the tree), as the barrier's
 #: ``--barrier-a2a-max``.

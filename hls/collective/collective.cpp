@@ -221,18 +221,19 @@ static void try_complete_a2a(coll_state &st, hls::stream<word_t> &host_out)
 	ap_uint<2> dtype = CF(h, DTYPE);
 	ap_uint<3> red = CF(h, RED);
 	unsigned dw = data_words(h);
-a2a_combine:
-	for (unsigned w = 0; w < dw; w++) {
+	/* Member by member in node order, whatever the arrival order; each word's partial in
+	 * `own`. One buffer read per cycle; word w's next step depends on its last one, dw
+	 * iterations back, so a float SUM of fewer words than the adder's latency waits on it. */
+a2a_members:
+	for (unsigned s = 0; s < nodes; s++) {
 #pragma HLS LOOP_TRIPCOUNT max = 32
-		word_t acc = 0;
-	a2a_members:
-		for (unsigned s = 0; s < nodes; s++) {   /* node order, whatever the arrival order */
+	a2a_words:
+		for (unsigned w = 0; w < dw; w++) {
 #pragma HLS LOOP_TRIPCOUNT max = 32
 #pragma HLS PIPELINE II = 1
 			word_t v = st.a2a_buf[st.a2a_head[s]][s][w];
-			acc = s == 0 ? v : coll_combine(acc, v, dtype, red);
+			st.own[w] = s == 0 ? v : coll_combine(st.own[w], v, dtype, red);
 		}
-		st.own[w] = acc;
 	}
 	/* Each member's oldest vector is used: its second (if any) becomes its first. */
 	st.a2a_head ^= need;

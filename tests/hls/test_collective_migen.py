@@ -118,3 +118,25 @@ def test_long_random_agreement():
         seqs += C.add_noise(rng, C.record(C.random_cases(rng, 200, max_nodes=40, ops=6)), 0.05)
         seqs += C.big_tree_sequences(rng, 300)
     _agree(seqs, stall_seeds=(0, 99))
+
+
+def test_migen_refuses_all_to_all():
+    """The twin has no all-to-all mode: an a2a ALLREDUCE command is answered at once with
+    BAD_ARGS, nodata and a2a clear (libparanic then sends it over the tree), and nothing
+    goes to the network; the C++ kernel sends the vector to the three other members. A
+    tree command after it works as before (C++ and Migen agree on it)."""
+    h = dict(op=int(K.CollOp.ALLREDUCE), dtype=int(K.CollType.I64), nbytes=8, nodes=4, episode=5)
+    a2a = ("h", [K.pack_coll(**h, a2a=1), 7])
+    tree = ("h", [K.pack_coll(**{**h, "episode": 6}), 9])
+    seqs = [C.Seq(3, 2, [a2a, tree])]     # node 3 of 4, fan-out 4: a leaf of the tree
+    mig = C.run_migen(seqs)
+    cpp = C.run_cpp(seqs)
+    refusal = K.pack_coll(**h, phase=int(K.CollPhase.DOWN), nodata=1, err=int(K.CollErr.BAD_ARGS))
+    assert mig[0] == f"o {refusal:x} |"                       # host_out: the refusal; net_out: nothing
+    host, net = cpp[0][1:].split("|")
+    assert not host.split() and len(net.split()) == 3 * 4      # three packets of 4 words
+    up = K.pack_coll(**h, a2a=1)
+    from paranic.hw.barrier import a2a_order
+    assert [int(w, 16) & 0xFFF for w in net.split()[0::4]] == a2a_order(3, 4)
+    assert all(int(w, 16) == up for w in net.split()[2::4])
+    assert mig[1] == cpp[1]
