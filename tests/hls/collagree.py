@@ -212,10 +212,11 @@ def edgy_vectors(rng: random.Random, dtype: K.CollType, nbytes: int, n: int) -> 
 
 
 def random_cases(rng: random.Random, count: int, max_nodes: int = 16, ops: int = 4,
-                 errors: float = 0.15) -> list[hls.CollCase]:
+                 errors: float = 0.15, a2a: float = 0.0) -> list[hls.CollCase]:
     """Clusters running ``ops`` random operations each (kinds, types, reductions, sizes,
     roots; fan-out 1, 2, 4 and radix_log2 3, which the kernel takes as 2); some with a
-    node's header disagreeing or its arguments bad (``errors``: the fraction of ops)."""
+    node's header disagreeing or its arguments bad (``errors``: the fraction of ops);
+    ``a2a``: the fraction of ALLREDUCEs all-to-all."""
     out = []
     for _ in range(count):
         n = rng.randint(1, max_nodes)
@@ -228,6 +229,8 @@ def random_cases(rng: random.Random, count: int, max_nodes: int = 16, ops: int =
             esz = K.COLL_TYPE_BYTES[dtype]
             nbytes = esz * rng.choice((0, 1, 2, rng.randint(0, K.COLL_MAX_BYTES // esz), K.COLL_MAX_BYTES // esz))
             o = hls.CollOpCase(op, dtype, red, rng.randrange(n), edgy_vectors(rng, dtype, nbytes, n), e)
+            if a2a and op == K.CollOp.ALLREDUCE:
+                o.a2a = rng.random() < a2a
             if rng.random() < errors:
                 bad = rng.randrange(n)
                 kind = rng.randrange(7)
@@ -249,11 +252,6 @@ def random_cases(rng: random.Random, count: int, max_nodes: int = 16, ops: int =
             opl.append(o)
         out.append(hls.CollCase(n, rng.randint(0, 3), rng.getrandbits(31), opl))
     return out
-
-
-#: The header bit ``a2a``: the Migen twin has no all-to-all mode (it refuses such a host
-#: command, test_collective_migen.py), so the messages compared never carry it.
-A2A_BIT = 1 << K.COLL_FIELD["a2a"].offset
 
 
 def random_net_packet(rng: random.Random, seqs_msgs: list[list[int]]) -> list[int]:
@@ -278,8 +276,6 @@ def random_net_packet(rng: random.Random, seqs_msgs: list[list[int]]) -> list[in
              rng.getrandbits(64), rng.getrandbits(64)]
     length = (p[0] >> 40) & 0x3FFF
     nw = (length + 7) >> 3
-    if len(p) > 2:
-        p[2] &= ~A2A_BIT                                # the agreement covers the tree only
     words = p[:2] + (p[2:3] if nw else [])
     words += p[3:3 + max(0, nw - 1)]
     while len(words) < 2 + nw:
@@ -288,7 +284,7 @@ def random_net_packet(rng: random.Random, seqs_msgs: list[list[int]]) -> list[in
 
 
 def random_host_command(rng: random.Random) -> list[int]:
-    h = rng.getrandbits(64) & ~A2A_BIT
+    h = rng.getrandbits(64)
     nb = (h >> 8) & 0x1FF
     return [h] + [rng.getrandbits(64) for _ in range((nb + 7) >> 3)]
 
