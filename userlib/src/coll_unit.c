@@ -16,10 +16,8 @@
  * An ALLREDUCE of a job of at most $PARANIC_COLL_A2A_MAX nodes (default
  * PN_COLL_DEFAULT_A2A_MAX, at most PN_COLL_A2A_MAX_NODES; 0: never) goes with the header
  * bit a2a: all-to-all in the kernel, one network crossing instead of the tree's up and
- * down. The choice depends on the job size only, so every node makes the same. A kernel
- * without that mode (the Migen twin) answers such a command at once with BAD_ARGS,
- * nodata and a2a clear: the call is then sent again over the tree, and so is every later
- * one of this port.
+ * down. The choice depends on the job size only, so every node makes the same. (A kernel
+ * built before the mode took the bit for a reserved one and runs the tree.)
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -147,19 +145,11 @@ static int a2a_max(pn_port_t *p)
 }
 
 /* The operation goes all-to-all: an ALLREDUCE of a small enough job (every node decides
- * the same), unless the kernel has shown it has no such mode. */
+ * the same). */
 static int use_a2a(const pn_port_t *p, uint64_t hdr)
 {
-	return HGET(hdr, OP) == PN_COLL_OP_ALLREDUCE && !p->coll_no_a2a && p->nodes <= (unsigned)p->coll_a2a_max &&
+	return HGET(hdr, OP) == PN_COLL_OP_ALLREDUCE && p->nodes <= (unsigned)p->coll_a2a_max &&
 	       p->nodes <= PN_COLL_A2A_MAX_NODES;
-}
-
-/* The result of an a2a command says the kernel has no all-to-all mode. */
-static int a2a_refused(const pn_port_t *p)
-{
-	uint64_t r = p->coll_res_hdr;
-	return HGET(p->coll_cmd_hdr, A2A) && !HGET(r, A2A) && !HGET(r, REFUSED) && HGET(r, NODATA) &&
-	       (HGET(r, ERR) & PN_COLL_ERR_BAD_ARGS) && HGET(r, EPISODE) == HGET(p->coll_cmd_hdr, EPISODE);
 }
 
 /* Post the operation `hdr` (bad: the local checks failed) with the vector `in`. */
@@ -224,14 +214,7 @@ int pt_coll_unit_run(pn_port_t *p, uint64_t hdr, int bad, const void *in, void *
 	int rc = unit_post(p, hdr, bad, in, nbytes);
 	if (rc < 0)
 		return rc;
-	rc = unit_wait(p);
-	if (rc >= 0 && a2a_refused(p)) {   /* no all-to-all mode: once more over the tree */
-		p->coll_no_a2a = 1;
-		if ((rc = unit_post(p, hdr, bad, in, nbytes)) < 0)
-			return rc;
-		rc = unit_wait(p);
-	}
-	return unit_finish(p, rc, out);
+	return unit_finish(p, unit_wait(p), out);
 }
 
 int pn_coll_start(pn_port_t *p, int op, unsigned root, const void *in, size_t nbytes, int dtype, int red)
@@ -248,10 +231,6 @@ int pn_coll_start(pn_port_t *p, int op, unsigned root, const void *in, size_t nb
 	if ((rc = unit_post(p, hdr, bad, in, nbytes)) < 0)
 		return rc;
 	p->coll_busy = 1;
-	p->coll_post_hdr = hdr;
-	p->coll_post_bad = bad;
-	if (in && !bad)
-		memcpy(p->coll_post_in, in, nbytes);
 	return 0;
 }
 
@@ -262,12 +241,6 @@ int pn_coll_test(pn_port_t *p, void *out)
 		return -EINVAL;
 	if ((rc = unit_poll(p, &n)) == 0)
 		return 0;
-	if (rc >= 0 && a2a_refused(p)) {   /* no all-to-all mode: once more over the tree */
-		p->coll_no_a2a = 1;
-		rc = unit_post(p, p->coll_post_hdr, p->coll_post_bad, p->coll_post_in, p->coll_nbytes);
-		if (rc >= 0)
-			return 0;
-	}
 	p->coll_busy = 0;
 	rc = unit_finish(p, rc, out);
 	return rc < 0 ? rc : 1;

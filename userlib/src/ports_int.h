@@ -245,7 +245,6 @@ struct pn_port {
 	int coll_mode;                 /* PT_COLL_*: which path the calls take */
 	int coll_a2a_max;              /* ALLREDUCE all-to-all on the unit up to this many nodes ($PARANIC_COLL_A2A_MAX) */
 	int coll_a2a_read;             /* coll_a2a_max has been read */
-	int coll_no_a2a;               /* the unit's kernel has no all-to-all mode: the tree only */
 	int coll_res_valid;            /* a result packet of the unit is in coll_res_* */
 	uint64_t coll_res_hdr;
 	size_t coll_res_bytes;
@@ -254,9 +253,6 @@ struct pn_port {
 	int coll_busy;
 	uint64_t coll_cmd_hdr, coll_deadline;
 	size_t coll_nbytes;
-	uint64_t coll_post_hdr;        /* its header and vector, to send again over the tree */
-	int coll_post_bad;
-	uint64_t coll_post_in[PN_COLL_MAX_WORDS];
 };
 
 /* The collectives' path (pn_port_t.coll_mode), chosen at the first call from
