@@ -21,6 +21,7 @@ from model.collcases import (COLL_TEST, EBADMSG, EINVAL, OP, R, T, bad_cases, ba
 from paranic.hls import random_vector
 from paranic.sim import build as simbuild
 from paranic.sim import run as simrun
+from paranic.spec import kernels as K
 from simtest import launch, sim_socket
 
 HW = {"PARANIC_COLL": "hw"}
@@ -156,3 +157,35 @@ def test_unit_killed_node(sim4, mode):
         assert line, (node, r.out)
         m = re.match(r"ok kill rc=(-\d+) \((.+)\) after (\d+) operations", line)
         assert m and m.group(2) == "Connection timed out" and int(m.group(3)) > 0, line
+
+
+@pytest.fixture(scope="module")
+def ring8(sim_binary, userlib_build):
+    """A ring of 8 (its own build, several minutes: the test using it is slow)."""
+    sim = simrun.start("ring:8", socket=sim_socket("coll-ring8"), timeout=1800)
+    try:
+        yield sim
+    finally:
+        assert sim.stop() == 0, sim.log_text()[-3000:]
+
+
+@pytest.mark.slow   # the ring:8 build; with it built, about 20 s
+def test_unit_allreduce_order_on_8_nodes(ring8, tmp_path):
+    """On 8 nodes the two modes' float sums differ: the unit's ALLREDUCE gives
+    a2a_reduce_ref's bits (node order) on every node by default, reduce_ref's (the tree of
+    fan-out 4) with PARANIC_COLL_A2A_MAX=0; each differs from the other for some case, so
+    the check sees which mode ran."""
+    from paranic.hls import a2a_reduce_ref, reduce_ref
+    rng = random.Random(61)
+    cases = [dict(op=OP.ALLREDUCE, dtype=dt, red=R.SUM, root=0,
+                  vectors=[random_vector(rng, dt, nb) for _ in range(8)])
+             for dt in (T.F64, T.F32) for nb in (8, 64, 256)]
+    differ = [a2a_reduce_ref(c["vectors"], c["dtype"], c["red"]) !=
+              reduce_ref(c["vectors"], 0, c["dtype"], c["red"], K.COLL_DEFAULT_RADIX_LOG2) for c in cases]
+    assert sum(differ) >= 4
+    for mode in MODES:
+        d = tmp_path / mode
+        d.mkdir()
+        rcs, outs = run_cases(None, d, 8, cases, f"unit-order-{mode}", backend="sim", launch=on(ring8), timeout=600,
+                              env=MODES[mode])
+        check_results(cases, rcs, outs, 8, a2a=mode == "a2a")
