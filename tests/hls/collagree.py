@@ -413,7 +413,7 @@ def main() -> None:
     seqs: list[Seq] = []
     t = time.monotonic()
     while messages(seqs) < a.messages:
-        seqs += add_noise(rng, record(random_cases(rng, 200, max_nodes=40, ops=6)), 0.05)
+        seqs += add_noise(rng, record(random_cases(rng, 200, max_nodes=40, ops=6, a2a=0.5)), 0.05)
         seqs += big_tree_sequences(rng, 300)
     print(f"recorded {messages(seqs)} messages of {len(seqs)} node sequences in {time.monotonic() - t:.1f} s")
     t = time.monotonic()
