@@ -200,44 +200,13 @@ a2a_sends:
 	}
 }
 
-/* Fold, in node order, every member whose vector is in and whose predecessors are folded
- * (a2a_done: members folded into `own` for the own command). Member by member, whatever
- * the arrival order; each word's partial in `own`. One buffer read per cycle; word w's
- * next step depends on its last one, dw iterations back, so a float SUM of fewer words
- * than the adder's latency waits on it. The same bits as folding all at the end: a
- * member's oldest vector stays put until the operation completes, and every host command
- * starts the fold over (it may have written `own`). */
-static void fold_a2a(coll_state &st)
-{
-	word_t h = st.own_hdr;
-	unsigned nodes = unsigned(CF(h, NODES));
-	ap_uint<2> dtype = CF(h, DTYPE);
-	ap_uint<3> red = CF(h, RED);
-	unsigned dw = data_words(h);
-a2a_members:
-	while (st.a2a_done < nodes && st.a2a_one[unsigned(st.a2a_done) & (PN_COLL_A2A_MAX_NODES - 1)]) {
-#pragma HLS LOOP_TRIPCOUNT max = 32
-		unsigned s = unsigned(st.a2a_done);
-	a2a_words:
-		for (unsigned w = 0; w < dw; w++) {
-#pragma HLS LOOP_TRIPCOUNT max = 32
-#pragma HLS PIPELINE II = 1
-			word_t v = st.a2a_buf[st.a2a_head[s]][s][w];
-			st.own[w] = s == 0 ? v : coll_combine(st.own[w], v, dtype, red);
-		}
-		st.a2a_done++;
-		st.a2a_steps++;
-	}
-}
-
-/* Fold what can be folded; once every member is: check the headers, deliver. */
+/* The own command and every member's vector present: combine in node order, deliver. */
 static void try_complete_a2a(coll_state &st, hls::stream<word_t> &host_out)
 {
 	word_t h = st.own_hdr;
 	unsigned nodes = unsigned(CF(h, NODES));
 	members_t need = nodes >= PN_COLL_A2A_MAX_NODES ? ~members_t(0) : members_t((members_t(1) << nodes) - 1);
-	fold_a2a(st);
-	if (st.a2a_done != nodes)
+	if ((st.a2a_one & need) != need)
 		return;
 	ap_uint<2> err = ap_uint<2>(CF(h, ERR)) | st.stray;
 	for (unsigned s = 0; s < PN_COLL_A2A_MAX_NODES; s++) {
@@ -249,11 +218,27 @@ static void try_complete_a2a(coll_state &st, hls::stream<word_t> &host_out)
 				err |= PN_COLL_ERR_MISMATCH;
 		}
 	}
+	ap_uint<2> dtype = CF(h, DTYPE);
+	ap_uint<3> red = CF(h, RED);
+	unsigned dw = data_words(h);
+	/* Member by member in node order, whatever the arrival order; each word's partial in
+	 * `own`. One buffer read per cycle; word w's next step depends on its last one, dw
+	 * iterations back, so a float SUM of fewer words than the adder's latency waits on it. */
+a2a_members:
+	for (unsigned s = 0; s < nodes; s++) {
+#pragma HLS LOOP_TRIPCOUNT max = 32
+	a2a_words:
+		for (unsigned w = 0; w < dw; w++) {
+#pragma HLS LOOP_TRIPCOUNT max = 32
+#pragma HLS PIPELINE II = 1
+			word_t v = st.a2a_buf[st.a2a_head[s]][s][w];
+			st.own[w] = s == 0 ? v : coll_combine(st.own[w], v, dtype, red);
+		}
+	}
 	/* Each member's oldest vector is used: its second (if any) becomes its first. */
 	st.a2a_head ^= need;
 	st.a2a_one = (st.a2a_one & ~need) | (st.a2a_two & need);
 	st.a2a_two &= ~need;
-	st.a2a_done = 0;
 	st.own_valid = false;
 	st.stray = 0;
 	CF(h, ERR) = err;
@@ -332,8 +317,6 @@ void coll_reset(coll_state &st)
 	st.a2a_head = 0;
 	st.a2a_one = 0;
 	st.a2a_two = 0;
-	st.a2a_done = 0;
-	st.a2a_steps = 0;
 }
 
 static void host_command(coll_state &st, hls::stream<word_t> &host_in, hls::stream<word_t> &host_out,
@@ -341,7 +324,6 @@ static void host_command(coll_state &st, hls::stream<word_t> &host_in, hls::stre
 {
 	word_t h = host_in.read();
 	unsigned nw = (unsigned(CF(h, NBYTES)) + 7) >> 3;     /* what follows, stored or not */
-	st.a2a_done = 0;                                      /* `own` may change: fold anew */
 	bool a2a = CF(h, A2A), a2a_ok = a2a && a2a_fits(h, node);
 	unsigned me = unsigned(node) & (PN_COLL_A2A_MAX_NODES - 1);   /* < nodes when a2a_ok */
 	word_t *own = a2a_ok ? st.a2a_buf[st.a2a_head[me]][me] : st.own;

@@ -24,8 +24,8 @@
  *
  * All-to-all ALLREDUCE (header bit a2a, nodes <= PN_COLL_A2A_MAX_NODES): the host's
  * command goes, phase UP, to every other member at once (farthest first on a ring, as
- * the barrier's a2a_order); each node keeps every member's vector and combines them in
- * node order, whatever order they came in, each as soon as it and all before it are in:
+ * the barrier's a2a_order); each node keeps every member's vector and, once it holds all
+ * `nodes` of them, combines them in node order, whatever order they came in:
  *   result = ((v(0) op v(1)) op v(2)) ... op v(nodes - 1),
  * the same bits on every node. No DOWN phase: a node that has its result may start the
  * next operation and send its vector before a slower node has finished this one, but
@@ -62,8 +62,6 @@ struct coll_state {
 	word_t a2a_buf[2][PN_COLL_A2A_MAX_NODES][PN_COLL_MAX_WORDS];
 	ap_uint<PN_COLL_A2A_MAX_NODES> a2a_head;        /* bank of member s's oldest vector */
 	ap_uint<PN_COLL_A2A_MAX_NODES> a2a_one, a2a_two; /* member s holds >= 1 / 2 vectors */
-	ap_uint<6> a2a_done;                            /* members 0 .. a2a_done-1 folded into own */
-	ap_uint<32> a2a_steps;                          /* members folded since reset (for timing models) */
 };
 
 void coll_reset(coll_state &st);

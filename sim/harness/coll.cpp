@@ -13,10 +13,9 @@
  * outputs have been taken. A combination costs more where its loop does:
  *  - tree: a float SUM's chain of one add per child (unrolled in the II=1 loop) adds its
  *    depth, COLL_FADD_CYCLES per child, once;
- *  - all-to-all: the kernel folds each member as soon as it and all before it (node
- *    order) are in; each member folded in a message costs dw cycles (one buffer read per
- *    cycle), max(dw, COLL_FADD_CYCLES) for a float SUM (each word's next add waits for
- *    its last one), and the kernel takes no message meanwhile.
+ *  - all-to-all: the fold over `nodes` members, one buffer read per cycle, takes
+ *    nodes * dw cycles; for a float SUM each word's next add waits for its last one,
+ *    nodes * max(dw, COLL_FADD_CYCLES).
  * These are the cycles of the kernel's loops, not a synthesis report: the Migen twin's
  * or Vitis's figures replace them where they are known.
  */
@@ -33,31 +32,26 @@
 
 #define CH(h, F) (((h) >> PN_COLLHDR_##F##_SHIFT) & PN_COLLHDR_##F##_MASK)
 
-/* All-to-all: the cycles of `steps` members folded into an operation of header `own`. */
-static uint64_t a2a_fold_cycles(uint64_t own, uint64_t steps)
-{
-	unsigned dw = ((unsigned)CH(own, NBYTES) + 7) / 8;
-	if (dw > PN_COLL_MAX_WORDS)
-		dw = PN_COLL_MAX_WORDS;
-	bool fs = CH(own, RED) == PN_COLL_RED_SUM && (CH(own, DTYPE) == PN_COLL_T_F32 || CH(own, DTYPE) == PN_COLL_T_F64);
-	return steps * (fs && dw < COLL_FADD_CYCLES ? COLL_FADD_CYCLES : dw);
-}
-
 static bool fsum(uint64_t h)
 {
 	return CH(h, RED) == PN_COLL_RED_SUM && (CH(h, DTYPE) == PN_COLL_T_F32 || CH(h, DTYPE) == PN_COLL_T_F64);
 }
 
-/* Cycles a tree combination takes beyond one per vector word (header `in` of the
- * message; `result`: a result header came out of it, `up`: an UP packet went out); the
- * all-to-all fold: a2a_fold_cycles. */
+/* Cycles a message's combination takes beyond one per vector word (header `in` of the
+ * message; `result`: a result header came out of it, `up`: an UP packet went out). */
 static uint64_t fold_cycles(uint64_t in, bool result, bool up, unsigned node, unsigned radix_log2)
 {
-	unsigned nodes = (unsigned)CH(in, NODES);
+	unsigned nodes = (unsigned)CH(in, NODES), dw = ((unsigned)CH(in, NBYTES) + 7) / 8;
+	if (dw > PN_COLL_MAX_WORDS)
+		dw = PN_COLL_MAX_WORDS;
 	if (CH(in, OP) != PN_COLL_OP_ALLREDUCE && CH(in, OP) != PN_COLL_OP_REDUCE)
 		return 0;
-	if (CH(in, A2A))
-		return 0;
+	if (CH(in, A2A)) {
+		if (!result || !nodes || nodes > PN_COLL_A2A_MAX_NODES)
+			return 0;
+		unsigned step = fsum(in) && dw < COLL_FADD_CYCLES ? COLL_FADD_CYCLES : dw;
+		return (uint64_t)nodes * step - dw;   /* the caller counts dw */
+	}
 	if (!(up || result) || !fsum(in) || !nodes || node >= nodes)
 		return 0;
 	unsigned root = (unsigned)CH(in, ROOT) % nodes, rel = (node + nodes - root) % nodes;
@@ -79,12 +73,11 @@ public:
 			msg.clear();
 			hq.clear();
 			nq.clear();
-			read_at = 0;
 			*p.net_in_ready = *p.host_in_ready = 0;
 			*p.host_out_valid = *p.net_out_valid = 0;
 			return;
 		}
-		if (reading == Src::None && idle() && cycle >= read_at) {
+		if (reading == Src::None && idle()) {
 			if (*p.net_in_valid)
 				reading = Src::Net;
 			else if (*p.host_in_valid)
@@ -141,9 +134,7 @@ private:
 		hls::stream<word_t> &in = reading == Src::Net ? net_in : host_in;
 		for (uint64_t v : msg)
 			in.write(word_t(v));
-		uint64_t steps0 = st.a2a_steps.to_uint64();
 		coll_step(st, host_in, host_out, net_in, net_out, node_t(*p.node), ap_uint<2>(*p.radix_log2));
-		uint64_t a2a_fold = a2a_fold_cycles(st.own_hdr.to_uint64(), (st.a2a_steps.to_uint64() - steps0) & 0xffffffffu);
 		size_t words = 0, nq0 = nq.size(), hq0 = hq.size();
 		while (!host_out.empty()) {
 			hq.push_back(host_out.read().to_uint64());
@@ -160,8 +151,7 @@ private:
 		bool net_down = reading == Src::Net && CH(in_hdr, PHASE) == PN_COLL_PHASE_DOWN;
 		uint64_t fold = words && !net_down ? fold_cycles(in_hdr, result, up, (unsigned)*p.node,
 								  (unsigned)*p.radix_log2) : 0;
-		out_at = cycle + 1 + COLL_COMBINE_CYCLES + (words ? vec : 0) + fold + a2a_fold;
-		read_at = cycle + 1 + a2a_fold;   /* the fold keeps the kernel from the next message */
+		out_at = cycle + 1 + COLL_COMBINE_CYCLES + (words ? vec : 0) + fold;
 		if (sim_verbose)
 			sim_log("node %u: collective kernel took a %s message of %zu words at cycle %llu: %zu words out",
 				(unsigned)*p.node, reading == Src::Net ? "network" : "host", msg.size(),
@@ -178,7 +168,7 @@ private:
 	std::vector<uint64_t> msg;
 	size_t need = 0;
 	std::deque<uint64_t> hq, nq;
-	uint64_t out_at = 0, read_at = 0;
+	uint64_t out_at = 0;
 };
 
 void Harness::coll_pre()
