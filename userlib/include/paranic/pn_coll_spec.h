@@ -96,7 +96,7 @@
 #define PN_COLLHDR_REFUSED_SHIFT 45
 #define PN_COLLHDR_REFUSED_WIDTH 1
 #define PN_COLLHDR_REFUSED_MASK 0x1ULL
-/* ALLREDUCE only: all-to-all (every node sends its vector to every other, each combines all in node order 0 .. nodes-1) instead of the tree; nodes <= COLL_A2A_MAX_NODES. In a result: 1 if done so, 0 with BAD_ARGS and nodata if the kernel has no all-to-all mode */
+/* ALLREDUCE only: all-to-all (every node sends its vector to every other, each combines all in node order 0 .. nodes-1) instead of the tree; nodes <= COLL_A2A_MAX_NODES, else (or on REDUCE, BCAST) BAD_ARGS at once */
 #define PN_COLLHDR_A2A_WORD 0
 #define PN_COLLHDR_A2A_SHIFT 46
 #define PN_COLLHDR_A2A_WIDTH 1
