@@ -26,8 +26,9 @@ no core, is answered at once with a result whose ``refused`` bit is set, so the 
 its ``nbytes`` reaches the kernel padded with zeros or cut to ``nbytes``, with
 ``BAD_ARGS`` set, so that the node still takes part and nobody waits for it.
 
-The kernel's two outputs go through FIFOs sized for one operation's sends (one UP and up
-to four DOWN packets of 35 words) and results, so it keeps draining the router's ejection
+The kernel's two outputs go through FIFOs sized for two all-to-all operations' sends on 32
+nodes (2 x 31 packets of up to 35 words; a tree operation's one UP and up to four DOWN
+packets fit many times) and a result, so it keeps draining the router's ejection
 while injection or the host's RX path is busy (docs/hls.md, "In NicCore").
 """
 
@@ -43,9 +44,9 @@ from paranic.spec import protocol as P
 
 from .common import hdr, packet_layout
 
-#: FIFO depths (words) behind the kernel's outputs: net_out holds one operation's five
-#: packets (5 x 35 words), host_out one result (33 words).
-NET_OUT_WORDS = 256
+#: FIFO depths (words) behind the kernel's outputs: net_out holds two all-to-all
+#: operations' sends (K.COLL_NET_OUT_WORDS), host_out one result (33 words).
+NET_OUT_WORDS = K.COLL_NET_OUT_WORDS
 HOST_OUT_WORDS = 64
 
 

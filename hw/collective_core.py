@@ -8,6 +8,10 @@ a waiting network packet first, else a host command; the same words in the same 
   ``Memory`` (32 words each, one synchronous read/write port), the headers registers.
 * One FSM walks the C++ control flow: read a message into its buffer, decide, combine
   (word by word, own then the children in increasing id), deliver, send.
+* The all-to-all ALLREDUCE (header bit ``a2a``): a ``Memory`` of two vectors per member
+  (2 x 32 x 32 words) and one of their headers, the queue state (head, one, two) in
+  registers; the host's command goes to every other member in the C++'s order, and the
+  fold runs member by member, word by word, in node order.
 * :class:`Combine` is the element operation of every type and operator; float sums go
   through :class:`~paranic.hw.fp_add.FPAdd`, a 5-stage IEEE-754 adder (round to nearest
   even, subnormals, infinities), whose NaN is the canonical NaN of the spec,
@@ -28,6 +32,8 @@ from .fp_add import FPAdd
 
 W = P.WORD_BITS
 KIDS = 1 << K.COLL_MAX_RADIX_LOG2
+A2A_N = K.COLL_A2A_MAX_NODES
+assert A2A_N == 32   # member ids are 5 bits (a_s)
 #: Header bits every contribution of one operation must agree on: all but phase, err,
 #: nodata, refused and the reserved bits.
 AGREE = ((1 << W) - 1) & ~sum(((1 << K.COLL_FIELD[n].width) - 1) << K.COLL_FIELD[n].offset
@@ -188,6 +194,36 @@ class CollectiveMigen(CollectiveCore):
         for p in ports.values():
             self.comb += [p.adr.eq(adr), p.dat_w.eq(wdat)]
 
+        # All-to-all: every member's vectors (bank, member, word) and headers (bank,
+        # member); the word address is `adr`, the member `a_s`, the bank the register
+        # `a_bank` or, while completing (`a_use_head`), the member's head.
+        a2a_mem = Memory(W, 2 * A2A_N * K.COLL_MAX_WORDS, name="coll_a2a")
+        ap = a2a_mem.get_port(write_capable=True)
+        a2a_hmem = Memory(W, 2 * A2A_N, name="coll_a2a_hdr")
+        hp = a2a_hmem.get_port(write_capable=True)
+        self.specials += a2a_mem, ap, a2a_hmem, hp
+        a_head, a_one, a_two = Signal(A2A_N), Signal(A2A_N), Signal(A2A_N)
+        head_arr = Array(a_head[k] for k in range(A2A_N))
+        one_arr = Array(a_one[k] for k in range(A2A_N))
+        two_arr = Array(a_two[k] for k in range(A2A_N))
+        a_s = Signal(5)
+        a_bank = Signal()
+        a_use_head = Signal()
+        a_onehot = Signal(A2A_N)
+        bank = Signal()
+        self.comb += [
+            bank.eq(Mux(a_use_head, head_arr[a_s], a_bank)),
+            ap.adr.eq(Cat(adr, a_s, bank)), ap.dat_w.eq(wdat),
+            hp.adr.eq(Cat(a_s, bank)),
+            *[a_onehot[k].eq(a_s == k) for k in range(A2A_N)],
+        ]
+        src_a2a = Signal()       # send from the own a2a slot
+        a2a_send = Signal()      # the sends in progress go to every member
+        a2a_pkt = Signal()       # the network packet in hand is an a2a one
+        a_k = Signal(6)          # sends done
+        a_up, a_dn = Signal(NODE_BITS), Signal(NODE_BITS)
+        need_a = Signal(A2A_N)
+
         # State (coll_state) and the message in hand.
         own_hdr = Signal(W)
         own_valid = Signal()
@@ -208,6 +244,10 @@ class CollectiveMigen(CollectiveCore):
         finishing = Signal()     # the root completing a reduction (REDUCE: nodata after delivery)
         up_send = Signal()       # the send in progress goes to the parent
         acc = Signal(W)
+
+        self.comb += hp.dat_w.eq(h)
+        for k in range(A2A_N):
+            self.comb += need_a[k].eq(k < cfield(h, "nodes"))
 
         # The tree of header `h` (the C++'s widths, truncations included).
         nodes = Signal(DIM_BITS)
@@ -252,11 +292,21 @@ class CollectiveMigen(CollectiveCore):
         self.comb += bad_args.eq(
             (op > K.CollOp.BCAST) | (nbytes > K.COLL_MAX_BYTES) | ((nbytes & esz_mask) != 0) |
             ((op != K.CollOp.BCAST) & ((red > K.CollRed.OR) | (is_flt & (red >= K.CollRed.AND)))))
+        # All-to-all: header `h` is one this node can take part in (a2a_fits).
+        is_a2a = Signal()
+        fits = Signal()
+        self.comb += [
+            is_a2a.eq(cfield(h, "a2a")),
+            fits.eq((op == K.CollOp.ALLREDUCE) & (nodes != 0) & (nodes <= A2A_N) & (node < nodes) &
+                    (root < nodes)),
+        ]
         outside = Signal()
-        self.comb += outside.eq((nodes == 0) | (node >= nodes) | (root >= nodes))
+        self.comb += outside.eq((nodes == 0) | (node >= nodes) | (root >= nodes) | (is_a2a & ~fits))
         h_cmd, st = with_fields(h, nodata=0, err=cfield(h, "err") | Mux(bad_args | outside, K.CollErr.BAD_ARGS, 0))
         self.comb += st
         h_refuse, st = with_fields(h_cmd, phase=K.CollPhase.DOWN, nodata=1)
+        self.comb += st
+        h_a2a_up, st = with_fields(h_cmd, phase=K.CollPhase.UP)
         self.comb += st
         h_bcast, st = with_fields(h_cmd, phase=K.CollPhase.DOWN)
         self.comb += st
@@ -290,7 +340,8 @@ class CollectiveMigen(CollectiveCore):
         # The element operation.
         self.submodules.comb_unit = cu = Combine()
         kid_rd = Array(p.dat_r for p in kid)
-        self.comb += [cu.a.eq(acc), cu.b.eq(kid_rd[j[:2]]), cu.dtype.eq(dtype), cu.red.eq(red)]
+        self.comb += [cu.a.eq(acc), cu.b.eq(Mux(a_use_head, ap.dat_r, kid_rd[j[:2]])), cu.dtype.eq(dtype),
+                      cu.red.eq(red)]
 
         # Packets this node sends: word 0.
         w0_out = Signal(W)
@@ -302,7 +353,7 @@ class CollectiveMigen(CollectiveCore):
             hdr(w0_out, "flags").eq(P.Flags.SOM | P.Flags.EOM),
         ]
         rd = Signal(W)
-        self.comb += rd.eq(Mux(src_down, down.dat_r, own.dat_r))
+        self.comb += rd.eq(Mux(src_a2a, ap.dat_r, Mux(src_down, down.dat_r, own.dat_r)))
 
         need_j = Signal()
         self.comb += need_j.eq(Array(need[c] for c in range(KIDS))[j[:2]])
@@ -329,6 +380,9 @@ class CollectiveMigen(CollectiveCore):
                 self.ap_ready.eq(1),
                 NextValue(h, hi.data),
                 NextValue(cnt, 0),
+                NextValue(a_s, node[:5]),                 # the own slot, if a2a
+                NextValue(a_bank, head_arr[node[:5]]),
+                NextValue(a_use_head, 0),
                 If(cfield(hi.data, "nbytes") == 0, NextState("HOST_DECIDE")
                 ).Else(NextState("HOST_DATA"))))
 
@@ -337,7 +391,10 @@ class CollectiveMigen(CollectiveCore):
             hi.ready.eq(1),
             adr.eq(cnt),
             wdat.eq(hi.data),
-            own.we.eq(hi.valid & (cnt < K.COLL_MAX_WORDS)),
+            If(is_a2a & fits,
+                ap.we.eq(hi.valid & (cnt < K.COLL_MAX_WORDS)),
+            ).Else(
+                own.we.eq(hi.valid & (cnt < K.COLL_MAX_WORDS))),
             If(hi.valid,
                 NextValue(cnt, cnt + 1),
                 If(cnt + 1 == h_nw, NextState("HOST_DECIDE"))))
@@ -354,10 +411,44 @@ class CollectiveMigen(CollectiveCore):
                     NextValue(then_down, 1),
                     NextState("DELIVER_H"),
                 ).Else(done.eq(1), NextState("IDLE")),
+            ).Elif(is_a2a,                       # all-to-all: to every member at once
+                NextValue(h, h_a2a_up),
+                NextValue(own_hdr, h_a2a_up),
+                NextValue(own_valid, 1),
+                NextState("A_HOST"),
             ).Else(
                 NextValue(own_hdr, h_cmd),
                 NextValue(own_valid, 1),
                 NextState("TRY")))
+        # The own header into its slot; the first send goes to (node + nodes/2) mod nodes.
+        a_start = Signal(NODE_BITS + 1)
+        a_start_m = Signal(NODE_BITS)
+        self.comb += [a_start.eq(node + (nodes >> 1)),
+                      a_start_m.eq(Mux(a_start >= nodes, a_start - nodes, a_start))]
+        fsm.act("A_HOST",
+            hp.we.eq(1),
+            NextValue(a_one, a_one | a_onehot),
+            If(nodes < 2, NextState("TRY")
+            ).Else(
+                NextValue(dst, a_start_m), NextValue(a_up, a_start_m), NextValue(a_dn, a_start_m),
+                NextValue(a_k, 1),
+                NextValue(a2a_send, 1),
+                NextValue(src_a2a, 1),
+                NextState("S_W0")))
+        fsm.act("A_NEXT",
+            If(a_k + 1 >= nodes,
+                NextValue(a2a_send, 0),
+                NextValue(src_a2a, 0),
+                NextState("TRY"),
+            ).Else(
+                NextValue(a_k, a_k + 1),
+                If(a_k[0],
+                    If(a_up + 1 == nodes, NextValue(a_up, 0), NextValue(dst, 0)
+                    ).Else(NextValue(a_up, a_up + 1), NextValue(dst, a_up + 1)),
+                ).Else(
+                    If(a_dn == 0, NextValue(a_dn, nodes - 1), NextValue(dst, nodes - 1)
+                    ).Else(NextValue(a_dn, a_dn - 1), NextValue(dst, a_dn - 1))),
+                NextState("S_W0")))
 
         # Network packet: the tag, the header, the vector into a child's buffer or `down`.
         fsm.act("NET_TAG",
@@ -374,19 +465,25 @@ class CollectiveMigen(CollectiveCore):
                 NextValue(h, ni.data),
                 NextState("NET_DECIDE")))
         fsm.act("NET_DECIDE",
-            NextValue(ok_r, pkt_ok & (~pkt_up | slot_ok)),
+            NextValue(ok_r, Mux(is_a2a, pkt_ok & pkt_up & fits & (src != node) & ~two_arr[src[:5]],
+                                pkt_ok & (~pkt_up | slot_ok))),
+            NextValue(a2a_pkt, is_a2a),
+            NextValue(a_s, src[:5]),
+            NextValue(a_bank, head_arr[src[:5]] ^ one_arr[src[:5]]),
+            NextValue(a_use_head, 0),
             NextValue(up_r, pkt_up),
             NextValue(slot, jj[:2]),
             NextValue(cnt, 0),
             If(net_nw == 1, NextState("NET_END")).Else(NextState("NET_DATA")))
         to_kid = Signal()
-        self.comb += to_kid.eq(up_r & ok_r)
+        self.comb += to_kid.eq(up_r & ok_r & ~a2a_pkt)
         fsm.act("NET_DATA",
             ni.ready.eq(1),
             adr.eq(cnt),
             wdat.eq(ni.data),
             If(ni.valid & (cnt < K.COLL_MAX_WORDS),
-                If(to_kid, *[If(slot == c, kid[c].we.eq(1)) for c in range(KIDS)]
+                If(a2a_pkt & ok_r, ap.we.eq(1)
+                ).Elif(to_kid, *[If(slot == c, kid[c].we.eq(1)) for c in range(KIDS)]
                 ).Else(down.we.eq(1))),
             If(ni.valid,
                 NextValue(cnt, cnt + 1),
@@ -396,6 +493,11 @@ class CollectiveMigen(CollectiveCore):
                 NextValue(stray, stray | K.CollErr.MISMATCH),
                 done.eq(1),
                 NextState("IDLE"),
+            ).Elif(a2a_pkt,                       # a member's vector: into its queue
+                hp.we.eq(1),
+                If(one_arr[a_s], NextValue(a_two, a_two | a_onehot)
+                ).Else(NextValue(a_one, a_one | a_onehot)),
+                NextState("TRY"),
             ).Elif(up_r,
                 *[If(slot == c, NextValue(kid_hdr[c], h)) for c in range(KIDS)],
                 NextValue(kid_valid, kid_valid | (1 << slot)),
@@ -411,7 +513,8 @@ class CollectiveMigen(CollectiveCore):
             If(~own_valid, done.eq(1), NextState("IDLE")
             ).Else(NextValue(h, own_hdr), NextState("TRY_NEED")))
         fsm.act("TRY_NEED",
-            If((kid_valid & need) != need, done.eq(1), NextState("IDLE")
+            If(is_a2a, NextState("A_TRY")
+            ).Elif((kid_valid & need) != need, done.eq(1), NextState("IDLE")
             ).Else(
                 NextValue(err_r, err_done),
                 NextValue(i, 0),
@@ -456,6 +559,57 @@ class CollectiveMigen(CollectiveCore):
                 NextValue(up_send, 1),
                 NextValue(dst, parent),
                 NextState("S_W0")))
+
+        # try_complete_a2a: one vector of every member there -> check the headers, fold
+        # member by member (node order), word by word, into `own`; deliver.
+        h_a2a_done, st = with_fields(h, err=err_r, phase=K.CollPhase.DOWN)
+        self.comb += st
+        fsm.act("A_TRY",
+            If((a_one & need_a) != need_a, done.eq(1), NextState("IDLE")
+            ).Else(
+                NextValue(err_r, cfield(h, "err") | stray),
+                NextValue(a_s, 0),
+                NextValue(a_use_head, 1),
+                NextState("A_H0")))
+        fsm.act("A_H0", NextState("A_H1"))             # hp.adr = (head[a_s], a_s)
+        fsm.act("A_H1",
+            NextValue(err_r, err_r | cfield(hp.dat_r, "err") |
+                      Mux(((hp.dat_r ^ h) & AGREE) != 0, K.CollErr.MISMATCH, 0)),
+            If(a_s + 1 == nodes,
+                NextValue(a_s, 0),
+                NextValue(i, 0),
+                If(h_dw == 0, NextState("A_FIN")).Else(NextState("A_C0")),
+            ).Else(NextValue(a_s, a_s + 1), NextState("A_H0")))
+        fsm.act("A_C0", NextState("A_C1"))             # adr = i: own[i], a2a[head][a_s][i]
+        fsm.act("A_C1",
+            If(a_s == 0, NextValue(acc, ap.dat_r), NextState("A_WB")
+            ).Else(NextValue(acc, own.dat_r), NextState("A_OP")))
+        fsm.act("A_OP",
+            cu.start.eq(1),
+            If(cu.done, NextValue(acc, cu.result), NextState("A_WB")
+            ).Else(NextState("A_WAIT")))
+        fsm.act("A_WAIT",
+            If(cu.done, NextValue(acc, cu.result), NextState("A_WB")))
+        fsm.act("A_WB",
+            wdat.eq(acc),
+            own.we.eq(1),
+            If(i + 1 == h_dw,
+                NextValue(i, 0),
+                If(a_s + 1 == nodes, NextState("A_FIN")
+                ).Else(NextValue(a_s, a_s + 1), NextState("A_C0")),
+            ).Else(NextValue(i, i + 1), NextState("A_C0")))
+        fsm.act("A_FIN",
+            NextValue(a_head, a_head ^ need_a),
+            NextValue(a_one, (a_one & ~need_a) | (a_two & need_a)),
+            NextValue(a_two, a_two & ~need_a),
+            NextValue(a_use_head, 0),
+            NextValue(own_valid, 0),
+            NextValue(stray, 0),
+            NextValue(src_down, 0),
+            NextValue(then_down, 0),
+            NextValue(finishing, 0),
+            NextValue(h, h_a2a_done),
+            NextState("DELIVER_H"))
 
         # deliver(): the header, then the vector unless nodata.
         fsm.act("DELIVER_H",
@@ -504,7 +658,8 @@ class CollectiveMigen(CollectiveCore):
                 NextValue(i, i + 1),
                 If(i + 1 == dwe, NextState("S_END"))))
         fsm.act("S_END",
-            If(up_send, done.eq(1), NextState("IDLE")
+            If(a2a_send, NextState("A_NEXT")
+            ).Elif(up_send, done.eq(1), NextState("IDLE")
             ).Else(NextValue(j, j + 1), NextState("DOWN_NEXT")))
 
 

@@ -91,6 +91,20 @@ COLL_F64_QNAN = 0x7FF8000000000000
 COLL_DEFAULT_RADIX_LOG2 = 2
 #: Largest fan-out exponent the kernel is built for (one child buffer per child: 2**this).
 COLL_MAX_RADIX_LOG2 = 2
+#: Largest job of an all-to-all ALLREDUCE (header bit ``a2a``): the kernel keeps two
+#: vectors per member (this many sources, :data:`COLL_MAX_WORDS` words each, twice). A larger
+#: ``nodes`` with ``a2a`` set is BAD_ARGS, answered at once.
+COLL_A2A_MAX_NODES = 32
+#: Words of FIFO behind the kernel's net_out in NicCore (hw/collective.py): two all-to-all
+#: operations' sends at the limit (2 x (COLL_A2A_MAX_NODES - 1) packets of 3 + COLL_MAX_WORDS
+#: words = 2170), so the kernel never waits on injection while the network waits on it
+#: (the tree's sends, five packets of 35 words, fit many times over).
+COLL_NET_OUT_WORDS = 4096
+assert 2 * (COLL_A2A_MAX_NODES - 1) * (3 + COLL_MAX_WORDS) <= COLL_NET_OUT_WORDS
+#: The library's default: an ALLREDUCE of a job of at most this many nodes is sent with
+#: ``a2a`` set (environment ``PARANIC_COLL_A2A_MAX``; 0: always the tree), as the barrier's
+#: ``--barrier-a2a-max``.
+COLL_DEFAULT_A2A_MAX = COLL_A2A_MAX_NODES
 
 
 class CollOp(IntEnum):
@@ -150,7 +164,8 @@ COLL_FIELDS: tuple[Field, ...] = (
     Field("err", 42, 2, "CollErr bits"),
     Field("nodata", 44, 1, "no vector follows: a REDUCE's completion to a non-root node"),
     Field("refused", 45, 1, "result only: the NIC refused the command, as no collective unit is configured for the sending context"),
-    Field("rsvd", 46, 2, "reserved, zero"),
+    Field("a2a", 46, 1, "ALLREDUCE only: all-to-all (every node sends its vector to every other, each combines all in node order 0 .. nodes-1) instead of the tree; nodes <= COLL_A2A_MAX_NODES, else (or on REDUCE, BCAST) BAD_ARGS at once"),
+    Field("rsvd", 47, 1, "reserved, zero"),
     Field("episode", 48, 16, "operation number (wraps); contributions of one operation carry the same"),
 )
 COLL_FIELD = {f.name: f for f in COLL_FIELDS}

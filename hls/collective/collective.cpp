@@ -11,7 +11,7 @@
 #define CMASK(F) ((uint64_t)PN_COLLHDR_##F##_MASK << PN_COLLHDR_##F##_SHIFT)
 
 /* Header bits every contribution of one operation must agree on. */
-static const uint64_t AGREE = ~(CMASK(PHASE) | CMASK(ERR) | CMASK(NODATA) | (0x7ull << (PN_COLLHDR_NODATA_SHIFT + 1)));
+static const uint64_t AGREE = ~(CMASK(PHASE) | CMASK(ERR) | CMASK(NODATA) | CMASK(REFUSED) | (0x1ull << (PN_COLLHDR_A2A_SHIFT + 1)));   /* rsvd: no macro */
 
 /* ---- element operations ------------------------------------------------------------- */
 
@@ -164,12 +164,98 @@ down_kids:
 	}
 }
 
+/* ---- all-to-all ALLREDUCE ----------------------------------------------------------- */
+
+typedef ap_uint<PN_COLL_A2A_MAX_NODES> members_t;
+
+/* An a2a command this node can take part in (else it is answered at once: BAD_ARGS). */
+static bool a2a_fits(word_t h, node_t node)
+{
+	ap_uint<PN_DIM_BITS> nodes = CF(h, NODES);
+	return CF(h, OP) == PN_COLL_OP_ALLREDUCE && nodes != 0 && nodes <= PN_COLL_A2A_MAX_NODES &&
+	       node < nodes && node_t(CF(h, ROOT)) < nodes;
+}
+
+/* Send `h` with `data` to every other member, farthest first on a ring: (node + nodes/2)
+ * mod nodes, then alternately one above and one below (the barrier's a2a_order). */
+static void send_a2a(hls::stream<word_t> &net_out, node_t node, word_t h, const word_t *data, unsigned dw)
+{
+	unsigned nodes = unsigned(CF(h, NODES));
+	if (nodes < 2)
+		return;
+	unsigned start = (unsigned(node) + nodes / 2) % nodes, up = start, dn = start;
+	send(net_out, node, node_t(start), h, data, dw);
+a2a_sends:
+	for (unsigned k = 1; k + 1 < nodes; k++) {
+#pragma HLS LOOP_TRIPCOUNT max = 30
+		unsigned d;
+		if (k & 1) {
+			up = up + 1 == nodes ? 0 : up + 1;
+			d = up;
+		} else {
+			dn = dn == 0 ? nodes - 1 : dn - 1;
+			d = dn;
+		}
+		send(net_out, node, node_t(d), h, data, dw);
+	}
+}
+
+/* The own command and every member's vector present: combine in node order, deliver. */
+static void try_complete_a2a(coll_state &st, hls::stream<word_t> &host_out)
+{
+	word_t h = st.own_hdr;
+	unsigned nodes = unsigned(CF(h, NODES));
+	members_t need = nodes >= PN_COLL_A2A_MAX_NODES ? ~members_t(0) : members_t((members_t(1) << nodes) - 1);
+	if ((st.a2a_one & need) != need)
+		return;
+	ap_uint<2> err = ap_uint<2>(CF(h, ERR)) | st.stray;
+	for (unsigned s = 0; s < PN_COLL_A2A_MAX_NODES; s++) {
+#pragma HLS UNROLL
+		if (need[s]) {
+			word_t hs = st.a2a_hdr[st.a2a_head[s]][s];
+			err |= ap_uint<2>(CF(hs, ERR));
+			if ((hs ^ h) & word_t(AGREE))
+				err |= PN_COLL_ERR_MISMATCH;
+		}
+	}
+	ap_uint<2> dtype = CF(h, DTYPE);
+	ap_uint<3> red = CF(h, RED);
+	unsigned dw = data_words(h);
+	/* Member by member in node order, whatever the arrival order; each word's partial in
+	 * `own`. One buffer read per cycle; word w's next step depends on its last one, dw
+	 * iterations back, so a float SUM of fewer words than the adder's latency waits on it. */
+a2a_members:
+	for (unsigned s = 0; s < nodes; s++) {
+#pragma HLS LOOP_TRIPCOUNT max = 32
+	a2a_words:
+		for (unsigned w = 0; w < dw; w++) {
+#pragma HLS LOOP_TRIPCOUNT max = 32
+#pragma HLS PIPELINE II = 1
+			word_t v = st.a2a_buf[st.a2a_head[s]][s][w];
+			st.own[w] = s == 0 ? v : coll_combine(st.own[w], v, dtype, red);
+		}
+	}
+	/* Each member's oldest vector is used: its second (if any) becomes its first. */
+	st.a2a_head ^= need;
+	st.a2a_one = (st.a2a_one & ~need) | (st.a2a_two & need);
+	st.a2a_two &= ~need;
+	st.own_valid = false;
+	st.stray = 0;
+	CF(h, ERR) = err;
+	CF(h, PHASE) = PN_COLL_PHASE_DOWN;
+	deliver(host_out, h, st.own);
+}
+
 /* Own vector and every child's present: combine in the fixed order and pass it on. */
 static void try_complete(coll_state &st, hls::stream<word_t> &host_out, hls::stream<word_t> &net_out,
 			 node_t node, ap_uint<2> radix_log2)
 {
 	if (!st.own_valid)
 		return;
+	if (CF(st.own_hdr, A2A)) {
+		try_complete_a2a(st, host_out);
+		return;
+	}
 	word_t h = st.own_hdr;
 	ap_uint<PN_DIM_BITS> nodes = CF(h, NODES);
 	node_t root = CF(h, ROOT);
@@ -228,6 +314,9 @@ void coll_reset(coll_state &st)
 	st.own_valid = false;
 	st.kid_valid = 0;
 	st.stray = 0;
+	st.a2a_head = 0;
+	st.a2a_one = 0;
+	st.a2a_two = 0;
 }
 
 static void host_command(coll_state &st, hls::stream<word_t> &host_in, hls::stream<word_t> &host_out,
@@ -235,20 +324,23 @@ static void host_command(coll_state &st, hls::stream<word_t> &host_in, hls::stre
 {
 	word_t h = host_in.read();
 	unsigned nw = (unsigned(CF(h, NBYTES)) + 7) >> 3;     /* what follows, stored or not */
+	bool a2a = CF(h, A2A), a2a_ok = a2a && a2a_fits(h, node);
+	unsigned me = unsigned(node) & (PN_COLL_A2A_MAX_NODES - 1);   /* < nodes when a2a_ok */
+	word_t *own = a2a_ok ? st.a2a_buf[st.a2a_head[me]][me] : st.own;
 read_cmd:
 	for (unsigned i = 0; i < nw; i++) {
 #pragma HLS LOOP_TRIPCOUNT max = 64
 #pragma HLS PIPELINE II = 1
 		word_t w = host_in.read();
 		if (i < PN_COLL_MAX_WORDS)
-			st.own[i] = w;
+			own[i] = w;
 	}
 	ap_uint<PN_DIM_BITS> nodes = CF(h, NODES);
 	node_t root = CF(h, ROOT);
 	CF(h, NODATA) = 0;
 	if (bad_args(h))
 		CF(h, ERR) = ap_uint<2>(CF(h, ERR)) | PN_COLL_ERR_BAD_ARGS;
-	if (nodes == 0 || node >= nodes || root >= nodes) {
+	if (nodes == 0 || node >= nodes || root >= nodes || (a2a && !a2a_ok)) {
 		/* No tree to take part in: refused here and now. */
 		CF(h, ERR) = ap_uint<2>(CF(h, ERR)) | PN_COLL_ERR_BAD_ARGS;
 		CF(h, PHASE) = PN_COLL_PHASE_DOWN;
@@ -263,6 +355,16 @@ read_cmd:
 			send_down(net_out, node, radix_log2, h, st.own);
 		}
 		return;                          /* elsewhere: the parent's DOWN brings it */
+	}
+	if (a2a_ok) {                            /* all-to-all: to every member at once */
+		CF(h, PHASE) = PN_COLL_PHASE_UP;
+		st.own_hdr = h;
+		st.own_valid = true;
+		st.a2a_hdr[st.a2a_head[me]][me] = h;
+		st.a2a_one[me] = 1;
+		send_a2a(net_out, node, h, own, data_words(h));
+		try_complete_a2a(st, host_out);
+		return;
 	}
 	st.own_hdr = h;
 	st.own_valid = true;
@@ -286,6 +388,31 @@ static void net_packet(coll_state &st, hls::stream<word_t> &host_out, hls::strea
 	node_t src = HF(w0, SRC_NODE);
 	bool ok = HF(w0, TYPE) == PN_TYPE_COLLECTIVE && nodes != 0 && node < nodes && root < nodes && src < nodes;
 	bool up = CF(h, PHASE) == PN_COLL_PHASE_UP;
+	if (CF(h, A2A)) {                                /* a member's vector: into its queue */
+		unsigned s = unsigned(src) & (PN_COLL_A2A_MAX_NODES - 1);
+		ok = ok && up && a2a_fits(h, node) && src != node && !st.a2a_two[s];
+		ap_uint<1> bank = st.a2a_head[s] ^ st.a2a_one[s];
+		word_t *abuf = ok ? st.a2a_buf[bank][s] : st.down;
+	read_a2a:
+		for (unsigned i = 0; i + 1 < nw; i++) {
+#pragma HLS LOOP_TRIPCOUNT max = 32
+#pragma HLS PIPELINE II = 1
+			word_t w = net_in.read();
+			if (i < PN_COLL_MAX_WORDS)
+				abuf[i] = w;
+		}
+		if (!ok) {
+			st.stray |= PN_COLL_ERR_MISMATCH;
+			return;
+		}
+		st.a2a_hdr[bank][s] = h;
+		if (st.a2a_one[s])
+			st.a2a_two[s] = 1;
+		else
+			st.a2a_one[s] = 1;
+		try_complete(st, host_out, net_out, node, radix_log2);
+		return;
+	}
 	/* UP: which child slot (relative id of the sender minus our first child's). */
 	node_t rel = sub_mod(node, root, nodes);
 	rel_t first = first_child(rel, radix_log2);
@@ -345,5 +472,6 @@ void collective(hls::stream<word_t> &host_in, hls::stream<word_t> &host_out,
 #pragma HLS INTERFACE mode=ap_ctrl_hs port=return
 	static coll_state st = {};
 #pragma HLS ARRAY_PARTITION variable=st.kid dim=1 type=complete
+#pragma HLS BIND_STORAGE variable=st.a2a_buf type=ram_2p impl=bram
 	coll_step(st, host_in, host_out, net_in, net_out, node, radix_log2);
 }

@@ -21,6 +21,16 @@
  * Every operation ends with a DOWN phase from the root (REDUCE: a header-only
  * completion to non-root nodes), so a host enters its next operation only after the
  * whole tree has finished its child slots for this one: one buffer per child suffices.
+ *
+ * All-to-all ALLREDUCE (header bit a2a, nodes <= PN_COLL_A2A_MAX_NODES): the host's
+ * command goes, phase UP, to every other member at once (farthest first on a ring, as
+ * the barrier's a2a_order); each node keeps every member's vector and, once it holds all
+ * `nodes` of them, combines them in node order, whatever order they came in:
+ *   result = ((v(0) op v(1)) op v(2)) ... op v(nodes - 1),
+ * the same bits on every node. No DOWN phase: a node that has its result may start the
+ * next operation and send its vector before a slower node has finished this one, but
+ * not the one after (that needs the slower node's next vector), so each member has a
+ * queue of two vectors (a2a_buf: two banks, a head bit and a count per member).
  */
 #ifndef PN_HLS_COLLECTIVE_H
 #define PN_HLS_COLLECTIVE_H
@@ -47,6 +57,11 @@ struct coll_state {
 	word_t kid[PN_COLL_MAX_KIDS][PN_COLL_MAX_WORDS];  /* child j's subtree vector */
 	word_t down[PN_COLL_MAX_WORDS];                   /* a DOWN packet's vector, passed on */
 	ap_uint<2> stray;                                 /* err bits for a packet that fit nowhere */
+	/* all-to-all: per member a queue of (up to) two vectors, in two banks */
+	word_t a2a_hdr[2][PN_COLL_A2A_MAX_NODES];
+	word_t a2a_buf[2][PN_COLL_A2A_MAX_NODES][PN_COLL_MAX_WORDS];
+	ap_uint<PN_COLL_A2A_MAX_NODES> a2a_head;        /* bank of member s's oldest vector */
+	ap_uint<PN_COLL_A2A_MAX_NODES> a2a_one, a2a_two; /* member s holds >= 1 / 2 vectors */
 };
 
 void coll_reset(coll_state &st);

@@ -10,8 +10,14 @@
  * per cycle (ready only on the stream it is reading), then spends COLL_COMBINE_CYCLES
  * plus one cycle per vector word (the II=1 combining loop), then offers its output words
  * at one word per cycle on each output stream; it reads the next message once its
- * outputs have been taken. These are the cycles of the kernel's loops, not a synthesis
- * report: the Migen twin's or Vitis's figures replace them where they are known.
+ * outputs have been taken. A combination costs more where its loop does:
+ *  - tree: a float SUM's chain of one add per child (unrolled in the II=1 loop) adds its
+ *    depth, COLL_FADD_CYCLES per child, once;
+ *  - all-to-all: the fold over `nodes` members, one buffer read per cycle, takes
+ *    nodes * dw cycles; for a float SUM each word's next add waits for its last one,
+ *    nodes * max(dw, COLL_FADD_CYCLES).
+ * These are the cycles of the kernel's loops, not a synthesis report: the Migen twin's
+ * or Vitis's figures replace them where they are known.
  */
 #include "harness.h"
 
@@ -21,6 +27,39 @@
 /* Cycles between the last word of a message in and its first word out, besides one per
  * vector word: the kernel's reading of the header and its pipelines' depth. */
 #define COLL_COMBINE_CYCLES 4
+/* A floating-point add's latency: the Migen twin's FPAdd pipeline (hw/fp_add.py). */
+#define COLL_FADD_CYCLES 5
+
+#define CH(h, F) (((h) >> PN_COLLHDR_##F##_SHIFT) & PN_COLLHDR_##F##_MASK)
+
+static bool fsum(uint64_t h)
+{
+	return CH(h, RED) == PN_COLL_RED_SUM && (CH(h, DTYPE) == PN_COLL_T_F32 || CH(h, DTYPE) == PN_COLL_T_F64);
+}
+
+/* Cycles a message's combination takes beyond one per vector word (header `in` of the
+ * message; `result`: a result header came out of it, `up`: an UP packet went out). */
+static uint64_t fold_cycles(uint64_t in, bool result, bool up, unsigned node, unsigned radix_log2)
+{
+	unsigned nodes = (unsigned)CH(in, NODES), dw = ((unsigned)CH(in, NBYTES) + 7) / 8;
+	if (dw > PN_COLL_MAX_WORDS)
+		dw = PN_COLL_MAX_WORDS;
+	if (CH(in, OP) != PN_COLL_OP_ALLREDUCE && CH(in, OP) != PN_COLL_OP_REDUCE)
+		return 0;
+	if (CH(in, A2A)) {
+		if (!result || !nodes || nodes > PN_COLL_A2A_MAX_NODES)
+			return 0;
+		unsigned step = fsum(in) && dw < COLL_FADD_CYCLES ? COLL_FADD_CYCLES : dw;
+		return (uint64_t)nodes * step - dw;   /* the caller counts dw */
+	}
+	if (!(up || result) || !fsum(in) || !nodes || node >= nodes)
+		return 0;
+	unsigned root = (unsigned)CH(in, ROOT) % nodes, rel = (node + nodes - root) % nodes;
+	uint64_t first = PN_COLL_FIRST_CHILD((uint64_t)rel, radix_log2), kids = 0;
+	for (unsigned j = 0; j < (1u << radix_log2); j++)
+		kids += first + j < nodes;
+	return kids * COLL_FADD_CYCLES;
+}
 
 class CollNode {
 public:
@@ -96,7 +135,7 @@ private:
 		for (uint64_t v : msg)
 			in.write(word_t(v));
 		coll_step(st, host_in, host_out, net_in, net_out, node_t(*p.node), ap_uint<2>(*p.radix_log2));
-		size_t words = 0;
+		size_t words = 0, nq0 = nq.size(), hq0 = hq.size();
 		while (!host_out.empty()) {
 			hq.push_back(host_out.read().to_uint64());
 			words++;
@@ -106,7 +145,13 @@ private:
 			words++;
 		}
 		uint64_t vec = msg.size() > 2 ? msg.size() - 2 : 0;
-		out_at = cycle + 1 + COLL_COMBINE_CYCLES + (words ? vec : 0);
+		uint64_t in_hdr = reading == Src::Net ? (msg.size() > 2 ? msg[2] : 0) : msg[0];
+		bool result = hq.size() > hq0 && !CH(hq[hq0], NODATA);
+		bool up = nq.size() > nq0 + 2 && CH(nq[nq0 + 2], PHASE) == PN_COLL_PHASE_UP;
+		bool net_down = reading == Src::Net && CH(in_hdr, PHASE) == PN_COLL_PHASE_DOWN;
+		uint64_t fold = words && !net_down ? fold_cycles(in_hdr, result, up, (unsigned)*p.node,
+								  (unsigned)*p.radix_log2) : 0;
+		out_at = cycle + 1 + COLL_COMBINE_CYCLES + (words ? vec : 0) + fold;
 		if (sim_verbose)
 			sim_log("node %u: collective kernel took a %s message of %zu words at cycle %llu: %zu words out",
 				(unsigned)*p.node, reading == Src::Net ? "network" : "host", msg.size(),

@@ -212,10 +212,11 @@ def edgy_vectors(rng: random.Random, dtype: K.CollType, nbytes: int, n: int) -> 
 
 
 def random_cases(rng: random.Random, count: int, max_nodes: int = 16, ops: int = 4,
-                 errors: float = 0.15) -> list[hls.CollCase]:
+                 errors: float = 0.15, a2a: float = 0.0) -> list[hls.CollCase]:
     """Clusters running ``ops`` random operations each (kinds, types, reductions, sizes,
     roots; fan-out 1, 2, 4 and radix_log2 3, which the kernel takes as 2); some with a
-    node's header disagreeing or its arguments bad (``errors``: the fraction of ops)."""
+    node's header disagreeing or its arguments bad (``errors``: the fraction of ops);
+    ``a2a``: the fraction of ALLREDUCEs all-to-all."""
     out = []
     for _ in range(count):
         n = rng.randint(1, max_nodes)
@@ -228,6 +229,8 @@ def random_cases(rng: random.Random, count: int, max_nodes: int = 16, ops: int =
             esz = K.COLL_TYPE_BYTES[dtype]
             nbytes = esz * rng.choice((0, 1, 2, rng.randint(0, K.COLL_MAX_BYTES // esz), K.COLL_MAX_BYTES // esz))
             o = hls.CollOpCase(op, dtype, red, rng.randrange(n), edgy_vectors(rng, dtype, nbytes, n), e)
+            if a2a and op == K.CollOp.ALLREDUCE:
+                o.a2a = rng.random() < a2a
             if rng.random() < errors:
                 bad = rng.randrange(n)
                 kind = rng.randrange(7)
@@ -410,7 +413,7 @@ def main() -> None:
     seqs: list[Seq] = []
     t = time.monotonic()
     while messages(seqs) < a.messages:
-        seqs += add_noise(rng, record(random_cases(rng, 200, max_nodes=40, ops=6)), 0.05)
+        seqs += add_noise(rng, record(random_cases(rng, 200, max_nodes=40, ops=6, a2a=0.5)), 0.05)
         seqs += big_tree_sequences(rng, 300)
     print(f"recorded {messages(seqs)} messages of {len(seqs)} node sequences in {time.monotonic() - t:.1f} s")
     t = time.monotonic()

@@ -32,6 +32,7 @@ def test_csim_vectors_agree():
     cluster: three seeds, so each combination on three node counts and fan-outs; and the
     back-to-back sequences), every node's messages replayed."""
     cases = hls.sweep_cases(1) + hls.sweep_cases(2) + hls.sweep_cases(3) + hls.sequence_cases(20)
+    cases += hls.a2a_cases(1) + hls.a2a_cases(2) + hls.sequence_cases(20, seed=4, a2a=0.7)
     seqs = C.record(cases)
     assert C.messages(seqs) > 5000
     _agree(seqs, stall_seeds=(0, 11))
@@ -43,7 +44,7 @@ def test_random_clusters_with_errors_and_strays_agree():
     foreign packets and random host commands mixed in; and single nodes of trees up to
     8191 nodes (node ids up to 4095); with and without stalls."""
     rng = random.Random(20261125)
-    seqs = C.add_noise(rng, C.record(C.random_cases(rng, 150)), 0.05)
+    seqs = C.add_noise(rng, C.record(C.random_cases(rng, 150) + C.random_cases(rng, 60, a2a=0.7)), 0.05)
     assert C.messages(seqs) > 8000
     seqs += C.big_tree_sequences(rng, 400)
     _agree(seqs, stall_seeds=(0, 3))
@@ -111,10 +112,30 @@ def test_make_core_gives_the_migen_twin_in_the_unit():
 
 @pytest.mark.slow
 def test_long_random_agreement():
-    """100 000+ messages: random clusters up to 40 nodes, noise, big trees, random stalls."""
+    """100 000+ messages: random clusters up to 40 nodes (half the ALLREDUCEs all-to-all; on more
+    than 32 nodes those are answered at once), noise, big trees, random stalls."""
     rng = random.Random(4242)
     seqs = []
     while C.messages(seqs) < 100_000:
-        seqs += C.add_noise(rng, C.record(C.random_cases(rng, 200, max_nodes=40, ops=6)), 0.05)
+        seqs += C.add_noise(rng, C.record(C.random_cases(rng, 200, max_nodes=40, ops=6, a2a=0.5)), 0.05)
         seqs += C.big_tree_sequences(rng, 300)
     _agree(seqs, stall_seeds=(0, 99))
+
+
+def test_all_to_all_sends_and_agrees():
+    """An all-to-all ALLREDUCE command at node 3 of 4: the vector goes to the three other
+    members in the barrier's a2a_order, header phase UP with a2a, from both kernels; then
+    the members' vectors complete it (node order), and a tree command after it."""
+    from paranic.hw.barrier import a2a_order
+    h = dict(op=int(K.CollOp.ALLREDUCE), dtype=int(K.CollType.I64), nbytes=8, nodes=4, episode=5, a2a=1)
+    up = K.pack_coll(**h)
+    msgs = [("h", [up, 7])] + [("n", C._net(s, 3, up, [10 + s])) for s in (2, 0, 1)]
+    msgs += [("h", [K.pack_coll(**{**h, "episode": 6, "a2a": 0}), 9])]
+    seqs = [C.Seq(3, 2, msgs)]     # node 3 of 4, fan-out 4: a leaf of the tree
+    cpp = _agree(seqs, stall_seeds=(0, 5))
+    host, net = cpp[0][1:].split("|")
+    assert not host.split() and len(net.split()) == 3 * 4      # three packets of 4 words
+    assert [int(w, 16) & 0xFFF for w in net.split()[0::4]] == a2a_order(3, 4)
+    assert all(int(w, 16) == up for w in net.split()[2::4])
+    res = cpp[3].split("|")[0].split()[1:]                     # the last member's packet completes it
+    assert [int(w, 16) for w in res] == [K.pack_coll(**h, phase=int(K.CollPhase.DOWN)), 10 + 11 + 12 + 7]

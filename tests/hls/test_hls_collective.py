@@ -74,8 +74,8 @@ def test_operations_back_to_back():
         assert r.results == hls.coll_expected(c)
 
 
-def _one(nodes, op, dtype, red, vecs, override=None, root=0, radix=2, seed=3):
-    c = hls.CollCase(nodes, radix, seed, [hls.CollOpCase(op, dtype, red, root, vecs, 1, override or {})])
+def _one(nodes, op, dtype, red, vecs, override=None, root=0, radix=2, seed=3, a2a=False):
+    c = hls.CollCase(nodes, radix, seed, [hls.CollOpCase(op, dtype, red, root, vecs, 1, override or {}, a2a=a2a)])
     r = hls.run_collective([c])[0]
     return c, r
 
@@ -120,4 +120,98 @@ def test_node_outside_the_operation_is_refused_at_once():
 
 def test_header_word_round_trips():
     h = dict(op=1, dtype=3, red=2, phase=1, nbytes=256, root=4095, nodes=4096, err=3, nodata=1, episode=65535)
-    assert K.unpack_coll(K.pack_coll(**h)) == {**h, "refused": 0, "rsvd": 0}
+    assert K.unpack_coll(K.pack_coll(**h)) == {**h, "refused": 0, "a2a": 0, "rsvd": 0}
+
+
+# ---- all-to-all ALLREDUCE (header bit a2a) ---------------------------------------------
+
+def test_a2a_every_type_reduction_size():
+    """Every type x reduction x size on 1 to 32 nodes: every node's result is the fold in
+    node order (a2a_reduce_ref), with a2a set in the result; no hang."""
+    cases = hls.a2a_cases(seed=1)
+    assert {c.nodes for c in cases} >= {1, 2, 8, 16, K.COLL_A2A_MAX_NODES}
+    for c, r in zip(cases, _check(cases)):
+        assert all(h["a2a"] == 1 for rs in r.results.values() for h, _ in rs)
+
+
+def test_a2a_float_results_bit_identical_whatever_the_order():
+    """Float sums over 8 and 32 nodes in 10 arrival orders: every node the same bits,
+    which are the left-to-right sum over node ids and (for 32 nodes) not the tree's."""
+    rng = random.Random(11)
+    differs_from_tree = 0
+    for dtype in (F.F32, F.F64):
+        for n in (8, K.COLL_A2A_MAX_NODES):
+            vecs = [hls.random_vector(rng, dtype, K.COLL_MAX_BYTES) for _ in range(n)]
+            o = hls.CollOpCase(K.CollOp.ALLREDUCE, dtype, R.SUM, 0, vecs, 7, a2a=True)
+            runs = [hls.CollCase(n, 2, seed, [o]) for seed in range(1, 11)]
+            texts = [hls.run_tb("collective", hls.coll_stdin([c])) for c in runs]
+            assert len(set(texts)) > 1, "the schedules did not vary"
+            results = _check(runs)
+            bits = {data for r in results for rs in r.results.values() for _, data in rs}
+            assert bits == {hls.a2a_reduce_ref(vecs, dtype, R.SUM)}
+            differs_from_tree += bits.pop() != hls.reduce_ref(vecs, 0, dtype, R.SUM, 2)
+    assert differs_from_tree > 0
+
+
+def test_a2a_operations_back_to_back():
+    """Mixed sequences where most ALLREDUCEs are all-to-all: a fast node's next vector
+    may come before a slow node has finished (each member's queue of two)."""
+    cases = hls.sequence_cases(40, seed=9, a2a=0.7)
+    assert sum(o.a2a for c in cases for o in c.ops) > 50
+    for c, r in zip(cases, hls.run_collective(cases)):
+        assert not r.hangs
+        assert r.results == hls.coll_expected(c)
+
+
+def test_a2a_only_allreduce_back_to_back():
+    """Eight all-to-all ALLREDUCEs in a row on 2..32 nodes, random arrival orders."""
+    rng = random.Random(3)
+    cases = []
+    for n in (2, 3, 7, 16, 32):
+        ops = []
+        for e in range(8):
+            nbytes = 8 * rng.randint(0, 32)
+            ops.append(hls.CollOpCase(K.CollOp.ALLREDUCE, F.I64, R.SUM, 0,
+                                      [hls.random_vector(rng, F.I64, nbytes) for _ in range(n)], e, a2a=True))
+        cases.append(hls.CollCase(n, 2, rng.getrandbits(31), ops))
+    for c, r in zip(cases, hls.run_collective(cases)):
+        assert not r.hangs
+        assert r.results == hls.coll_expected(c)
+
+
+def test_a2a_mismatches_give_an_error_on_every_node():
+    """Another size, type or episode at one node: MISMATCH on
+    every node, no hang."""
+    cases = [({4: {"nbytes": 32}}, 64), ({3: {"dtype": int(F.F64)}}, 64), ({2: {"episode": 3}}, 64)]
+    for override, nbytes in cases:
+        vecs = [bytes(nbytes)] * 6
+        if "nbytes" in override.get(4, {}):
+            vecs[4] = bytes(32)
+            override = {}
+        _, r = _one(6, K.CollOp.ALLREDUCE, F.I64, R.SUM, vecs, override=override, a2a=True)
+        assert not r.hangs and sorted(r.results) == list(range(6)), override
+        for n, [(h, _)] in r.results.items():
+            assert h["err"] & K.CollErr.MISMATCH, (override, n, h)
+
+
+def test_a2a_bad_arguments():
+    """AND on floats, 264 bytes, a misaligned size: BAD_ARGS on every node, no hang, the
+    next operation works. REDUCE or BCAST with a2a, or more than COLL_A2A_MAX_NODES nodes:
+    answered at once with BAD_ARGS and nodata."""
+    for dtype, red, nbytes in ((F.F32, R.AND, 16), (F.I32, R.SUM, 264), (F.I64, R.SUM, 12)):
+        vecs = [bytes(nbytes)] * 4
+        c = hls.CollCase(4, 2, 1, [hls.CollOpCase(K.CollOp.ALLREDUCE, dtype, red, 0, vecs, 1, a2a=True),
+                                   hls.CollOpCase(K.CollOp.ALLREDUCE, F.I32, R.SUM, 2, [b"\1\0\0\0"] * 4, 2, a2a=True)])
+        r = hls.run_collective([c])[0]
+        assert not r.hangs
+        for n, (bad, good) in r.results.items():
+            assert bad[0]["err"] & K.CollErr.BAD_ARGS, (dtype, red, nbytes, n)
+            assert good[0]["err"] == 0 and good[0]["a2a"] and good[1] == (4).to_bytes(4, "little")
+    for op in (K.CollOp.REDUCE, K.CollOp.BCAST):
+        _, r = _one(3, op, F.I64, R.SUM, [bytes(8)] * 3, a2a=True)
+        assert not r.hangs and all(rs[0][0]["err"] == K.CollErr.BAD_ARGS and rs[0][0]["nodata"]
+                                   for rs in r.results.values())
+    n = K.COLL_A2A_MAX_NODES + 1
+    _, r = _one(n, K.CollOp.ALLREDUCE, F.I64, R.SUM, [bytes(8)] * n, a2a=True)
+    assert not r.hangs and len(r.results) == n
+    assert all(rs[0][0]["err"] == K.CollErr.BAD_ARGS and rs[0][0]["nodata"] for rs in r.results.values())

@@ -8,7 +8,7 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from paranic.hls import random_vector, reduce_ref
+from paranic.hls import a2a_reduce_ref, random_vector, reduce_ref
 from paranic.launch import TESTS
 from paranic.spec import kernels as K
 
@@ -61,15 +61,18 @@ def sweep(n: int, seed: int) -> list[dict]:
     return cases
 
 
-def expected(c: dict, n: int) -> bytes:
+def expected(c: dict, n: int, a2a: bool = False) -> bytes:
+    """The result; ``a2a``: the unit's ALLREDUCEs go all-to-all (node order)."""
     if c["op"] == OP.BCAST:
         return c["vectors"][c["root"]]
+    if a2a and c["op"] == OP.ALLREDUCE:
+        return a2a_reduce_ref(c["vectors"], c["dtype"], c["red"])
     return reduce_ref(c["vectors"], c["root"], c["dtype"], c["red"], K.COLL_DEFAULT_RADIX_LOG2)
 
 
-def check_results(cases, rcs, outs, n):
+def check_results(cases, rcs, outs, n, a2a: bool = False):
     for i, c in enumerate(cases):
-        want = expected(c, n)
+        want = expected(c, n, a2a)
         nb = len(want)
         for node in range(n):
             assert rcs[node][i] == 0, (i, node, c["op"], rcs[node][i])
@@ -121,10 +124,10 @@ def bad_sequence(good: dict, bad: list[tuple[dict, int]]) -> list[dict]:
     return cases
 
 
-def check_bad(good: dict, bad: list[tuple[dict, int]], rcs, outs, n: int) -> None:
+def check_bad(good: dict, bad: list[tuple[dict, int]], rcs, outs, n: int, a2a: bool = False) -> None:
     """Every node got the errno of each failing operation, its buffer untouched, and the
     good operation after it worked."""
-    want = expected(good, n)
+    want = expected(good, n, a2a)
     for i, (c, err) in enumerate(bad):
         for node in range(n):
             assert rcs[node][2 * i] == err, (i, node, rcs[node][2 * i])

@@ -39,25 +39,30 @@ def test_allreduce_sim(sim4, tmp_path):
 
 def test_collbench_sim(sim4):
     """pn_collbench (`paranic bench collective`) on 2 nodes of the simulator, on the unit
-    (the default on sim) and in software: every call timed (simulated and wall), the rows
-    as the bench reads them, each run on the path it asked for."""
+    (the default on sim: all-to-all; and over the tree, PARANIC_COLL_A2A_MAX=0) and in
+    software: every call timed (simulated and wall), the rows as the bench reads them,
+    each run on the path it asked for."""
     import json
 
     from paranic.bench.collective import rows_of, table
     from paranic.launch import tool
     rows = []
-    for mode in ("auto", "sw"):
-        r = launch(sim4, [str(tool("pn_collbench")), "8,256", "3"], 2, f"coll-bench-{mode}", timeout=300,
-                   env={"PARANIC_COLL": mode})
+    for mode, env in (("a2a", {"PARANIC_COLL": "auto"}), ("tree", {"PARANIC_COLL": "auto", "PARANIC_COLL_A2A_MAX": "0"}),
+                      ("sw", {"PARANIC_COLL": "sw"})):
+        r = launch(sim4, [str(tool("pn_collbench")), "8,256", "3"], 2, f"coll-bench-{mode}", timeout=300, env=env)
         assert r.rc == 0 and not r.fails(), r.out
         raw = [json.loads(ln) for ln in r.nodes[0] if ln.startswith("{")]
-        path = "unit" if mode == "auto" else "sw"
+        path = "sw" if mode == "sw" else "unit"
         assert [(d["op"], d["path"], d["bytes"]) for d in raw] == \
             [("allreduce", path, 8), ("allreduce", path, 256), ("barrier", "nic", 0)], r.out
         assert all(len(d["hw_ns"]) == 3 and min(d["hw_ns"]) > 0 for d in raw), raw
-        rows += rows_of(raw, "ring:4")
+        rows += rows_of(raw, "ring:4", mode)
     assert "2 ring:4 8 " in " ".join(table(rows).split()), table(rows)
-    by = {(r["path"], r["bytes"]): r["hw"]["median_ns"] for r in rows if r["op"] == "allreduce"}
+    by = {(r["mode"], r["bytes"]): r["hw"]["median_ns"] for r in rows if r["op"] == "allreduce"}
     # the unit combines in the network: one PIO command and one result packet per call,
     # where the software path sends ports messages up and down the tree
-    assert by[("unit", 8)] < by[("sw", 8)] and by[("unit", 256)] < by[("sw", 256)], by
+    assert by[("a2a", 8)] < by[("sw", 8)] and by[("a2a", 256)] < by[("sw", 256)], by
+    assert by[("tree", 8)] < by[("sw", 8)] and by[("tree", 256)] < by[("sw", 256)], by
+    # all-to-all crosses the network once, the tree twice (up to the root, down again):
+    # this shows the mode really changed (on 2 nodes both give the same bits)
+    assert by[("a2a", 8)] < by[("tree", 8)], by

@@ -77,7 +77,7 @@ def test_mpi_allreduce_bcast_on_the_unit(sim_binary, mpi_build):
     rank; the 512-byte one to Open MPI), the float sums are the kernel's (reduce_ref), the
     same bits on every rank, the other results equal Open MPI's own (--no-coll); on sw,
     which has no unit, everything goes to Open MPI."""
-    from paranic.hls import reduce_ref
+    from paranic.hls import a2a_reduce_ref, reduce_ref
     from paranic.spec import kernels as K
 
     sim = _coll_run("sim", True)
@@ -90,9 +90,13 @@ def test_mpi_allreduce_bcast_on_the_unit(sim_binary, mpi_build):
     assert plain["stats"] == [] and plain["results"] == sw["results"]
     for name in ("max_i8", "bor_l4", "min_f5", "sum_big", "bcast_i16", "bcast_b64"):
         assert sim["results"][name] == plain["results"][name], name
-    # the float sums: the kernel's order, as reduce_ref computes it from the ranks' inputs
+    # the float sums: the kernel's order, computed from the ranks' inputs: the unit's
+    # ALLREDUCE of 4 nodes goes all-to-all (node order, a2a_reduce_ref), which on 4 nodes
+    # is also the tree's of fan-out 4 rooted at 0 (reduce_ref)
     lg = K.COLL_DEFAULT_RADIX_LOG2
     for name in ("sum_d1", "sum_d32"):
         ins = sim["inputs"][name]
         assert len(ins) == 4 and len(set(ins)) == 4, name
-        assert sim["results"][name] == reduce_ref(ins, 0, K.CollType.F64, K.CollRed.SUM, lg), name
+        want = a2a_reduce_ref(ins, K.CollType.F64, K.CollRed.SUM)
+        assert want == reduce_ref(ins, 0, K.CollType.F64, K.CollRed.SUM, lg)
+        assert sim["results"][name] == want, name

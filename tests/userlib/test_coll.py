@@ -127,19 +127,23 @@ def test_python_bindings(run_nodes):
 
 def test_bench_table_and_plot(tmp_path):
     """`paranic bench collective`'s table, JSON rows and plot from pn_collbench lines of
-    both paths."""
+    the unit's two modes (all-to-all, tree) and software."""
     from paranic.bench import collective as C
-    raw = [{"op": "allreduce", "path": p, "bytes": b, "nodes": 8,
-            "hw_ns": [k * (9000 + b), k * (10000 + b), k * (11000 + b), 50000], "wall_ns": [1e6] * 4}
-           for p, k in (("unit", 1), ("sw", 3)) for b in C.SIZES] + \
-          [{"op": "barrier", "path": "nic", "bytes": 0, "nodes": 8, "hw_ns": [1500, 1600, 1700], "wall_ns": [1e5] * 3}]
-    rows = C.rows_of(raw, "ring:8")
+
+    def raw(path, k):
+        return [{"op": "allreduce", "path": path, "bytes": b, "nodes": 8,
+                 "hw_ns": [k * (9000 + b), k * (10000 + b), k * (11000 + b), 50000], "wall_ns": [1e6] * 4}
+                for b in C.SIZES]
+    barrier = [{"op": "barrier", "path": "nic", "bytes": 0, "nodes": 8, "hw_ns": [1500, 1600, 1700], "wall_ns": [1e5] * 3}]
+    rows = (C.rows_of(raw("unit", 1), "ring:8", "a2a") + C.rows_of(raw("unit", 2), "ring:8", "tree") +
+            C.rows_of(raw("sw", 3), "ring:8", "sw") + C.rows_of(barrier, "ring:8"))
     assert rows[0]["hw"]["n"] == 4 and rows[0]["hw"]["median_ns"] == 10508 and rows[0]["hw"]["max_ns"] == 50000
-    assert [r["path"] for r in rows] == ["unit"] * 3 + ["sw"] * 3 + ["nic"]
+    assert [r["path"] for r in rows] == ["unit"] * 6 + ["sw"] * 3 + ["nic"]
+    assert [r["mode"] for r in rows] == ["a2a"] * 3 + ["tree"] * 3 + ["sw"] * 3 + ["nic"]
     t = C.table(rows)
     line8 = next(ln for ln in t.splitlines() if ln.split()[:3] == ["8", "ring:8", "8"])
-    # unit median 10.51 µs, sw 31.52 µs, the barrier 1.60 µs, ParaStation 2.3 µs, in that order
-    assert re.search(r"10\.51 \[.*31\.52 \[.*1\.60 \[.*2\.3 µs", line8), t
+    # a2a median 10.51 µs, tree 21.02, sw 31.52 µs, the barrier 1.60 µs, ParaStation 2.3 µs, in that order
+    assert re.search(r"10\.51 \[.*21\.02 \[.*31\.52 \[.*1\.60 \[.*2\.3 µs", line8), t
     assert C.parastation_barrier_us(8) == 2.3
     C.plot(rows, str(tmp_path / "c.png"))
     assert (tmp_path / "c.png").stat().st_size > 1000

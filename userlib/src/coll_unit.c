@@ -12,10 +12,17 @@
  *
  * A command from a context the unit is not configured for comes back at once with
  * `refused` set: -ENODEV, and coll.c uses the software path instead (PARANIC_COLL).
+ *
+ * An ALLREDUCE of a job of at most $PARANIC_COLL_A2A_MAX nodes (default
+ * PN_COLL_DEFAULT_A2A_MAX, at most PN_COLL_A2A_MAX_NODES; 0: never) goes with the header
+ * bit a2a: all-to-all in the kernel, one network crossing instead of the tree's up and
+ * down. The choice depends on the job size only, so every node makes the same. (A kernel
+ * built before the mode took the bit for a reserved one and runs the tree.)
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "coll_int.h"
@@ -116,11 +123,45 @@ int pn_coll_claim(pn_port_t *p)
 	return 0;
 }
 
+/* $PARANIC_COLL_A2A_MAX (0 .. 4096), read once; a bad value: -EINVAL. */
+static int a2a_max(pn_port_t *p)
+{
+	const char *s;
+	char *end;
+	long v;
+	if (p->coll_a2a_read)
+		return 0;
+	s = getenv("PARANIC_COLL_A2A_MAX");
+	v = PN_COLL_DEFAULT_A2A_MAX;
+	if (s && *s) {
+		errno = 0;
+		v = strtol(s, &end, 0);
+		if (errno || *end || v < 0 || v > 4096)
+			return -EINVAL;
+	}
+	p->coll_a2a_max = (int)v;
+	p->coll_a2a_read = 1;
+	return 0;
+}
+
+/* The operation goes all-to-all: an ALLREDUCE of a small enough job (every node decides
+ * the same). */
+static int use_a2a(const pn_port_t *p, uint64_t hdr)
+{
+	return HGET(hdr, OP) == PN_COLL_OP_ALLREDUCE && p->nodes <= (unsigned)p->coll_a2a_max &&
+	       p->nodes <= PN_COLL_A2A_MAX_NODES;
+}
+
 /* Post the operation `hdr` (bad: the local checks failed) with the vector `in`. */
 static int unit_post(pn_port_t *p, uint64_t hdr, int bad, const void *in, size_t nbytes)
 {
 	uint64_t cmd[1 + PN_COLL_MAX_WORDS];
 	size_t dw = bad ? 0 : (nbytes + 7) / 8;
+	int rc;
+
+	if ((rc = a2a_max(p)) < 0)
+		return rc;
+	hdr = HSET(hdr, A2A, use_a2a(p, hdr));
 
 	/* A bad call still takes part (so nobody waits for it), as a header with BAD_ARGS. */
 	if (bad) {

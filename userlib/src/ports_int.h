@@ -243,6 +243,8 @@ struct pn_port {
 	uint16_t coll_dirty;           /* operations left to drain stale messages of failed ones */
 	uint64_t coll_tmo_ns;          /* silence allowed per wait ($PARANIC_COLL_TIMEOUT_MS; 0: not read yet) */
 	int coll_mode;                 /* PT_COLL_*: which path the calls take */
+	int coll_a2a_max;              /* ALLREDUCE all-to-all on the unit up to this many nodes ($PARANIC_COLL_A2A_MAX) */
+	int coll_a2a_read;             /* coll_a2a_max has been read */
 	int coll_res_valid;            /* a result packet of the unit is in coll_res_* */
 	uint64_t coll_res_hdr;
 	size_t coll_res_bytes;

@@ -10,7 +10,7 @@
  * A call goes to the NIC's collective unit when this context owns it (a node's unit
  * belongs to the first context that sends it a command, until that context closes),
  * else in software over ports (channel PN_COLL_CHANNEL), with the same results bit for
- * bit. $PARANIC_COLL chooses, at the first call: "auto" (default: the unit, else
+ * bit (except an all-to-all ALLREDUCE's order, below). $PARANIC_COLL chooses, at the first call: "auto" (default: the unit, else
  * software; on the sw backend, software), "hw" (the unit only: -ENODEV on a context
  * without one), "sw" (software only); another value: -EINVAL. Every node of an
  * operation must take the same path.
@@ -18,7 +18,11 @@
  * Reduction order: the implicit 4-ary heap over relative ids r = (node - root) mod
  * nodes; every node combines its own vector, then its children's partial results in
  * increasing r. ALLREDUCE reduces to node 0 and sends the root's bits down the same
- * tree, so every node receives identical bits (float sums included).
+ * tree, so every node receives identical bits (float sums included). On the unit, an
+ * ALLREDUCE of a job of at most $PARANIC_COLL_A2A_MAX nodes (0 .. 4096, default
+ * PN_COLL_DEFAULT_A2A_MAX = 32, at most PN_COLL_A2A_MAX_NODES; 0: never) goes
+ * all-to-all: every node sends its vector to every other and folds all of them in node
+ * order, ((v0 op v1) op v2) ... op v(n-1), the same bits on every node.
  *
  * Every node of the job must make the same sequence of calls (each call is one
  * "episode"). Results (the same on every node of the operation):

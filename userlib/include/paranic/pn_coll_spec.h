@@ -12,6 +12,9 @@
 #define PN_COLL_F64_QNAN 0x7ff8000000000000ull
 #define PN_COLL_DEFAULT_RADIX_LOG2 2
 #define PN_COLL_MAX_RADIX_LOG2 2
+/* All-to-all ALLREDUCE (header bit a2a): the kernel's largest job; the library's default limit */
+#define PN_COLL_A2A_MAX_NODES 32
+#define PN_COLL_DEFAULT_A2A_MAX 32
 
 /* CollOp */
 #define PN_COLL_OP_REDUCE 0x0
@@ -93,6 +96,11 @@
 #define PN_COLLHDR_REFUSED_SHIFT 45
 #define PN_COLLHDR_REFUSED_WIDTH 1
 #define PN_COLLHDR_REFUSED_MASK 0x1ULL
+/* ALLREDUCE only: all-to-all (every node sends its vector to every other, each combines all in node order 0 .. nodes-1) instead of the tree; nodes <= COLL_A2A_MAX_NODES, else (or on REDUCE, BCAST) BAD_ARGS at once */
+#define PN_COLLHDR_A2A_WORD 0
+#define PN_COLLHDR_A2A_SHIFT 46
+#define PN_COLLHDR_A2A_WIDTH 1
+#define PN_COLLHDR_A2A_MASK 0x1ULL
 /* operation number (wraps); contributions of one operation carry the same */
 #define PN_COLLHDR_EPISODE_WORD 0
 #define PN_COLLHDR_EPISODE_SHIFT 48

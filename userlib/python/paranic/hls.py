@@ -218,6 +218,16 @@ def reduce_ref(vectors: list[bytes], root: int, dtype: K.CollType, red: K.CollRe
     return partial(0).tobytes()
 
 
+def a2a_reduce_ref(vectors: list[bytes], dtype: K.CollType, red: K.CollRed) -> bytes:
+    """The combined vector of an all-to-all ALLREDUCE (header bit ``a2a``): every node
+    folds all vectors in node order, ``((v0 op v1) op v2) ... op v(n-1)``."""
+    np = _np()
+    acc = np.frombuffer(vectors[0], dtype=NP_TYPES[dtype]).copy()
+    for v in vectors[1:]:
+        acc = combine_ref(acc, np.frombuffer(v, dtype=NP_TYPES[dtype]), red)
+    return acc.tobytes()
+
+
 @dataclass
 class CollOpCase:
     """One operation of a case: every node's vector (and, to provoke errors, per-node
@@ -230,10 +240,12 @@ class CollOpCase:
     vectors: list[bytes]
     episode: int = 0
     override: dict[int, dict[str, int]] = field(default_factory=dict)
+    a2a: bool = False    #: all-to-all (ALLREDUCE only): header bit a2a
 
     def header(self, node: int) -> dict[str, int]:
         h = dict(op=int(self.op), dtype=int(self.dtype), red=int(self.red), root=self.root,
-                 nodes=len(self.vectors), nbytes=len(self.vectors[node]), episode=self.episode & 0xFFFF)
+                 nodes=len(self.vectors), nbytes=len(self.vectors[node]), episode=self.episode & 0xFFFF,
+                 a2a=int(self.a2a))
         h.update(self.override.get(node, {}))
         return h
 
@@ -307,6 +319,8 @@ def coll_expected(c: CollCase) -> dict[int, list[tuple[dict[str, int], bytes]]]:
     for o in c.ops:
         if o.op == K.CollOp.BCAST:
             vec = o.vectors[o.root]
+        elif o.a2a:
+            vec = a2a_reduce_ref(o.vectors, o.dtype, o.red)
         else:
             vec = reduce_ref(o.vectors, o.root, o.dtype, o.red, c.radix_log2)
         for n in range(c.nodes):
@@ -353,10 +367,30 @@ def sweep_cases(seed: int = 1) -> list[CollCase]:
     return out
 
 
-def sequence_cases(count: int, seed: int = 2, ops_per_case: int = 6) -> list[CollCase]:
-    """Clusters running several operations back to back (mixed kinds, types, roots),
-    each host entering its next one as soon as it has its last result."""
+def a2a_cases(seed: int = 1, sizes: tuple[int, ...] = (1, 2, 3, 5, 8, 13, 16, 32)) -> list[CollCase]:
+    """All-to-all ALLREDUCEs: every type x reduction x size, each on a random cluster
+    (node counts from ``sizes``, up to COLL_A2A_MAX_NODES)."""
     rng = random.Random(seed)
+    out = []
+    for dtype in K.CollType:
+        esz = K.COLL_TYPE_BYTES[dtype]
+        for red in [r for r in K.CollRed if dtype in (K.CollType.I32, K.CollType.I64) or r < K.CollRed.AND]:
+            for nbytes in (0, esz, 8, 64, 248, K.COLL_MAX_BYTES):
+                if nbytes % esz:
+                    continue
+                n = rng.choice(sizes)
+                vecs = [random_vector(rng, dtype, nbytes) for _ in range(n)]
+                o = CollOpCase(K.CollOp.ALLREDUCE, dtype, red, rng.randrange(n), vecs, rng.getrandbits(16), a2a=True)
+                out.append(CollCase(n, rng.randint(0, K.COLL_MAX_RADIX_LOG2), rng.getrandbits(31), [o]))
+    return out
+
+
+def sequence_cases(count: int, seed: int = 2, ops_per_case: int = 6, a2a: float = 0.0) -> list[CollCase]:
+    """Clusters running several operations back to back (mixed kinds, types, roots),
+    each host entering its next one as soon as it has its last result; with ``a2a``,
+    that fraction of the ALLREDUCEs all-to-all (the draws for the others unchanged)."""
+    rng = random.Random(seed)
+    arng = random.Random(seed + 1)
     out = []
     for _ in range(count):
         n = rng.randint(1, 16)
@@ -369,7 +403,8 @@ def sequence_cases(count: int, seed: int = 2, ops_per_case: int = 6) -> list[Col
             esz = K.COLL_TYPE_BYTES[dtype]
             nbytes = esz * rng.randint(0, K.COLL_MAX_BYTES // esz)
             ops.append(CollOpCase(op, dtype, red, rng.randrange(n),
-                                  [random_vector(rng, dtype, nbytes) for _ in range(n)], e))
+                                  [random_vector(rng, dtype, nbytes) for _ in range(n)], e,
+                                  a2a=op == K.CollOp.ALLREDUCE and arng.random() < a2a))
         out.append(CollCase(n, rng.randint(0, K.COLL_MAX_RADIX_LOG2), rng.getrandbits(31), ops))
     return out
 
@@ -391,7 +426,7 @@ def flow_route_cases() -> list[RouteCase]:
 
 
 def flow_collective_cases() -> list[CollCase]:
-    return sweep_cases(1) + sequence_cases(20)
+    return sweep_cases(1) + sequence_cases(20) + a2a_cases(1) + sequence_cases(10, seed=4, a2a=0.7)
 
 
 def write_vectors(kernel: str) -> tuple[Path, str]:
