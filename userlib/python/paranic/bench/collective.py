@@ -9,8 +9,9 @@ and by the wall clock. It runs three times per job: with ``PARANIC_COLL=hw`` (th
 collective unit: hw/collective.py, its kernel the HLS C++ of hls/collective run by the
 simulator), once all-to-all (the library's default up to 32 nodes) and once over the tree
 (``PARANIC_COLL_A2A_MAX=0``), and with ``PARANIC_COLL=sw`` (libparanic's software path,
-userlib/src/coll.c: the kernel's tree and order over ports messages). Job sizes: 2 and 4 nodes on ring:4, 8 on
-ring:8; 16 on torus:4x4 only with ``--coll16`` (slow).
+userlib/src/coll.c: the kernel's tree and order over ports messages). Job sizes
+(``--coll-nodes``, default all): 2 and 4 nodes on ring:4, 8 on ring:8, 16 on torus:4x4
+(the split build: paranic.sim.build.default_split).
 
 A figure is the median of the per-call samples, with the spread (10th .. 90th
 percentile, and min .. max in the JSON) and the sample count. Beside them
@@ -32,8 +33,7 @@ from .seed import seed_figures
 
 SIZES = (8, 64, 256)
 #: (nodes, simulated topology)
-JOBS = ((2, "ring:4"), (4, "ring:4"), (8, "ring:8"))
-JOB16 = (16, "torus:4x4")
+JOBS = ((2, "ring:4"), (4, "ring:4"), (8, "ring:8"), (16, "torus:4x4"))
 #: pn_collbench's allreduce runs: (PARANIC_COLL, PARANIC_COLL_A2A_MAX, the path it must
 #: report, the row's mode).
 PATHS = (("hw", None, "unit", "a2a"), ("hw", "0", "unit", "tree"), ("sw", None, "sw", "sw"))
@@ -155,7 +155,8 @@ def plot(rows: list[dict], path: str) -> None:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("collective")
-    g.add_argument("--coll16", action="store_true", help="collective: also 16 nodes on torus:4x4 (slow)")
+    g.add_argument("--coll-nodes", default=",".join(str(n) for n, _ in JOBS), metavar="N,N,...",
+                   help=f"collective: job sizes, of {', '.join(str(n) for n, _ in JOBS)} (default all)")
     g.add_argument("--coll-iters", type=int, default=None,
                    help=f"collective: calls per figure (default {ITERS}, --quick {QUICK_ITERS})")
 
@@ -165,7 +166,16 @@ def run(a: argparse.Namespace) -> int:
     if iters < 1:
         print("paranic bench collective: --coll-iters must be >= 1", file=sys.stderr)
         return 2
-    jobs = JOBS + ((JOB16,) if a.coll16 else ())
+    topo_of = dict(JOBS)
+    try:
+        want = [int(x) for x in a.coll_nodes.split(",") if x.strip()]
+    except ValueError:
+        want = []
+    if not want or any(n not in topo_of for n in want):
+        print(f"paranic bench collective: --coll-nodes {a.coll_nodes!r}: a list of {', '.join(map(str, topo_of))}",
+              file=sys.stderr)
+        return 2
+    jobs = tuple((n, topo_of[n]) for n in sorted(set(want)))
     t0 = time.time()
     try:
         with msg.Session(quick=a.quick, model=getattr(a, "model", None)) as sess:
