@@ -1,7 +1,7 @@
 """Cut-through and stomping across three routers joined by link layers (Migen).
 
 Node 0 -> node 1 -> node 2 on a line: two LinkChannels (link layers over simulated
-PHY wires). A bit flips in the last payload word of a 1 KiB frame on the first link;
+PHY wires). A bit flips in the last payload word of a 256-byte frame on the first link;
 by then node 1 has already forwarded that packet's head towards node 2 (cut-through),
 so node 1 can only mark it bad: its link to node 2 sends it stomped, node 2's link
 counts it (``rx_stomped``) and asks for no replay, node 2's ejection FIFO drops it,
@@ -20,7 +20,7 @@ from paranic.spec import protocol as P
 from paranic.spec.link import CtlKind, unpack_ctl
 
 Port = P.Port
-MTU = 1024
+MTU = 256       # 34-word frames: the head leaves node 1 long before the tail arrives
 N_PKT = 3
 BAD = 1          # the packet (tag) whose frame is hit on the first link
 DELAY = 4
@@ -163,7 +163,7 @@ def test_bit_error_after_the_head_left_is_stomped_and_replayed():
     assert ev["hit"] is not None, "the bit error was never injected"
     # Cut-through: the bad packet's head left node 1 before its (bad) tail arrived.
     assert ev["head_out"] is not None and ev["tail_in"] is not None
-    assert ev["head_out"] < ev["tail_in"] - 100
+    assert ev["head_out"] < ev["tail_in"] - P.packet_words(MTU) // 2, ev
     # Exactly once, in order, none corrupted (the ejection FIFO drops the stomped copy).
     assert got == pk
     assert res["crc_errors1"] == 1 and res["replays01"] >= 1
