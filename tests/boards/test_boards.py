@@ -82,8 +82,10 @@ def _cases():
                 out.append((n, k))
     # Under -m slow for make test's time budget: stlv7325's default Verilog is also generated
     # by test_build_without_vivado_prints_one_line; u250 (UltraScale+) stands beside kcu105
-    # (UltraScale), which stays. Both are linted in make test-all and make lint-boards.
-    slow = {("stlv7325", None), ("u250", None)}
+    # (UltraScale), which stays; kc705's two ribbons (FMC HPC and LPC) beside its default
+    # (SFP on GTX + ribbon) and ac701's (SFP on GTP + ribbon). All are linted in make
+    # test-all and make lint-boards.
+    slow = {("stlv7325", None), ("u250", None), ("kc705", "ribbon")}
     return [pytest.param(*c, marks=pytest.mark.slow) if c in slow else c for c in out]
 
 
