@@ -201,6 +201,16 @@ a2a_sends:
 }
 
 /* The own command and every member's vector present: combine in node order, deliver. */
+/* What a peer's header `hp` adds to the error of operation `h`: its own error, and
+ * MISMATCH when it is not the same operation (AGREE: every field but the per-hop ones). */
+static ap_uint<2> peer_err(word_t hp, word_t h)
+{
+	ap_uint<2> e = CF(hp, ERR);
+	if ((hp ^ h) & word_t(AGREE))
+		e |= PN_COLL_ERR_MISMATCH;
+	return e;
+}
+
 static void try_complete_a2a(coll_state &st, hls::stream<word_t> &host_out)
 {
 	word_t h = st.own_hdr;
@@ -211,12 +221,8 @@ static void try_complete_a2a(coll_state &st, hls::stream<word_t> &host_out)
 	ap_uint<2> err = ap_uint<2>(CF(h, ERR)) | st.stray;
 	for (unsigned s = 0; s < PN_COLL_A2A_MAX_NODES; s++) {
 #pragma HLS UNROLL
-		if (need[s]) {
-			word_t hs = st.a2a_hdr[st.a2a_head[s]][s];
-			err |= ap_uint<2>(CF(hs, ERR));
-			if ((hs ^ h) & word_t(AGREE))
-				err |= PN_COLL_ERR_MISMATCH;
-		}
+		if (need[s])
+			err |= peer_err(st.a2a_hdr[st.a2a_head[s]][s], h);
 	}
 	ap_uint<2> dtype = CF(h, DTYPE);
 	ap_uint<3> red = CF(h, RED);
@@ -271,11 +277,8 @@ static void try_complete(coll_state &st, hls::stream<word_t> &host_out, hls::str
 	ap_uint<2> err = ap_uint<2>(CF(h, ERR)) | st.stray;
 	for (unsigned j = 0; j < PN_COLL_MAX_KIDS; j++) {
 #pragma HLS UNROLL
-		if (need[j]) {
-			err |= ap_uint<2>(CF(st.kid_hdr[j], ERR));
-			if ((st.kid_hdr[j] ^ h) & word_t(AGREE))
-				err |= PN_COLL_ERR_MISMATCH;
-		}
+		if (need[j])
+			err |= peer_err(st.kid_hdr[j], h);
 	}
 	ap_uint<2> dtype = CF(h, DTYPE);
 	ap_uint<3> red = CF(h, RED);
