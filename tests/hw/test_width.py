@@ -8,24 +8,8 @@ import random
 import pytest
 from migen import Module, run_simulation
 
-from paranic.bench.wide import make_beats, make_packet
+from paranic.bench.wide import drive_packets, make_beats, make_packet
 from paranic.hw.width import BeatsToWords, WordsToBeats
-
-
-def _drive(ep, packets, rng, gap):
-    for pkt in packets:
-        for i, w in enumerate(pkt):
-            yield ep.valid.eq(1)
-            yield ep.first.eq(i == 0)
-            yield ep.last.eq(i == len(pkt) - 1)
-            yield ep.data.eq(w)
-            yield
-            while not (yield ep.ready):
-                yield
-            if rng.random() < gap:
-                yield ep.valid.eq(0)
-                yield
-    yield ep.valid.eq(0)
 
 
 def _run(top, sink, source, packets, gap, stall, seed=0):
@@ -48,7 +32,7 @@ def _run(top, sink, source, packets, gap, stall, seed=0):
             cycles[0] += 1
 
     def send():
-        yield from _drive(sink, packets, random.Random(seed + 1), gap)
+        yield from drive_packets(sink, packets, random.Random(seed + 1), gap)
     run_simulation(top, [send(), recv()])
     return got, cycles[0]
 

@@ -72,6 +72,25 @@ def make_packet(rng: random.Random, length: int, tag: int, dst: int, src: int = 
     return [h0, h1] + [rng.getrandbits(64) for _ in range(P.payload_words(length))]
 
 
+def drive_packets(ep, packets: list[list[int]], rng: random.Random | None = None, gap: float = 0.0):
+    """Migen generator: ``packets`` (lists of beats) into the stream endpoint ``ep``, one
+    beat per cycle while ``ready``; with ``rng``, a one-cycle pause after a beat with
+    probability ``gap``."""
+    for pkt in packets:
+        for i, w in enumerate(pkt):
+            yield ep.valid.eq(1)
+            yield ep.first.eq(i == 0)
+            yield ep.last.eq(i == len(pkt) - 1)
+            yield ep.data.eq(w)
+            yield
+            while not (yield ep.ready):
+                yield
+            if rng is not None and rng.random() < gap:
+                yield ep.valid.eq(0)
+                yield
+    yield ep.valid.eq(0)
+
+
 def run_stream(dw: int = 128, packets: int = 24, length: int = P.DEFAULT_MTU, nodes: int = 2,
                mtu: int | None = None, flip: tuple[int, int] | None = None, seed: int = 1,
                max_cycles: int = 200_000, router_kw: dict | None = None) -> dict:
@@ -121,16 +140,7 @@ def run_stream(dw: int = 128, packets: int = 24, length: int = P.DEFAULT_MTU, no
             yield
         else:
             raise AssertionError("links not up")
-        for beats in pkts:
-            for i, b in enumerate(beats):
-                yield snk.valid.eq(1)
-                yield snk.first.eq(i == 0)
-                yield snk.last.eq(i == len(beats) - 1)
-                yield snk.data.eq(b)
-                yield
-                while not (yield snk.ready):
-                    yield
-        yield snk.valid.eq(0)
+        yield from drive_packets(snk, pkts)
 
     def recv():
         src = top.sources[dst]
