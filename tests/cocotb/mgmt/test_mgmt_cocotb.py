@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from paranic.sim.cluster import cluster_verilog
+from paranic.sim.cluster import cached_cluster_verilog
 from paranic.sim.hdl import BUILD_ROOT, run_cocotb
 from paranic.spec.topo import Topology
 
@@ -20,17 +20,16 @@ N_CTX = 16   # the parameters of tests/cocotb/niccore: the ring:4 build is share
 def _run(topo: str, testcase: str) -> None:
     t = Topology.parse(topo)
     name = f"cluster_{topo.replace(':', '_')}"
-    v, top, csr = cluster_verilog(t, BUILD_ROOT / "verilog" / name, name=name, n_ctx=N_CTX, mtu=MTU)
+    v, top, csr = cached_cluster_verilog(t, BUILD_ROOT / "verilog" / name, name=name, n_ctx=N_CTX, mtu=MTU)
     run_cocotb(name, [v], top, "tb_mgmt", test_dir=HERE, testcase=testcase,
                extra_env={"CLUSTER_TOPO": topo, "CLUSTER_CSR": str(csr),
                           "CLUSTER_MTU": str(MTU), "CLUSTER_CTX": str(N_CTX)})
 
 
-# make test runs the host-facing cases; the link-local and routed control cases are
-# ``slow`` (the firmware tests in tests/sim bring the rings up through the same unit).
+# Each case runs in a few seconds once the ring is built (its Verilog and model are
+# tests/cocotb/niccore's); the torus has its own build of several minutes (slow).
 @pytest.mark.parametrize("case", ["test_host_cannot_send_control", "test_tx_target_link_input",
-                                  *(pytest.param(c, marks=pytest.mark.slow) for c in (
-                                      "test_link_local_every_port", "test_routed_control_and_slow_cpu"))])
+                                  "test_link_local_every_port", "test_routed_control_and_slow_cpu"])
 def test_ring4(case):
     _run("ring:4", case)
 
