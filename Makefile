@@ -49,9 +49,10 @@ driver-sparse: deps
 
 # Test modules run on WORKERS processes (pytest-xdist; a module's tests stay on one worker,
 # which owns its simulators; builds that workers share take a lock: paranic.sim.paths).
+# make test ends with its 30 slowest steps (builds land in the first test that needs them).
 WORKERS ?= 2
 test: deps
-	$(PYTEST) -q -n $(WORKERS) --dist loadfile
+	$(PYTEST) -q -n $(WORKERS) --dist loadfile --durations=30
 
 test-all: deps
 	$(PYTEST) -q -n $(WORKERS) --dist loadfile -m "slow or not slow"
