@@ -25,12 +25,14 @@
  * All-to-all ALLREDUCE (header bit a2a, nodes <= PN_COLL_A2A_MAX_NODES): the host's
  * command goes, phase UP, to every other member at once (farthest first on a ring, as
  * the barrier's a2a_order); each node keeps every member's vector and, once it holds all
- * `nodes` of them, combines them in node order, whatever order they came in:
- *   result = ((v(0) op v(1)) op v(2)) ... op v(nodes - 1),
- * the same bits on every node. No DOWN phase: a node that has its result may start the
- * next operation and send its vector before a slower node has finished this one, but
- * not the one after (that needs the slower node's next vector), so each member has a
- * queue of two vectors (a2a_buf: two banks, a head bit and a count per member).
+ * `nodes` of them, combines them in one fixed order, whatever order they came in: the
+ * pairwise tree over member index, level by level,
+ *   level 1: (v0 op v1), (v2 op v3), ...; level 2: pairs of those; ...
+ * an odd one out passing up unchanged, so the same bits on every node. No DOWN phase: a
+ * node that has its result may start the next operation and send its vector before a
+ * slower node has finished this one, but not the one after (that needs the slower
+ * node's next vector), so each member has a queue of two vectors (a2a_buf: two banks, a
+ * head bit and a count per member).
  */
 #ifndef PN_HLS_COLLECTIVE_H
 #define PN_HLS_COLLECTIVE_H
@@ -45,6 +47,9 @@ typedef ap_uint<64> word_t;
 typedef ap_uint<PN_NODE_BITS> node_t;
 
 #define PN_COLL_MAX_KIDS (1 << PN_COLL_MAX_RADIX_LOG2)
+/* Levels of the all-to-all fold's pairwise tree: log2(PN_COLL_A2A_MAX_NODES). */
+#define PN_COLL_A2A_LEVELS 5
+static_assert((1 << PN_COLL_A2A_LEVELS) == PN_COLL_A2A_MAX_NODES, "PN_COLL_A2A_LEVELS");
 
 /* The state of one node's collective unit (the top function keeps one; the
  * testbench one per simulated node). */
@@ -62,6 +67,7 @@ struct coll_state {
 	word_t a2a_buf[2][PN_COLL_A2A_MAX_NODES][PN_COLL_MAX_WORDS];
 	ap_uint<PN_COLL_A2A_MAX_NODES> a2a_head;        /* bank of member s's oldest vector */
 	ap_uint<PN_COLL_A2A_MAX_NODES> a2a_one, a2a_two; /* member s holds >= 1 / 2 vectors */
+	word_t a2a_acc[PN_COLL_A2A_MAX_NODES / 2][PN_COLL_MAX_WORDS]; /* the fold's partials: x[2r] in row r */
 };
 
 void coll_reset(coll_state &st);
