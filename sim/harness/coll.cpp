@@ -13,9 +13,15 @@
  * outputs have been taken. A combination costs more where its loop does:
  *  - tree: a float SUM's chain of one add per child (unrolled in the II=1 loop) adds its
  *    depth, COLL_FADD_CYCLES per child, once;
- *  - all-to-all: the fold over `nodes` members, one buffer read per cycle, takes
- *    nodes * dw cycles; for a float SUM each word's next add waits for its last one,
- *    nodes * max(dw, COLL_FADD_CYCLES).
+ *  - all-to-all: the fold is the pairwise tree over member index, level by level, one
+ *    pipelined loop per level over its pairs' words (one combine per cycle): a level of
+ *    `pairs` pairs takes pairs * dw cycles, plus, for a float SUM, COLL_FADD_CYCLES for
+ *    its pipeline to drain before the next level reads its results (integer ops and
+ *    MIN/MAX: none). A level of m items has floor(m / 2) pairs, the next level
+ *    ceil(m / 2) items (a2a_fold_cycles); nodes - 1 combines in all, ceil(log2 nodes)
+ *    levels. One member: no combine (its vector is the result). 8 members, one word,
+ *    float SUM: (4 + 5) + (2 + 5) + (1 + 5) = 22 cycles (the node-order chain before
+ *    it: 8 * 5 = 40).
  * These are the cycles of the kernel's loops, not a synthesis report: the Migen twin's
  * or Vitis's figures replace them where they are known.
  */
@@ -37,6 +43,20 @@ static bool fsum(uint64_t h)
 	return CH(h, RED) == PN_COLL_RED_SUM && (CH(h, DTYPE) == PN_COLL_T_F32 || CH(h, DTYPE) == PN_COLL_T_F64);
 }
 
+/* The all-to-all fold's cycles (try_complete_a2a's a2a_levels loop): per level of the
+ * pairwise tree over `nodes` members, its pairs' words, one per cycle, and for a float SUM
+ * the adder's latency once (the level's loop drains before the next reads its results).
+ * At stride s (1, 2, 4, ...) the pairs are i = 0, 2s, 4s, ... with i + s < nodes. */
+static uint64_t a2a_fold_cycles(unsigned nodes, unsigned dw, bool fadd)
+{
+	uint64_t c = 0;
+	for (unsigned s = 1; s < nodes && dw; s <<= 1) {
+		unsigned pairs = (nodes - 1 - s) / (2 * s) + 1;
+		c += (uint64_t)pairs * dw + (fadd ? COLL_FADD_CYCLES : 0);
+	}
+	return c;
+}
+
 /* Cycles a message's combination takes beyond one per vector word (header `in` of the
  * message; `result`: a result header came out of it, `up`: an UP packet went out). */
 static uint64_t fold_cycles(uint64_t in, bool result, bool up, unsigned node, unsigned radix_log2)
@@ -49,8 +69,8 @@ static uint64_t fold_cycles(uint64_t in, bool result, bool up, unsigned node, un
 	if (CH(in, A2A)) {
 		if (!result || !nodes || nodes > PN_COLL_A2A_MAX_NODES)
 			return 0;
-		unsigned step = fsum(in) && dw < COLL_FADD_CYCLES ? COLL_FADD_CYCLES : dw;
-		return (uint64_t)nodes * step - dw;   /* the caller counts dw */
+		uint64_t f = a2a_fold_cycles(nodes, dw, fsum(in));
+		return f > dw ? f - dw : 0;   /* the caller counts dw */
 	}
 	if (!(up || result) || !fsum(in) || !nodes || node >= nodes)
 		return 0;
