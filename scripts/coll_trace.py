@@ -9,7 +9,9 @@ takes and every word it gives, with its cycle; sim/harness/coll.cpp), then, per 
 * ``out``: the cycle the result's header left the node's kernel on host_out;
 * per node, the kernel's time from the completing message's last word to the result
   header out (reading it, the fold, the wait), and from the last node's command to
-  the result.
+  the result;
+* per node, its kernel's last messages: kind (h: host, n: network), words, cycle and,
+  for a network message, its source (``n4@3032<7``).
 
 Usage: coll_trace.py [--topo ring:8] [--nodes 8] [--bytes 8] [--calls 6] [--tree]
 """
@@ -26,7 +28,7 @@ from paranic.launch import clean_env, cluster_name, launch, tool
 from paranic.sim import run as simrun
 
 TOOK = re.compile(r"node (\d+): collective kernel took a (host|network) message of (\d+) words at cycle (\d+): "
-                  r"(\d+) words out")
+                  r"(\d+) words out(?: \(from node (\d+)\))?")
 HOST_OUT = re.compile(r"node (\d+): host_out ([0-9a-f]+) at cycle (\d+)")
 NET_OUT = re.compile(r"node (\d+): net_out ([0-9a-f]+) at cycle (\d+)")
 
@@ -54,7 +56,7 @@ def main() -> int:
     # per node: the kernel's messages in order: (kind, words, cycle, words out)
     took: dict[int, list] = {}
     for m in TOOK.finditer(log):
-        took.setdefault(int(m[1]), []).append((m[2], int(m[3]), int(m[4]), int(m[5])))
+        took.setdefault(int(m[1]), []).append((m[2], int(m[3]), int(m[4]), int(m[5]), m[6]))
     outs: dict[int, list] = {}
     for m in HOST_OUT.finditer(log):
         outs.setdefault(int(m[1]), []).append((int(m[2], 16), int(m[3])))
@@ -65,7 +67,7 @@ def main() -> int:
     res = {n: [(K.unpack_coll(w), c) for w, c in ws if (w >> 7) & 1 and K.unpack_coll(w)["op"] == 1
                and K.unpack_coll(w)["nbytes"] == a.bytes] for n, ws in outs.items()}
     eps = sorted({h["episode"] for n in res for h, _ in res[n]})
-    enters = {n: [c for kind, words, c, _ in took[n] if kind == "host" and words > 1] for n in took}
+    enters = {n: [c for kind, words, c, _, _ in took[n] if kind == "host" and words > 1] for n in took}
     lines = []
     for k, ep in enumerate(eps[1:], start=1):      # the first call: the unit's warm-up
         ent = {n: enters[n][k] for n in range(a.nodes) if len(enters[n]) > k}
@@ -81,7 +83,8 @@ def main() -> int:
     # the completing message at each node: the last network message before its result
     for n in range(a.nodes):
         seq = took[n]
-        print(f"node {n}: " + ", ".join(f"{kind[0]}{words}@{c}" for kind, words, c, _ in seq[-(2 * a.nodes):]))
+        print(f"node {n}: " + ", ".join(f"{kind[0]}{words}@{c}" + (f"<{src}" if kind == "network" and src else "")
+                                        for kind, words, c, _, src in seq[-(2 * a.nodes):]))
     return 0
 
 

@@ -173,9 +173,10 @@ private:
 								  (unsigned)*p.radix_log2) : 0;
 		out_at = cycle + 1 + COLL_COMBINE_CYCLES + (words ? vec : 0) + fold;
 		if (sim_verbose)
-			sim_log("node %u: collective kernel took a %s message of %zu words at cycle %llu: %zu words out",
-				(unsigned)*p.node, reading == Src::Net ? "network" : "host", msg.size(),
-				(unsigned long long)cycle, words);
+			sim_log("node %u: collective kernel took a %s message of %zu words at cycle %llu: %zu words out"
+				" (from node %u)", (unsigned)*p.node, reading == Src::Net ? "network" : "host", msg.size(),
+				(unsigned long long)cycle, words,
+				reading == Src::Net ? (unsigned)PN_GET((&msg[0]), PN_HDR_SRC_NODE) : (unsigned)*p.node);
 		messages++;
 		msg.clear();
 		reading = Src::None;
