@@ -231,24 +231,23 @@ static void try_complete_a2a(coll_state &st, hls::stream<word_t> &host_out)
 	 * arrival order: level by level, stride s = 1, 2, 4, ..., x[i] = x[i] op x[i + s] for
 	 * every i a multiple of 2s with i + s < nodes (an odd one out passes up unchanged);
 	 * the result is x[0]. x[m] is member m's vector until it is first written, then
-	 * a2a_acc[m / 2] (only even m are written; m = nodes - 1 never is). One combine unit:
-	 * each level is one pipelined loop over (pair, word), one combine per cycle, two reads
-	 * (level 0: both from a2a_buf, ram_t2p; later: a2a_acc's rows, one memory each, and
-	 * a2a_buf for member nodes - 1) and one write. No combine of a level reads another's
-	 * result of the same level, so its loop carries no dependence; a level starts once the
-	 * last one's results are written (its pipeline drained). */
-a2a_levels:
-	for (unsigned lv = 0; lv < PN_COLL_A2A_LEVELS; lv++) {
-		unsigned s = 1u << lv;
-		if (s >= nodes)
-			break;
-		unsigned n = ((nodes - 1 - s) >> (lv + 1)) + 1;   /* pairs at this level */
-		unsigned p = 0, w = 0;
-	a2a_pairs:
-		for (unsigned k = 0; k < n * dw; k++) {
+	 * a2a_acc[m / 2] (only even m are written; m = nodes - 1 never is). One combine unit
+	 * and one loop over every level's (pair, word)s, one slot per cycle: two reads (level
+	 * 0: both from a2a_buf, ram_t2p; later: a2a_acc's rows, one memory each, and a2a_buf
+	 * for member nodes - 1) and one write. The slots follow coll_a2a_slots(): a level's
+	 * combines, then idle slots until its results are written for the next level, so no
+	 * combine reads a result still in the adder's pipeline (DEPENDENCE false holds by
+	 * the schedule; it assumes a loop depth of at most PN_COLL_FADD_CYCLES). */
+	bool fadd = red == PN_COLL_RED_SUM && (dtype == PN_COLL_T_F32 || dtype == PN_COLL_T_F64);
+	unsigned lat = fadd ? PN_COLL_FADD_CYCLES : 0, total = coll_a2a_fold_slots(nodes, dw, lat);
+	unsigned lv = 0, s = 1, p = 0, w = 0, k = 0;
+	unsigned busy = coll_a2a_pairs(nodes, 0) * dw, len = coll_a2a_slots(nodes, 0, dw, lat);
+a2a_fold:
+	for (unsigned t = 0; t < total; t++) {
 #pragma HLS LOOP_TRIPCOUNT max = 512
 #pragma HLS PIPELINE II = 1
 #pragma HLS DEPENDENCE variable = st.a2a_acc type = inter false
+		if (k < busy) {
 			unsigned i = p << (lv + 1), j = i + s;
 			word_t a = lv == 0 ? st.a2a_buf[st.a2a_head[i]][i][w] : st.a2a_acc[i >> 1][w];
 			word_t b = lv == 0 || j == nodes - 1 ? st.a2a_buf[st.a2a_head[j]][j][w] : st.a2a_acc[j >> 1][w];
@@ -257,6 +256,15 @@ a2a_levels:
 				w = 0;
 				p++;
 			}
+		}
+		if (++k == len) {              /* the next level */
+			lv++;
+			s <<= 1;
+			p = 0;
+			w = 0;
+			k = 0;
+			busy = coll_a2a_pairs(nodes, lv) * dw;
+			len = coll_a2a_slots(nodes, lv, dw, lat);
 		}
 	}
 	const word_t *res = nodes == 1 ? st.a2a_buf[st.a2a_head[0]][0] : st.a2a_acc[0];

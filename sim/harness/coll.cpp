@@ -14,14 +14,14 @@
  *  - tree: a float SUM's chain of one add per child (unrolled in the II=1 loop) adds its
  *    depth, COLL_FADD_CYCLES per child, once;
  *  - all-to-all: the fold is the pairwise tree over member index, level by level, one
- *    pipelined loop per level over its pairs' words (one combine per cycle): a level of
- *    `pairs` pairs takes pairs * dw cycles, plus, for a float SUM, COLL_FADD_CYCLES for
- *    its pipeline to drain before the next level reads its results (integer ops and
- *    MIN/MAX: none). A level of m items has floor(m / 2) pairs, the next level
- *    ceil(m / 2) items (a2a_fold_cycles); nodes - 1 combines in all, ceil(log2 nodes)
- *    levels. One member: no combine (its vector is the result). 8 members, one word,
- *    float SUM: (4 + 5) + (2 + 5) + (1 + 5) = 22 cycles (the node-order chain before
- *    it: 8 * 5 = 40).
+ *    combine per cycle in one pipelined loop (try_complete_a2a): a level's pairs' words,
+ *    then, for a float SUM, idle cycles until the next level may read its results
+ *    (coll_a2a_slots in collective.h: the next level's last pair reads this level's
+ *    last results PN_COLL_FADD_CYCLES after they went in), and the pipeline's drain at
+ *    the end. nodes - 1 combines per word in all; integer ops and MIN/MAX: no idle
+ *    cycle, no drain. One member: no combine (its vector is the result). 8 members, one
+ *    word, float SUM: 7 + 6 + 1 slots + 5 = 19 cycles (the node-order chain before it:
+ *    8 * 5 = 40); 8 words: 32 + 16 + 8 + 5 = 61 (64); 32 words: 229 (256).
  * These are the cycles of the kernel's loops, not a synthesis report: the Migen twin's
  * or Vitis's figures replace them where they are known.
  */
@@ -34,7 +34,7 @@
  * vector word: the kernel's reading of the header and its pipelines' depth. */
 #define COLL_COMBINE_CYCLES 4
 /* A floating-point add's latency: the Migen twin's FPAdd pipeline (hw/fp_add.py). */
-#define COLL_FADD_CYCLES 5
+#define COLL_FADD_CYCLES PN_COLL_FADD_CYCLES
 
 #define CH(h, F) (((h) >> PN_COLLHDR_##F##_SHIFT) & PN_COLLHDR_##F##_MASK)
 
@@ -43,18 +43,12 @@ static bool fsum(uint64_t h)
 	return CH(h, RED) == PN_COLL_RED_SUM && (CH(h, DTYPE) == PN_COLL_T_F32 || CH(h, DTYPE) == PN_COLL_T_F64);
 }
 
-/* The all-to-all fold's cycles (try_complete_a2a's a2a_levels loop): per level of the
- * pairwise tree over `nodes` members, its pairs' words, one per cycle, and for a float SUM
- * the adder's latency once (the level's loop drains before the next reads its results).
- * At stride s (1, 2, 4, ...) the pairs are i = 0, 2s, 4s, ... with i + s < nodes. */
+/* The all-to-all fold's cycles: the fold loop's slots (collective.h's schedule), then
+ * its pipeline's drain. */
 static uint64_t a2a_fold_cycles(unsigned nodes, unsigned dw, bool fadd)
 {
-	uint64_t c = 0;
-	for (unsigned s = 1; s < nodes && dw; s <<= 1) {
-		unsigned pairs = (nodes - 1 - s) / (2 * s) + 1;
-		c += (uint64_t)pairs * dw + (fadd ? COLL_FADD_CYCLES : 0);
-	}
-	return c;
+	unsigned lat = fadd ? COLL_FADD_CYCLES : 0;
+	return nodes > 1 && dw ? coll_a2a_fold_slots(nodes, dw, lat) + lat : 0;
 }
 
 /* Cycles a message's combination takes beyond one per vector word (header `in` of the

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import random
+from pathlib import Path
 
 import numpy as np
 
@@ -228,3 +229,19 @@ def test_a2a_bad_arguments():
     _, r = _one(n, K.CollOp.ALLREDUCE, F.I64, R.SUM, [bytes(8)] * n, a2a=True)
     assert not r.hangs and len(r.results) == n
     assert all(rs[0][0]["err"] == K.CollErr.BAD_ARGS and rs[0][0]["nodata"] for rs in r.results.values())
+
+
+def test_a2a_fold_schedule(tmp_path):
+    """The all-to-all fold's slot schedule (collective.h) by brute force on 1..32 members
+    and 1..32 words (tests/hls/a2a_schedule.cpp): no combine reads a partial still in the
+    adder's pipeline, the combines are the pairwise tree's; and its cycles for 8 members
+    (one word: 19, where the node-order chain took 40)."""
+    import subprocess
+    exe = tmp_path / "a2a_schedule"
+    src = Path(__file__).with_name("a2a_schedule.cpp")
+    subprocess.run(["g++", *hls.CXXFLAGS, *hls.include_dirs(), "-I", str(hls.HLS / "collective"), "-o", str(exe),
+                    str(src)], check=True)
+    out = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.split("\n")
+    assert out[0] == "ok", out
+    cycles = {(int(n), int(d)): int(c) for n, d, c in (ln.split() for ln in out[1:] if ln)}
+    assert cycles[(8, 1)] == 19 and cycles[(8, 8)] == 61 and cycles[(8, 32)] == 229 and cycles[(2, 1)] == 6
