@@ -11,7 +11,9 @@ takes and every word it gives, with its cycle; sim/harness/coll.cpp), then, per 
   header out (reading it, the fold, the wait), and from the last node's command to
   the result;
 * per node, its kernel's last messages: kind (h: host, n: network), words, cycle and,
-  for a network message, its source (``n4@3032<7``).
+  for a network message, its source (``n4@3032<7``);
+* node 0's call in four parts: its command to the first member's vector in, to the last
+  one in, to its result out, to its next command.
 
 Usage: coll_trace.py [--topo ring:8] [--nodes 8] [--bytes 8] [--calls 6] [--tree]
 """
@@ -80,6 +82,22 @@ def main() -> int:
     d0 = [o[0] - last for _, _, last, o in lines]
     print(f"last enter -> last result out: median {statistics.median(d)} cycles (n={len(d)}), node 0: "
           f"median {statistics.median(d0)}")
+    # node 0's call in four parts (medians over the calls): its command in the kernel ->
+    # the first member's vector in -> the last one in -> the result header out -> its
+    # next command in the kernel
+    parts = []
+    for k, (ep, _, _, out) in enumerate(lines, start=1):
+        if len(enters[0]) <= k + 1:
+            break
+        e, o, nxt = enters[0][k], out[0], enters[0][k + 1]
+        ins = [c for kind, _w, c, _o, _s in took[0] if kind == "network" and e <= c <= o]
+        if ins:
+            parts.append((ins[0] - e, ins[-1] - ins[0], o - ins[-1], nxt - o))
+    if parts:
+        med = [statistics.median(p[i] for p in parts) for i in range(4)]
+        print(f"node 0, median of {len(parts)} calls (cycles): command -> first vector in {med[0]}, "
+              f"first -> last in {med[1]}, last in -> result out {med[2]}, result out -> next command {med[3]}; "
+              f"sum {sum(med)}")
     # the completing message at each node: the last network message before its result
     for n in range(a.nodes):
         seq = took[n]
