@@ -244,7 +244,7 @@ static void try_complete_a2a(coll_state &st, hls::stream<word_t> &host_out)
 	unsigned busy = coll_a2a_pairs(nodes, 0) * dw, len = coll_a2a_slots(nodes, 0, dw, lat);
 a2a_fold:
 	for (unsigned t = 0; t < total; t++) {
-#pragma HLS LOOP_TRIPCOUNT max = 512
+#pragma HLS LOOP_TRIPCOUNT max = 992
 #pragma HLS PIPELINE II = 1
 #pragma HLS DEPENDENCE variable = st.a2a_acc type = inter false
 		if (k < busy) {

@@ -74,6 +74,8 @@ static inline unsigned coll_a2a_pairs(unsigned nodes, unsigned lv)
 static inline unsigned coll_a2a_slots(unsigned nodes, unsigned lv, unsigned dw, unsigned lat)
 {
 	unsigned pairs = coll_a2a_pairs(nodes, lv), here = pairs * dw, wait = (pairs >> 1) * dw + lat;
+	if (here == 0)                 /* no level here, or no words: nothing to wait for */
+		return 0;
 	return coll_a2a_pairs(nodes, lv + 1) && wait > here ? wait : here;
 }
 

@@ -5,7 +5,8 @@
  * issue the combines slot by slot as try_complete_a2a's loop does and check that no combine
  * reads a partial fewer than `lat` slots after the combine that wrote it was issued (the
  * assumption behind its DEPENDENCE false), and that the combines are exactly the pairwise
- * tree's (nodes - 1 per word, every member used once). Prints "ok", the cycles of a few
+ * tree's (nodes - 1 per word, every member used once); no slot without words; at most the
+ * loop's LOOP_TRIPCOUNT (992) slots. Prints "ok", the cycles of a few
  * cases ("n dw cycles", slots + drain), or the first violation.
  */
 #include <cstdio>
@@ -55,10 +56,20 @@ static int check(unsigned n, unsigned dw, unsigned lat)
 int main()
 {
 	for (unsigned lat : {0u, 1u, (unsigned)PN_COLL_FADD_CYCLES, 9u})
-		for (unsigned n = 1; n <= PN_COLL_A2A_MAX_NODES; n++)
-			for (unsigned dw = 1; dw <= PN_COLL_MAX_WORDS; dw++)
+		for (unsigned n = 1; n <= PN_COLL_A2A_MAX_NODES; n++) {
+			if (coll_a2a_fold_slots(n, 0, lat) != 0) {
+				std::printf("n %u dw 0: %u slots\n", n, coll_a2a_fold_slots(n, 0, lat));
+				return 1;
+			}
+			for (unsigned dw = 1; dw <= PN_COLL_MAX_WORDS; dw++) {
 				if (check(n, dw, lat))
 					return 1;
+				if (lat == PN_COLL_FADD_CYCLES && coll_a2a_fold_slots(n, dw, lat) > 992) {
+					std::printf("n %u dw %u: more slots than the loop's LOOP_TRIPCOUNT\n", n, dw);
+					return 1;
+				}
+			}
+		}
 	std::printf("ok\n");
 	for (unsigned n : {2u, 4u, 8u, 16u, 32u})
 		for (unsigned dw : {1u, 8u, 32u})
