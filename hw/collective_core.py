@@ -11,7 +11,8 @@ a waiting network packet first, else a host command; the same words in the same 
 * The all-to-all ALLREDUCE (header bit ``a2a``): a ``Memory`` of two vectors per member
   (2 x 32 x 32 words) and one of their headers, the queue state (head, one, two) in
   registers; the host's command goes to every other member in the C++'s order, and the
-  fold runs member by member, word by word, in node order.
+  fold runs in the C++'s order, the pairwise tree over member index (level by level,
+  pair by pair, word by word, into a ``Memory`` of 16 x 32 partials), sequentially.
 * :class:`Combine` is the element operation of every type and operator; float sums go
   through :class:`~paranic.hw.fp_add.FPAdd`, a 5-stage IEEE-754 adder (round to nearest
   even, subnormals, infinities), whose NaN is the canonical NaN of the spec,
