@@ -11,7 +11,8 @@ a waiting network packet first, else a host command; the same words in the same 
 * The all-to-all ALLREDUCE (header bit ``a2a``): a ``Memory`` of two vectors per member
   (2 x 32 x 32 words) and one of their headers, the queue state (head, one, two) in
   registers; the host's command goes to every other member in the C++'s order, and the
-  fold runs member by member, word by word, in node order.
+  fold runs in the C++'s order, the pairwise tree over member index (level by level,
+  pair by pair, word by word, into a ``Memory`` of 16 x 32 partials), sequentially.
 * :class:`Combine` is the element operation of every type and operator; float sums go
   through :class:`~paranic.hw.fp_add.FPAdd`, a 5-stage IEEE-754 adder (round to nearest
   even, subnormals, infinities), whose NaN is the canonical NaN of the spec,
@@ -202,6 +203,15 @@ class CollectiveMigen(CollectiveCore):
         a2a_hmem = Memory(W, 2 * A2A_N, name="coll_a2a_hdr")
         hp = a2a_hmem.get_port(write_capable=True)
         self.specials += a2a_mem, ap, a2a_hmem, hp
+        # The fold's partials (try_complete_a2a's a2a_acc): x[2r] in row r, word `adr`.
+        acc_mem = Memory(W, A2A_N // 2 * K.COLL_MAX_WORDS, name="coll_a2a_acc")
+        sc = acc_mem.get_port(write_capable=True)
+        self.specials += acc_mem, sc
+        a_row = Signal(4)        # the row `sc` addresses (but in A_WB: the pair's own, a_i / 2)
+        a_wb = Signal()          # A_WB: writing the pair's partial
+        a_lv = Signal(3)         # the fold's level: stride 2^a_lv
+        a_i = Signal(6)          # the pair's first member, a multiple of 2^(a_lv + 1)
+        src_acc = Signal()       # deliver from row 0 of the partials
         a_head, a_one, a_two = Signal(A2A_N), Signal(A2A_N), Signal(A2A_N)
         head_arr = Array(a_head[k] for k in range(A2A_N))
         one_arr = Array(a_one[k] for k in range(A2A_N))
@@ -215,6 +225,7 @@ class CollectiveMigen(CollectiveCore):
             bank.eq(Mux(a_use_head, head_arr[a_s], a_bank)),
             ap.adr.eq(Cat(adr, a_s, bank)), ap.dat_w.eq(wdat),
             hp.adr.eq(Cat(a_s, bank)),
+            sc.adr.eq(Cat(adr, Mux(a_wb, a_i[1:5], a_row))), sc.dat_w.eq(wdat),
             *[a_onehot[k].eq(a_s == k) for k in range(A2A_N)],
         ]
         src_a2a = Signal()       # send from the own a2a slot
@@ -340,8 +351,16 @@ class CollectiveMigen(CollectiveCore):
         # The element operation.
         self.submodules.comb_unit = cu = Combine()
         kid_rd = Array(p.dat_r for p in kid)
-        self.comb += [cu.a.eq(acc), cu.b.eq(Mux(a_use_head, ap.dat_r, kid_rd[j[:2]])), cu.dtype.eq(dtype),
-                      cu.red.eq(red)]
+        a_strd = Signal(6)       # 2^a_lv
+        a_j = Signal(7)          # the pair's second member, a_i + 2^a_lv
+        a_nxt = Signal(7)        # the next pair's first member
+        b_member = Signal()      # x[a_j] is still member a_j's vector (level 0, or the last member)
+        self.comb += [
+            a_strd.eq(1 << a_lv), a_j.eq(a_i + a_strd), a_nxt.eq(a_i + (a_strd << 1)),
+            b_member.eq((a_lv == 0) | (a_j + 1 == cfield(h, "nodes"))),
+        ]
+        self.comb += [cu.a.eq(acc), cu.b.eq(Mux(a_use_head, Mux(b_member, ap.dat_r, sc.dat_r), kid_rd[j[:2]])),
+                      cu.dtype.eq(dtype), cu.red.eq(red)]
 
         # Packets this node sends: word 0.
         w0_out = Signal(W)
@@ -353,7 +372,7 @@ class CollectiveMigen(CollectiveCore):
             hdr(w0_out, "flags").eq(P.Flags.SOM | P.Flags.EOM),
         ]
         rd = Signal(W)
-        self.comb += rd.eq(Mux(src_a2a, ap.dat_r, Mux(src_down, down.dat_r, own.dat_r)))
+        self.comb += rd.eq(Mux(src_a2a, ap.dat_r, Mux(src_acc, sc.dat_r, Mux(src_down, down.dat_r, own.dat_r))))
 
         need_j = Signal()
         self.comb += need_j.eq(Array(need[c] for c in range(KIDS))[j[:2]])
@@ -560,8 +579,10 @@ class CollectiveMigen(CollectiveCore):
                 NextValue(dst, parent),
                 NextState("S_W0")))
 
-        # try_complete_a2a: one vector of every member there -> check the headers, fold
-        # member by member (node order), word by word, into `own`; deliver.
+        # try_complete_a2a: one vector of every member there -> check the headers, fold in
+        # the pairwise tree over member index (level by level: x[i] op x[i + 2^lv] into
+        # row i / 2 of the partials, i a multiple of 2^(lv + 1), i + 2^lv < nodes; one
+        # member: its vector copied into row 0), word by word; deliver row 0.
         h_a2a_done, st = with_fields(h, err=err_r, phase=K.CollPhase.DOWN)
         self.comb += st
         fsm.act("A_TRY",
@@ -576,14 +597,17 @@ class CollectiveMigen(CollectiveCore):
             NextValue(err_r, err_r | cfield(hp.dat_r, "err") |
                       Mux(((hp.dat_r ^ h) & AGREE) != 0, K.CollErr.MISMATCH, 0)),
             If(a_s + 1 == nodes,
-                NextValue(a_s, 0),
+                NextValue(a_s, 0), NextValue(a_row, 0), NextValue(a_lv, 0), NextValue(a_i, 0),
                 NextValue(i, 0),
                 If(h_dw == 0, NextState("A_FIN")).Else(NextState("A_C0")),
             ).Else(NextValue(a_s, a_s + 1), NextState("A_H0")))
-        fsm.act("A_C0", NextState("A_C1"))             # adr = i: own[i], a2a[head][a_s][i]
+        # adr = i; a_s = a_i (a2a[head][a_i][i]), a_row = a_i / 2 (partial x[a_i])
+        fsm.act("A_C0", NextState("A_C1"))
         fsm.act("A_C1",
-            If(a_s == 0, NextValue(acc, ap.dat_r), NextState("A_WB")
-            ).Else(NextValue(acc, own.dat_r), NextState("A_OP")))
+            NextValue(acc, Mux(a_lv == 0, ap.dat_r, sc.dat_r)),
+            If(nodes == 1, NextState("A_WB")
+            ).Else(NextValue(a_s, a_j), NextValue(a_row, a_j[1:5]), NextState("A_C2")))
+        fsm.act("A_C2", NextState("A_OP"))             # a_s, a_row = a_j: x[a_j][i]
         fsm.act("A_OP",
             cu.start.eq(1),
             If(cu.done, NextValue(acc, cu.result), NextState("A_WB")
@@ -592,12 +616,18 @@ class CollectiveMigen(CollectiveCore):
             If(cu.done, NextValue(acc, cu.result), NextState("A_WB")))
         fsm.act("A_WB",
             wdat.eq(acc),
-            own.we.eq(1),
+            a_wb.eq(1),
+            sc.we.eq(1),
             If(i + 1 == h_dw,
                 NextValue(i, 0),
-                If(a_s + 1 == nodes, NextState("A_FIN")
-                ).Else(NextValue(a_s, a_s + 1), NextState("A_C0")),
-            ).Else(NextValue(i, i + 1), NextState("A_C0")))
+                If(a_nxt + a_strd < nodes,                       # the level's next pair
+                    NextValue(a_i, a_nxt), NextValue(a_s, a_nxt), NextValue(a_row, a_nxt[1:5]),
+                    NextState("A_C0"),
+                ).Elif((a_strd << 1) < nodes,                     # the next level
+                    NextValue(a_lv, a_lv + 1), NextValue(a_i, 0), NextValue(a_s, 0), NextValue(a_row, 0),
+                    NextState("A_C0"),
+                ).Else(NextState("A_FIN")),
+            ).Else(NextValue(i, i + 1), NextValue(a_s, a_i), NextValue(a_row, a_i[1:5]), NextState("A_C0")))
         fsm.act("A_FIN",
             NextValue(a_head, a_head ^ need_a),
             NextValue(a_one, (a_one & ~need_a) | (a_two & need_a)),
@@ -608,6 +638,8 @@ class CollectiveMigen(CollectiveCore):
             NextValue(src_down, 0),
             NextValue(then_down, 0),
             NextValue(finishing, 0),
+            NextValue(src_acc, 1),
+            NextValue(a_row, 0),
             NextValue(h, h_a2a_done),
             NextState("DELIVER_H"))
 
@@ -626,6 +658,7 @@ class CollectiveMigen(CollectiveCore):
                 If(i + 1 == dwe, NextState("DELIVERED"))))
         fsm.act("DELIVERED",
             NextValue(j, 0),
+            NextValue(src_acc, 0),
             NextValue(up_send, 0),
             If(finishing & (op == K.CollOp.REDUCE), NextValue(h, h_nodata)),
             If(then_down, NextState("DOWN_NEXT")).Else(done.eq(1), NextState("IDLE")))

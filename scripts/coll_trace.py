@@ -9,7 +9,11 @@ takes and every word it gives, with its cycle; sim/harness/coll.cpp), then, per 
 * ``out``: the cycle the result's header left the node's kernel on host_out;
 * per node, the kernel's time from the completing message's last word to the result
   header out (reading it, the fold, the wait), and from the last node's command to
-  the result.
+  the result;
+* per node, its kernel's last messages: kind (h: host, n: network), words, cycle and,
+  for a network message, its source (``n4@3032<7``);
+* node 0's call in four parts: its command to the first member's vector in, to the last
+  one in, to its result out, to its next command.
 
 Usage: coll_trace.py [--topo ring:8] [--nodes 8] [--bytes 8] [--calls 6] [--tree]
 """
@@ -26,7 +30,7 @@ from paranic.launch import clean_env, cluster_name, launch, tool
 from paranic.sim import run as simrun
 
 TOOK = re.compile(r"node (\d+): collective kernel took a (host|network) message of (\d+) words at cycle (\d+): "
-                  r"(\d+) words out")
+                  r"(\d+) words out(?: \(from node (\d+)\))?")
 HOST_OUT = re.compile(r"node (\d+): host_out ([0-9a-f]+) at cycle (\d+)")
 NET_OUT = re.compile(r"node (\d+): net_out ([0-9a-f]+) at cycle (\d+)")
 
@@ -54,7 +58,7 @@ def main() -> int:
     # per node: the kernel's messages in order: (kind, words, cycle, words out)
     took: dict[int, list] = {}
     for m in TOOK.finditer(log):
-        took.setdefault(int(m[1]), []).append((m[2], int(m[3]), int(m[4]), int(m[5])))
+        took.setdefault(int(m[1]), []).append((m[2], int(m[3]), int(m[4]), int(m[5]), m[6]))
     outs: dict[int, list] = {}
     for m in HOST_OUT.finditer(log):
         outs.setdefault(int(m[1]), []).append((int(m[2], 16), int(m[3])))
@@ -65,7 +69,7 @@ def main() -> int:
     res = {n: [(K.unpack_coll(w), c) for w, c in ws if (w >> 7) & 1 and K.unpack_coll(w)["op"] == 1
                and K.unpack_coll(w)["nbytes"] == a.bytes] for n, ws in outs.items()}
     eps = sorted({h["episode"] for n in res for h, _ in res[n]})
-    enters = {n: [c for kind, words, c, _ in took[n] if kind == "host" and words > 1] for n in took}
+    enters = {n: [c for kind, words, c, _, _ in took[n] if kind == "host" and words > 1] for n in took}
     lines = []
     for k, ep in enumerate(eps[1:], start=1):      # the first call: the unit's warm-up
         ent = {n: enters[n][k] for n in range(a.nodes) if len(enters[n]) > k}
@@ -78,10 +82,27 @@ def main() -> int:
     d0 = [o[0] - last for _, _, last, o in lines]
     print(f"last enter -> last result out: median {statistics.median(d)} cycles (n={len(d)}), node 0: "
           f"median {statistics.median(d0)}")
+    # node 0's call in four parts (medians over the calls): its command in the kernel ->
+    # the first member's vector in -> the last one in -> the result header out -> its
+    # next command in the kernel
+    parts = []
+    for k, (ep, _, _, out) in enumerate(lines, start=1):
+        if len(enters[0]) <= k + 1:
+            break
+        e, o, nxt = enters[0][k], out[0], enters[0][k + 1]
+        ins = [c for kind, _w, c, _o, _s in took[0] if kind == "network" and e <= c <= o]
+        if ins:
+            parts.append((ins[0] - e, ins[-1] - ins[0], o - ins[-1], nxt - o))
+    if parts:
+        med = [statistics.median(p[i] for p in parts) for i in range(4)]
+        print(f"node 0, median of {len(parts)} calls (cycles): command -> first vector in {med[0]}, "
+              f"first -> last in {med[1]}, last in -> result out {med[2]}, result out -> next command {med[3]}; "
+              f"sum {sum(med)}")
     # the completing message at each node: the last network message before its result
     for n in range(a.nodes):
         seq = took[n]
-        print(f"node {n}: " + ", ".join(f"{kind[0]}{words}@{c}" for kind, words, c, _ in seq[-(2 * a.nodes):]))
+        print(f"node {n}: " + ", ".join(f"{kind[0]}{words}@{c}" + (f"<{src}" if kind == "network" and src else "")
+                                        for kind, words, c, _, src in seq[-(2 * a.nodes):]))
     return 0
 
 

@@ -164,7 +164,7 @@ COLL_FIELDS: tuple[Field, ...] = (
     Field("err", 42, 2, "CollErr bits"),
     Field("nodata", 44, 1, "no vector follows: a REDUCE's completion to a non-root node"),
     Field("refused", 45, 1, "result only: the NIC refused the command, as no collective unit is configured for the sending context"),
-    Field("a2a", 46, 1, "ALLREDUCE only: all-to-all (every node sends its vector to every other, each combines all in node order 0 .. nodes-1) instead of the tree; nodes <= COLL_A2A_MAX_NODES, else (or on REDUCE, BCAST) BAD_ARGS at once"),
+    Field("a2a", 46, 1, "ALLREDUCE only: all-to-all (every node sends its vector to every other, each combines all in the pairwise tree over member index: (v0 op v1), (v2 op v3), ..., then pairs of those; docs/hls.md) instead of the tree; nodes <= COLL_A2A_MAX_NODES, else (or on REDUCE, BCAST) BAD_ARGS at once"),
     Field("rsvd", 47, 1, "reserved, zero"),
     Field("episode", 48, 16, "operation number (wraps); contributions of one operation carry the same"),
 )

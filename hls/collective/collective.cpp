@@ -200,7 +200,6 @@ a2a_sends:
 	}
 }
 
-/* The own command and every member's vector present: combine in node order, deliver. */
 /* What a peer's header `hp` adds to the error of operation `h`: its own error, and
  * MISMATCH when it is not the same operation (AGREE: every field but the per-hop ones). */
 static ap_uint<2> peer_err(word_t hp, word_t h)
@@ -211,6 +210,7 @@ static ap_uint<2> peer_err(word_t hp, word_t h)
 	return e;
 }
 
+/* The own command and every member's vector present: combine (the pairwise tree), deliver. */
 static void try_complete_a2a(coll_state &st, hls::stream<word_t> &host_out)
 {
 	word_t h = st.own_hdr;
@@ -227,20 +227,47 @@ static void try_complete_a2a(coll_state &st, hls::stream<word_t> &host_out)
 	ap_uint<2> dtype = CF(h, DTYPE);
 	ap_uint<3> red = CF(h, RED);
 	unsigned dw = data_words(h);
-	/* Member by member in node order, whatever the arrival order; each word's partial in
-	 * `own`. One buffer read per cycle; word w's next step depends on its last one, dw
-	 * iterations back, so a float SUM of fewer words than the adder's latency waits on it. */
-a2a_members:
-	for (unsigned s = 0; s < nodes; s++) {
-#pragma HLS LOOP_TRIPCOUNT max = 32
-	a2a_words:
-		for (unsigned w = 0; w < dw; w++) {
-#pragma HLS LOOP_TRIPCOUNT max = 32
+	/* The pairwise tree over member index (docs/hls.md, "All-to-all"), whatever the
+	 * arrival order: level by level, stride s = 1, 2, 4, ..., x[i] = x[i] op x[i + s] for
+	 * every i a multiple of 2s with i + s < nodes (an odd one out passes up unchanged);
+	 * the result is x[0]. x[m] is member m's vector until it is first written, then
+	 * a2a_acc[m / 2] (only even m are written; m = nodes - 1 never is). One combine unit
+	 * and one loop over every level's (pair, word)s, one slot per cycle: two reads (level
+	 * 0: both from a2a_buf, ram_t2p; later: a2a_acc's rows, one memory each, and a2a_buf
+	 * for member nodes - 1) and one write. The slots follow coll_a2a_slots(): a level's
+	 * combines, then idle slots until its results are written for the next level, so no
+	 * combine reads a result still in the adder's pipeline (DEPENDENCE false holds by
+	 * the schedule; it assumes a loop depth of at most PN_COLL_FADD_CYCLES). */
+	bool fadd = red == PN_COLL_RED_SUM && (dtype == PN_COLL_T_F32 || dtype == PN_COLL_T_F64);
+	unsigned lat = fadd ? PN_COLL_FADD_CYCLES : 0, total = coll_a2a_fold_slots(nodes, dw, lat);
+	unsigned lv = 0, s = 1, p = 0, w = 0, k = 0;
+	unsigned busy = coll_a2a_pairs(nodes, 0) * dw, len = coll_a2a_slots(nodes, 0, dw, lat);
+a2a_fold:
+	for (unsigned t = 0; t < total; t++) {
+#pragma HLS LOOP_TRIPCOUNT max = 992
 #pragma HLS PIPELINE II = 1
-			word_t v = st.a2a_buf[st.a2a_head[s]][s][w];
-			st.own[w] = s == 0 ? v : coll_combine(st.own[w], v, dtype, red);
+#pragma HLS DEPENDENCE variable = st.a2a_acc type = inter false
+		if (k < busy) {
+			unsigned i = p << (lv + 1), j = i + s;
+			word_t a = lv == 0 ? st.a2a_buf[st.a2a_head[i]][i][w] : st.a2a_acc[i >> 1][w];
+			word_t b = lv == 0 || j == nodes - 1 ? st.a2a_buf[st.a2a_head[j]][j][w] : st.a2a_acc[j >> 1][w];
+			st.a2a_acc[i >> 1][w] = coll_combine(a, b, dtype, red);
+			if (++w == dw) {
+				w = 0;
+				p++;
+			}
+		}
+		if (++k == len) {              /* the next level */
+			lv++;
+			s <<= 1;
+			p = 0;
+			w = 0;
+			k = 0;
+			busy = coll_a2a_pairs(nodes, lv) * dw;
+			len = coll_a2a_slots(nodes, lv, dw, lat);
 		}
 	}
+	const word_t *res = nodes == 1 ? st.a2a_buf[st.a2a_head[0]][0] : st.a2a_acc[0];
 	/* Each member's oldest vector is used: its second (if any) becomes its first. */
 	st.a2a_head ^= need;
 	st.a2a_one = (st.a2a_one & ~need) | (st.a2a_two & need);
@@ -249,7 +276,7 @@ a2a_members:
 	st.stray = 0;
 	CF(h, ERR) = err;
 	CF(h, PHASE) = PN_COLL_PHASE_DOWN;
-	deliver(host_out, h, st.own);
+	deliver(host_out, h, res);
 }
 
 /* Own vector and every child's present: combine in the fixed order and pass it on. */
@@ -475,6 +502,7 @@ void collective(hls::stream<word_t> &host_in, hls::stream<word_t> &host_out,
 #pragma HLS INTERFACE mode=ap_ctrl_hs port=return
 	static coll_state st = {};
 #pragma HLS ARRAY_PARTITION variable=st.kid dim=1 type=complete
-#pragma HLS BIND_STORAGE variable=st.a2a_buf type=ram_2p impl=bram
+#pragma HLS BIND_STORAGE variable=st.a2a_buf type=ram_t2p impl=bram
+#pragma HLS ARRAY_PARTITION variable=st.a2a_acc dim=1 type=complete
 	coll_step(st, host_in, host_out, net_in, net_out, node, radix_log2);
 }

@@ -25,12 +25,14 @@
  * All-to-all ALLREDUCE (header bit a2a, nodes <= PN_COLL_A2A_MAX_NODES): the host's
  * command goes, phase UP, to every other member at once (farthest first on a ring, as
  * the barrier's a2a_order); each node keeps every member's vector and, once it holds all
- * `nodes` of them, combines them in node order, whatever order they came in:
- *   result = ((v(0) op v(1)) op v(2)) ... op v(nodes - 1),
- * the same bits on every node. No DOWN phase: a node that has its result may start the
- * next operation and send its vector before a slower node has finished this one, but
- * not the one after (that needs the slower node's next vector), so each member has a
- * queue of two vectors (a2a_buf: two banks, a head bit and a count per member).
+ * `nodes` of them, combines them in one fixed order, whatever order they came in: the
+ * pairwise tree over member index, level by level,
+ *   level 1: (v0 op v1), (v2 op v3), ...; level 2: pairs of those; ...
+ * an odd one out passing up unchanged, so the same bits on every node. No DOWN phase: a
+ * node that has its result may start the next operation and send its vector before a
+ * slower node has finished this one, but not the one after (that needs the slower
+ * node's next vector), so each member has a queue of two vectors (a2a_buf: two banks, a
+ * head bit and a count per member).
  */
 #ifndef PN_HLS_COLLECTIVE_H
 #define PN_HLS_COLLECTIVE_H
@@ -45,6 +47,46 @@ typedef ap_uint<64> word_t;
 typedef ap_uint<PN_NODE_BITS> node_t;
 
 #define PN_COLL_MAX_KIDS (1 << PN_COLL_MAX_RADIX_LOG2)
+/* Levels of the all-to-all fold's pairwise tree: log2(PN_COLL_A2A_MAX_NODES). */
+#define PN_COLL_A2A_LEVELS 5
+static_assert((1 << PN_COLL_A2A_LEVELS) == PN_COLL_A2A_MAX_NODES, "PN_COLL_A2A_LEVELS");
+/* A float add's latency in cycles, operands in to result written: the depth the fold's
+ * schedule leaves between a result and its first use (the Migen twin's FPAdd.LATENCY,
+ * hw/fp_add.py; unchecked against a Vitis schedule). The simulator's model uses it too. */
+#define PN_COLL_FADD_CYCLES 5
+
+/* The all-to-all fold's schedule (try_complete_a2a): level lv (stride 2^lv) of the
+ * pairwise tree over `nodes` members has coll_a2a_pairs() pairs, x(i) op x(i + 2^lv) for
+ * i = 0, 2^(lv+1), ... with i + 2^lv < nodes. The fold issues one combine per slot, level
+ * after level, pair after pair, word after word; level lv has coll_a2a_slots() slots: its
+ * pairs' words, then idle ones until the next level may read this level's results, `lat`
+ * slots after they were issued. The next level's pair j reads this level's pairs 2j and
+ * 2j + 1 (where there are), word w at the next level's start + j * dw + w, issued here at
+ * this level's start + (2j + 1) * dw + w: so this level needs
+ *   slots >= (2j + 1 - j) * dw + lat   for every such j (2j + 1 < pairs here),
+ * at most floor(pairs / 2) * dw + lat. With `lat` = 0 no idle slot. */
+static inline unsigned coll_a2a_pairs(unsigned nodes, unsigned lv)
+{
+	unsigned s = 1u << lv;
+	return s < nodes ? ((nodes - 1 - s) >> (lv + 1)) + 1 : 0;
+}
+
+static inline unsigned coll_a2a_slots(unsigned nodes, unsigned lv, unsigned dw, unsigned lat)
+{
+	unsigned pairs = coll_a2a_pairs(nodes, lv), here = pairs * dw, wait = (pairs >> 1) * dw + lat;
+	if (here == 0)                 /* no level here, or no words: nothing to wait for */
+		return 0;
+	return coll_a2a_pairs(nodes, lv + 1) && wait > here ? wait : here;
+}
+
+/* Every level's slots: the fold loop's trip count (its pipeline then drains: + lat). */
+static inline unsigned coll_a2a_fold_slots(unsigned nodes, unsigned dw, unsigned lat)
+{
+	unsigned t = 0;
+	for (unsigned lv = 0; lv < PN_COLL_A2A_LEVELS; lv++)
+		t += coll_a2a_slots(nodes, lv, dw, lat);
+	return t;
+}
 
 /* The state of one node's collective unit (the top function keeps one; the
  * testbench one per simulated node). */
@@ -62,6 +104,7 @@ struct coll_state {
 	word_t a2a_buf[2][PN_COLL_A2A_MAX_NODES][PN_COLL_MAX_WORDS];
 	ap_uint<PN_COLL_A2A_MAX_NODES> a2a_head;        /* bank of member s's oldest vector */
 	ap_uint<PN_COLL_A2A_MAX_NODES> a2a_one, a2a_two; /* member s holds >= 1 / 2 vectors */
+	word_t a2a_acc[PN_COLL_A2A_MAX_NODES / 2][PN_COLL_MAX_WORDS]; /* the fold's partials: x[2r] in row r */
 };
 
 void coll_reset(coll_state &st);

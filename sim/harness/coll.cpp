@@ -13,9 +13,15 @@
  * outputs have been taken. A combination costs more where its loop does:
  *  - tree: a float SUM's chain of one add per child (unrolled in the II=1 loop) adds its
  *    depth, COLL_FADD_CYCLES per child, once;
- *  - all-to-all: the fold over `nodes` members, one buffer read per cycle, takes
- *    nodes * dw cycles; for a float SUM each word's next add waits for its last one,
- *    nodes * max(dw, COLL_FADD_CYCLES).
+ *  - all-to-all: the fold is the pairwise tree over member index, level by level, one
+ *    combine per cycle in one pipelined loop (try_complete_a2a): a level's pairs' words,
+ *    then, for a float SUM, idle cycles until the next level may read its results
+ *    (coll_a2a_slots in collective.h: the next level's last pair reads this level's
+ *    last results PN_COLL_FADD_CYCLES after they went in), and the pipeline's drain at
+ *    the end. nodes - 1 combines per word in all; integer ops and MIN/MAX: no idle
+ *    cycle, no drain. One member: no combine (its vector is the result). 8 members, one
+ *    word, float SUM: 7 + 6 + 1 slots + 5 = 19 cycles (the node-order chain before it:
+ *    8 * 5 = 40); 8 words: 32 + 16 + 8 + 5 = 61 (64); 32 words: 229 (256).
  * These are the cycles of the kernel's loops, not a synthesis report: the Migen twin's
  * or Vitis's figures replace them where they are known.
  */
@@ -28,13 +34,21 @@
  * vector word: the kernel's reading of the header and its pipelines' depth. */
 #define COLL_COMBINE_CYCLES 4
 /* A floating-point add's latency: the Migen twin's FPAdd pipeline (hw/fp_add.py). */
-#define COLL_FADD_CYCLES 5
+#define COLL_FADD_CYCLES PN_COLL_FADD_CYCLES
 
 #define CH(h, F) (((h) >> PN_COLLHDR_##F##_SHIFT) & PN_COLLHDR_##F##_MASK)
 
 static bool fsum(uint64_t h)
 {
 	return CH(h, RED) == PN_COLL_RED_SUM && (CH(h, DTYPE) == PN_COLL_T_F32 || CH(h, DTYPE) == PN_COLL_T_F64);
+}
+
+/* The all-to-all fold's cycles: the fold loop's slots (collective.h's schedule), then
+ * its pipeline's drain. */
+static uint64_t a2a_fold_cycles(unsigned nodes, unsigned dw, bool fadd)
+{
+	unsigned lat = fadd ? COLL_FADD_CYCLES : 0;
+	return nodes > 1 && dw ? coll_a2a_fold_slots(nodes, dw, lat) + lat : 0;
 }
 
 /* Cycles a message's combination takes beyond one per vector word (header `in` of the
@@ -49,8 +63,8 @@ static uint64_t fold_cycles(uint64_t in, bool result, bool up, unsigned node, un
 	if (CH(in, A2A)) {
 		if (!result || !nodes || nodes > PN_COLL_A2A_MAX_NODES)
 			return 0;
-		unsigned step = fsum(in) && dw < COLL_FADD_CYCLES ? COLL_FADD_CYCLES : dw;
-		return (uint64_t)nodes * step - dw;   /* the caller counts dw */
+		uint64_t f = a2a_fold_cycles(nodes, dw, fsum(in));
+		return f > dw ? f - dw : 0;   /* the caller counts dw */
 	}
 	if (!(up || result) || !fsum(in) || !nodes || node >= nodes)
 		return 0;
@@ -153,9 +167,10 @@ private:
 								  (unsigned)*p.radix_log2) : 0;
 		out_at = cycle + 1 + COLL_COMBINE_CYCLES + (words ? vec : 0) + fold;
 		if (sim_verbose)
-			sim_log("node %u: collective kernel took a %s message of %zu words at cycle %llu: %zu words out",
-				(unsigned)*p.node, reading == Src::Net ? "network" : "host", msg.size(),
-				(unsigned long long)cycle, words);
+			sim_log("node %u: collective kernel took a %s message of %zu words at cycle %llu: %zu words out"
+				" (from node %u)", (unsigned)*p.node, reading == Src::Net ? "network" : "host", msg.size(),
+				(unsigned long long)cycle, words,
+				reading == Src::Net ? (unsigned)PN_GET((&msg[0]), PN_HDR_SRC_NODE) : (unsigned)*p.node);
 		messages++;
 		msg.clear();
 		reading = Src::None;

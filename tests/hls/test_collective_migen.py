@@ -125,7 +125,7 @@ def test_long_random_agreement():
 def test_all_to_all_sends_and_agrees():
     """An all-to-all ALLREDUCE command at node 3 of 4: the vector goes to the three other
     members in the barrier's a2a_order, header phase UP with a2a, from both kernels; then
-    the members' vectors complete it (node order), and a tree command after it."""
+    the members' vectors complete it (an I64 SUM, so no order shows), and a tree command after it."""
     from paranic.hw.barrier import a2a_order
     h = dict(op=int(K.CollOp.ALLREDUCE), dtype=int(K.CollType.I64), nbytes=8, nodes=4, episode=5, a2a=1)
     up = K.pack_coll(**h)

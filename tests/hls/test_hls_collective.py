@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import random
+from pathlib import Path
 
 import numpy as np
 
@@ -126,8 +127,8 @@ def test_header_word_round_trips():
 # ---- all-to-all ALLREDUCE (header bit a2a) ---------------------------------------------
 
 def test_a2a_every_type_reduction_size():
-    """Every type x reduction x size on 1 to 32 nodes: every node's result is the fold in
-    node order (a2a_reduce_ref), with a2a set in the result; no hang."""
+    """Every type x reduction x size on 1 to 32 nodes: every node's result is the
+    pairwise tree over member index (a2a_reduce_ref), with a2a set in the result; no hang."""
     cases = hls.a2a_cases(seed=1)
     assert {c.nodes for c in cases} >= {1, 2, 8, 16, K.COLL_A2A_MAX_NODES}
     for c, r in zip(cases, _check(cases)):
@@ -135,12 +136,13 @@ def test_a2a_every_type_reduction_size():
 
 
 def test_a2a_float_results_bit_identical_whatever_the_order():
-    """Float sums over 8 and 32 nodes in 10 arrival orders: every node the same bits,
-    which are the left-to-right sum over node ids and (for 32 nodes) not the tree's."""
+    """Float sums over 5, 8, 13 and 32 nodes in 10 arrival orders: every node the same
+    bits, which are the pairwise tree's over member index (a2a_reduce_ref), not the
+    left-to-right sum over node ids (a2a_chain_ref) and not the tree's."""
     rng = random.Random(11)
-    differs_from_tree = 0
+    differs_from_tree = differs_from_chain = 0
     for dtype in (F.F32, F.F64):
-        for n in (8, K.COLL_A2A_MAX_NODES):
+        for n in (5, 8, 13, K.COLL_A2A_MAX_NODES):
             vecs = [hls.random_vector(rng, dtype, K.COLL_MAX_BYTES) for _ in range(n)]
             o = hls.CollOpCase(K.CollOp.ALLREDUCE, dtype, R.SUM, 0, vecs, 7, a2a=True)
             runs = [hls.CollCase(n, 2, seed, [o]) for seed in range(1, 11)]
@@ -149,8 +151,20 @@ def test_a2a_float_results_bit_identical_whatever_the_order():
             results = _check(runs)
             bits = {data for r in results for rs in r.results.values() for _, data in rs}
             assert bits == {hls.a2a_reduce_ref(vecs, dtype, R.SUM)}
-            differs_from_tree += bits.pop() != hls.reduce_ref(vecs, 0, dtype, R.SUM, 2)
-    assert differs_from_tree > 0
+            got = bits.pop()
+            differs_from_tree += got != hls.reduce_ref(vecs, 0, dtype, R.SUM, 2)
+            differs_from_chain += got != hls.a2a_chain_ref(vecs, dtype, R.SUM)
+    assert differs_from_tree == 8 and differs_from_chain == 8
+
+
+def test_a2a_fold_order():
+    """The documented order, written out: a2a_fold (a2a_reduce_ref's order) on 1 to 8
+    members with a combine that builds the expression."""
+    want = {1: "0", 2: "(0+1)", 3: "((0+1)+2)", 4: "((0+1)+(2+3))", 5: "(((0+1)+(2+3))+4)",
+            6: "(((0+1)+(2+3))+(4+5))", 7: "(((0+1)+(2+3))+((4+5)+6))",
+            8: "(((0+1)+(2+3))+((4+5)+(6+7)))"}
+    for n, w in want.items():
+        assert hls.a2a_fold([str(k) for k in range(n)], lambda a, b: f"({a}+{b})") == w
 
 
 def test_a2a_operations_back_to_back():
@@ -215,3 +229,19 @@ def test_a2a_bad_arguments():
     _, r = _one(n, K.CollOp.ALLREDUCE, F.I64, R.SUM, [bytes(8)] * n, a2a=True)
     assert not r.hangs and len(r.results) == n
     assert all(rs[0][0]["err"] == K.CollErr.BAD_ARGS and rs[0][0]["nodata"] for rs in r.results.values())
+
+
+def test_a2a_fold_schedule(tmp_path):
+    """The all-to-all fold's slot schedule (collective.h) by brute force on 1..32 members
+    and 1..32 words (tests/hls/a2a_schedule.cpp): no combine reads a partial still in the
+    adder's pipeline, the combines are the pairwise tree's; and its cycles for 8 members
+    (one word: 19, where the node-order chain took 40)."""
+    import subprocess
+    exe = tmp_path / "a2a_schedule"
+    src = Path(__file__).with_name("a2a_schedule.cpp")
+    subprocess.run(["g++", *hls.CXXFLAGS, *hls.include_dirs(), "-I", str(hls.HLS / "collective"), "-o", str(exe),
+                    str(src)], check=True)
+    out = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.split("\n")
+    assert out[0] == "ok", out
+    cycles = {(int(n), int(d)): int(c) for n, d, c in (ln.split() for ln in out[1:] if ln)}
+    assert cycles[(8, 1)] == 19 and cycles[(8, 8)] == 61 and cycles[(8, 32)] == 229 and cycles[(2, 1)] == 6

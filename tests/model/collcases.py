@@ -62,7 +62,7 @@ def sweep(n: int, seed: int) -> list[dict]:
 
 
 def expected(c: dict, n: int, a2a: bool = False) -> bytes:
-    """The result; ``a2a``: the unit's ALLREDUCEs go all-to-all (node order)."""
+    """The result; ``a2a``: the unit's ALLREDUCEs go all-to-all (the pairwise tree over member index)."""
     if c["op"] == OP.BCAST:
         return c["vectors"][c["root"]]
     if a2a and c["op"] == OP.ALLREDUCE:

@@ -39,7 +39,7 @@ def on(sim):
 def test_unit_sweep(sim4, tmp_path, mode):
     """Every op x type x operator x size (0, one element, 8, 256 bytes), random roots,
     and float sums that come out NaN, on the unit of each of 4 nodes: reduce_ref's bits
-    (a2a: a2a_reduce_ref's, node order) on every node (a NaN sum: the canonical NaN)."""
+    (a2a: a2a_reduce_ref's, the pairwise tree) on every node (a NaN sum: the canonical NaN)."""
     cases = sweep(4, seed=41) + nan_cases(4)
     rcs, outs = run_cases(None, tmp_path, 4, cases, f"unit-sweep-{mode}", backend="sim", launch=on(sim4),
                           timeout=900, env=MODES[mode])
@@ -172,7 +172,7 @@ def ring8(sim_binary, userlib_build):
 @pytest.mark.slow   # the ring:8 build; with it built, about 20 s
 def test_unit_allreduce_order_on_8_nodes(ring8, tmp_path):
     """On 8 nodes the two modes' float sums differ: the unit's ALLREDUCE gives
-    a2a_reduce_ref's bits (node order) on every node by default, reduce_ref's (the tree of
+    a2a_reduce_ref's bits (the pairwise tree) on every node by default, reduce_ref's (the tree of
     fan-out 4) with PARANIC_COLL_A2A_MAX=0; each differs from the other for some case, so
     the check sees which mode ran."""
     from paranic.hls import a2a_reduce_ref, reduce_ref

@@ -74,10 +74,10 @@ def _coll_run(backend: str, coll: bool) -> dict:
 def test_mpi_allreduce_bcast_on_the_unit(sim_binary, mpi_build):
     """mpi_coll_test's MPI_Allreduce and MPI_Bcast calls with libparanic-mpicoll.so: on sim
     every small one goes to the NIC's collective unit (5 allreduce, 2 bcast on "unit" per
-    rank; the 512-byte one to Open MPI), the float sums are the kernel's (reduce_ref), the
+    rank; the 512-byte one to Open MPI), the float sums are the kernel's (a2a_reduce_ref), the
     same bits on every rank, the other results equal Open MPI's own (--no-coll); on sw,
     which has no unit, everything goes to Open MPI."""
-    from paranic.hls import a2a_reduce_ref, reduce_ref
+    from paranic.hls import a2a_reduce_ref
     from paranic.spec import kernels as K
 
     sim = _coll_run("sim", True)
@@ -91,12 +91,11 @@ def test_mpi_allreduce_bcast_on_the_unit(sim_binary, mpi_build):
     for name in ("max_i8", "bor_l4", "min_f5", "sum_big", "bcast_i16", "bcast_b64"):
         assert sim["results"][name] == plain["results"][name], name
     # the float sums: the kernel's order, computed from the ranks' inputs: the unit's
-    # ALLREDUCE of 4 nodes goes all-to-all (node order, a2a_reduce_ref), which on 4 nodes
-    # is also the tree's of fan-out 4 rooted at 0 (reduce_ref)
-    lg = K.COLL_DEFAULT_RADIX_LOG2
+    # ALLREDUCE of 4 nodes goes all-to-all (the pairwise tree over member index,
+    # a2a_reduce_ref: (v0 + v1) + (v2 + v3)), not the tree's of fan-out 4 rooted at 0
+    # (reduce_ref: ((v0 + v1) + v2) + v3)
     for name in ("sum_d1", "sum_d32"):
         ins = sim["inputs"][name]
         assert len(ins) == 4 and len(set(ins)) == 4, name
         want = a2a_reduce_ref(ins, K.CollType.F64, K.CollRed.SUM)
-        assert want == reduce_ref(ins, 0, K.CollType.F64, K.CollRed.SUM, lg)
         assert sim["results"][name] == want, name

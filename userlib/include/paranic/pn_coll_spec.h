@@ -96,7 +96,7 @@
 #define PN_COLLHDR_REFUSED_SHIFT 45
 #define PN_COLLHDR_REFUSED_WIDTH 1
 #define PN_COLLHDR_REFUSED_MASK 0x1ULL
-/* ALLREDUCE only: all-to-all (every node sends its vector to every other, each combines all in node order 0 .. nodes-1) instead of the tree; nodes <= COLL_A2A_MAX_NODES, else (or on REDUCE, BCAST) BAD_ARGS at once */
+/* ALLREDUCE only: all-to-all (every node sends its vector to every other, each combines all in the pairwise tree over member index: (v0 op v1), (v2 op v3), ..., then pairs of those; docs/hls.md) instead of the tree; nodes <= COLL_A2A_MAX_NODES, else (or on REDUCE, BCAST) BAD_ARGS at once */
 #define PN_COLLHDR_A2A_WORD 0
 #define PN_COLLHDR_A2A_SHIFT 46
 #define PN_COLLHDR_A2A_WIDTH 1

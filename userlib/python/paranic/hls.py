@@ -218,9 +218,28 @@ def reduce_ref(vectors: list[bytes], root: int, dtype: K.CollType, red: K.CollRe
     return partial(0).tobytes()
 
 
+def a2a_fold(items: list, combine):
+    """The all-to-all fold's order (docs/hls.md, "All-to-all"): the pairwise tree over
+    member index. Level 1 combines ``(x0, x1), (x2, x3), ...``; each next level pairs the
+    last one's results in order, an odd one out passing up unchanged, until one is left."""
+    level = list(items)
+    while len(level) > 1:
+        level = [combine(level[k], level[k + 1]) if k + 1 < len(level) else level[k]
+                 for k in range(0, len(level), 2)]
+    return level[0]
+
+
 def a2a_reduce_ref(vectors: list[bytes], dtype: K.CollType, red: K.CollRed) -> bytes:
     """The combined vector of an all-to-all ALLREDUCE (header bit ``a2a``): every node
-    folds all vectors in node order, ``((v0 op v1) op v2) ... op v(n-1)``."""
+    folds all vectors in :func:`a2a_fold`'s order."""
+    np = _np()
+    return a2a_fold([np.frombuffer(v, dtype=NP_TYPES[dtype]).copy() for v in vectors],
+                    lambda a, b: combine_ref(a, b, red)).tobytes()
+
+
+def a2a_chain_ref(vectors: list[bytes], dtype: K.CollType, red: K.CollRed) -> bytes:
+    """The left-to-right fold ``((v0 op v1) op v2) ... op v(n-1)``: the all-to-all order
+    before the pairwise tree (tests show the two differ, so a check sees which ran)."""
     np = _np()
     acc = np.frombuffer(vectors[0], dtype=NP_TYPES[dtype]).copy()
     for v in vectors[1:]:
