@@ -311,7 +311,9 @@ def _coll_lines() -> list[str]:
          f"#define PN_COLL_MAX_RADIX_LOG2 {K.COLL_MAX_RADIX_LOG2}",
          "/* All-to-all ALLREDUCE (header bit a2a): the kernel's largest job; the library's default limit */",
          f"#define PN_COLL_A2A_MAX_NODES {K.COLL_A2A_MAX_NODES}",
-         f"#define PN_COLL_DEFAULT_A2A_MAX {K.COLL_DEFAULT_A2A_MAX}", ""]
+         f"#define PN_COLL_DEFAULT_A2A_MAX {K.COLL_DEFAULT_A2A_MAX}",
+         "/* A float add's cycles, operands in to result out (the fold's schedule, the simulator's charge) */",
+         f"#define PN_COLL_FADD_CYCLES {K.COLL_FADD_CYCLES}", ""]
     for enum, prefix in ((K.CollOp, "PN_COLL_OP"), (K.CollType, "PN_COLL_T"), (K.CollRed, "PN_COLL_RED"),
                          (K.CollPhase, "PN_COLL_PHASE"), (K.CollErr, "PN_COLL_ERR")):
         L.append(f"/* {enum.__name__} */")

@@ -101,6 +101,12 @@ COLL_A2A_MAX_NODES = 32
 #: (the tree's sends, five packets of 35 words, fit many times over).
 COLL_NET_OUT_WORDS = 4096
 assert 2 * (COLL_A2A_MAX_NODES - 1) * (3 + COLL_MAX_WORDS) <= COLL_NET_OUT_WORDS
+#: Cycles of the kernel's floating-point add, operands in to result out: the depth the
+#: all-to-all fold's schedule leaves between a result and its first use (collective.h), the
+#: simulator's charge for a float add (sim/harness/coll.cpp) and the Migen twin's adder
+#: pipeline (hw/fp_add.py ``FPAdd.LATENCY``, tested equal). Not yet checked against a Vitis
+#: schedule.
+COLL_FADD_CYCLES = 5
 #: The library's default: an ALLREDUCE of a job of at most this many nodes is sent with
 #: ``a2a`` set (environment ``PARANIC_COLL_A2A_MAX``; 0: always the tree), as the barrier's
 #: ``--barrier-a2a-max``.

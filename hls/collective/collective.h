@@ -50,10 +50,8 @@ typedef ap_uint<PN_NODE_BITS> node_t;
 /* Levels of the all-to-all fold's pairwise tree: log2(PN_COLL_A2A_MAX_NODES). */
 #define PN_COLL_A2A_LEVELS 5
 static_assert((1 << PN_COLL_A2A_LEVELS) == PN_COLL_A2A_MAX_NODES, "PN_COLL_A2A_LEVELS");
-/* A float add's latency in cycles, operands in to result written: the depth the fold's
- * schedule leaves between a result and its first use (the Migen twin's FPAdd.LATENCY,
- * hw/fp_add.py; unchecked against a Vitis schedule). The simulator's model uses it too. */
-#define PN_COLL_FADD_CYCLES 5
+/* PN_COLL_FADD_CYCLES (pn_coll_spec.h, from spec/kernels.py): a float add's latency, the
+ * depth the fold's schedule leaves between a result and its first use. */
 
 /* The all-to-all fold's schedule (try_complete_a2a): level lv (stride 2^lv) of the
  * pairwise tree over `nodes` members has coll_a2a_pairs() pairs, x(i) op x(i + 2^lv) for

@@ -12,7 +12,7 @@
  * at one word per cycle on each output stream; it reads the next message once its
  * outputs have been taken. A combination costs more where its loop does:
  *  - tree: a float SUM's chain of one add per child (unrolled in the II=1 loop) adds its
- *    depth, COLL_FADD_CYCLES per child, once;
+ *    depth, PN_COLL_FADD_CYCLES per child, once;
  *  - all-to-all: the fold is the pairwise tree over member index, level by level, one
  *    combine per cycle in one pipelined loop (try_complete_a2a): a level's pairs' words,
  *    then, for a float SUM, idle cycles until the next level may read its results
@@ -33,8 +33,6 @@
 /* Cycles between the last word of a message in and its first word out, besides one per
  * vector word: the kernel's reading of the header and its pipelines' depth. */
 #define COLL_COMBINE_CYCLES 4
-/* A floating-point add's latency: the Migen twin's FPAdd pipeline (hw/fp_add.py). */
-#define COLL_FADD_CYCLES PN_COLL_FADD_CYCLES
 
 #define CH(h, F) (((h) >> PN_COLLHDR_##F##_SHIFT) & PN_COLLHDR_##F##_MASK)
 
@@ -47,7 +45,7 @@ static bool fsum(uint64_t h)
  * its pipeline's drain. */
 static uint64_t a2a_fold_cycles(unsigned nodes, unsigned dw, bool fadd)
 {
-	unsigned lat = fadd ? COLL_FADD_CYCLES : 0;
+	unsigned lat = fadd ? PN_COLL_FADD_CYCLES : 0;
 	return nodes > 1 && dw ? coll_a2a_fold_slots(nodes, dw, lat) + lat : 0;
 }
 
@@ -72,7 +70,7 @@ static uint64_t fold_cycles(uint64_t in, bool result, bool up, unsigned node, un
 	uint64_t first = PN_COLL_FIRST_CHILD((uint64_t)rel, radix_log2), kids = 0;
 	for (unsigned j = 0; j < (1u << radix_log2); j++)
 		kids += first + j < nodes;
-	return kids * COLL_FADD_CYCLES;
+	return kids * PN_COLL_FADD_CYCLES;
 }
 
 class CollNode {

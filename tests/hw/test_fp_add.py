@@ -11,6 +11,7 @@ import pytest
 from migen.sim import run_simulation
 
 from paranic.hw.fp_add import FPAdd
+from paranic.spec import kernels as K
 
 QNAN = {32: 0x7FC00000, 64: 0x7FF8000000000000}
 
@@ -70,3 +71,10 @@ def test_fp_add_is_ieee_round_to_nearest_even(bits):
     run_simulation(dut, gen())
     bad = [(hex(a), hex(b), hex(g), hex(_ieee(a, b, bits))) for (a, b), g in zip(ops, got) if g != _ieee(a, b, bits)]
     assert len(got) == len(ops) and not bad, bad[:5]
+
+
+def test_latency_is_the_kernels():
+    """The adder's pipeline is the float add the collective kernel's fold schedule and the
+    simulator's timing assume (spec ``COLL_FADD_CYCLES``)."""
+    from paranic.spec import kernels as K
+    assert FPAdd.LATENCY == K.COLL_FADD_CYCLES

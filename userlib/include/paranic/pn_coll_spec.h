@@ -15,6 +15,8 @@
 /* All-to-all ALLREDUCE (header bit a2a): the kernel's largest job; the library's default limit */
 #define PN_COLL_A2A_MAX_NODES 32
 #define PN_COLL_DEFAULT_A2A_MAX 32
+/* A float add's cycles, operands in to result out (the fold's schedule, the simulator's charge) */
+#define PN_COLL_FADD_CYCLES 5
 
 /* CollOp */
 #define PN_COLL_OP_REDUCE 0x0
