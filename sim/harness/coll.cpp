@@ -183,6 +183,14 @@ void Harness::coll_post()
 		c->post(cycle);
 }
 
+void Harness::coll_node(int n, bool post, uint64_t cyc)
+{
+	if (post)
+		colls[n]->post(cyc);
+	else
+		colls[n]->pre(cyc);
+}
+
 bool Harness::coll_busy() const
 {
 	for (const CollNode *c : colls)
@@ -233,6 +241,7 @@ void Harness::coll_release(const Client *cl)
 
 void Harness::coll_pre() {}
 void Harness::coll_post() {}
+void Harness::coll_node(int, bool, uint64_t) {}
 bool Harness::coll_busy() const { return false; }
 void Harness::coll_attach(const NodePorts &) {}
 void Harness::coll_init(Script *) {}

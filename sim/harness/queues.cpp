@@ -47,7 +47,7 @@ void Harness::op_done(int node, const MmioItem &it, const uint32_t *vals, uint64
 {
 	Client *cl = it.cl;
 	pn_sim_trace *t = cl->trace;
-	g->mmio_ops++;
+	__atomic_add_fetch(&g->mmio_ops, 1, __ATOMIC_RELAXED);   /* lanes of a window run this side by side */
 	if (rings_pio(it.kind, it.off)) {
 		store64(&t->pio_doorbell_cycle, cyc);
 		store64(&t->pio_doorbells, t->pio_doorbells + 1);
@@ -63,7 +63,8 @@ void Harness::op_done(int node, const MmioItem &it, const uint32_t *vals, uint64
 		break;
 	case PN_SIM_OP_R32:
 	case PN_SIM_OP_RCSR:
-		replies.push_back({std::max(cyc + 1, it.obs + cfg.c_mmio_r), cl, it.cl_gen, it.value, vals[0]});
+		(sim_lane ? sim_lane->replies : replies)
+			.push_back({std::max(cyc + 1, it.obs + cfg.c_mmio_r), cl, it.cl_gen, it.value, vals[0]});
 		break;
 	default:
 		break;
