@@ -15,11 +15,13 @@
 
 #include <verilated.h>
 
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <deque>
 #include <functional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cluster_gen.h"
@@ -394,9 +396,20 @@ private:
 	void advance(uint64_t limit);   /* a window (or one cycle) ending at most at limit */
 	uint64_t window_len(uint64_t limit);
 	void window_run(uint64_t w);
-	static void lane_entry(void *arg, int t);
-	void lane_run(int t);
+	void window_start();   /* the lanes and their threads (all but lane 0's: the caller's) */
+	void window_stop();
+	void lane_worker(int t);
+	void lane_run(int t, uint64_t id);
+	void node_window(Lane &L, int n);
 	std::vector<Lane> lanes;
+	std::vector<std::thread> lane_threads;
+	/* Window `win_id`: node n is run by the lane that moves win_taken[n] from id - 1 to
+	 * id; win_done counts the nodes run (all windows), win_seq wakes sleeping workers. */
+	std::atomic<uint64_t> win_id{0};
+	std::atomic<uint64_t> win_taken[SIM_NODES] = {};
+	std::atomic<uint32_t> win_done{0}, win_seq{0}, win_caller_sleeps{0}, win_sleepers{0};
+	std::atomic<bool> win_quit{false};
+	std::atomic<uint64_t> win_stolen{0}, win_wakeups{0};
 	uint64_t win_c0 = 0, win_w = 0, win_e0 = 0;
 	uint64_t windows = 0, window_cycles = 0;   /* statistics */
 	bool anything_in_flight() const;

@@ -254,7 +254,7 @@ int Harness::run()
 	vctx->commandArgs(2, vargs);
 #endif
 	m = new Vcluster{vctx};
-	if (cfg.threads > 1) {
+	if (cfg.threads > 1 && !cfg.window) {   /* windows have threads of their own (window.cpp) */
 		sim_eval_pool = new EvalPool((int)cfg.threads);
 		sim_log("%u threads evaluate the %d node models", cfg.threads, SIM_NODES);
 	}
@@ -268,7 +268,7 @@ int Harness::run()
 			sim_log("window of %u cycles shortened to %u (cable %u cycles, DMA write %u)", cfg.window, w,
 				(unsigned)SIM_PHY_DELAY, cfg.c_dma_w);
 		cfg.window = w;
-		lanes.resize(cfg.threads);
+		window_start();
 		sim_log("lock-step windows of at most %u cycles on %u thread%s", w, cfg.threads, cfg.threads > 1 ? "s" : "");
 	}
 	NodePorts ports[SIM_NODES] = {};
@@ -359,9 +359,13 @@ int Harness::run()
 #ifdef SIM_SPLIT
 	sim_log("cable words fingerprint %016llx", (unsigned long long)m->fingerprint());
 #endif
-	if (cfg.window)
-		sim_log("windows of at most %u cycles: %llu windows, %llu cycles in them", cfg.window,
-			(unsigned long long)windows, (unsigned long long)window_cycles);
+	if (cfg.window) {
+		sim_log("windows of at most %u cycles: %llu windows, %llu cycles in them; %llu nodes' windows run by "
+			"another thread than their own, %llu wake-ups from sleep", cfg.window, (unsigned long long)windows,
+			(unsigned long long)window_cycles, (unsigned long long)win_stolen.load(),
+			(unsigned long long)win_wakeups.load());
+		window_stop();
+	}
 	if (sim_eval_pool)
 		sim_log("worker threads: %d, %llu parallel evaluations, %llu wake-ups from sleep",
 			sim_eval_pool->threads(), (unsigned long long)sim_eval_pool->runs,

@@ -20,9 +20,13 @@
  * are the harness's own code.
  */
 #include <algorithm>
+#include <climits>
+
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "Vcluster.h"
-#include "evalpool.h"
 #include "harness.h"
 
 thread_local Lane *sim_lane = nullptr;
@@ -55,32 +59,122 @@ uint64_t Harness::window_len(uint64_t limit)
 	return end > cycle + 1 ? end - cycle : 1;
 }
 
-void Harness::lane_entry(void *arg, int t)
+/* Spin this many rounds (a pause instruction each) before sleeping on a futex. */
+#define WIN_SPIN_ROUNDS 4000
+
+static inline void win_relax()
 {
-	static_cast<Harness *>(arg)->lane_run(t);
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	asm volatile("yield");
+#endif
 }
 
-/* Lane t: nodes t, t + lanes, ... each through the whole window. */
-void Harness::lane_run(int t)
+static void win_futex_wait(std::atomic<uint32_t> *a, uint32_t val)
+{
+	syscall(SYS_futex, reinterpret_cast<uint32_t *>(a), FUTEX_WAIT_PRIVATE, val, nullptr, nullptr, 0);
+}
+
+static void win_futex_wake(std::atomic<uint32_t> *a)
+{
+	syscall(SYS_futex, reinterpret_cast<uint32_t *>(a), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr, nullptr, 0);
+}
+
+void Harness::window_start()
+{
+	lanes.resize(cfg.threads);
+	for (uint32_t t = 1; t < cfg.threads; t++)
+		lane_threads.emplace_back(&Harness::lane_worker, this, (int)t);
+}
+
+void Harness::window_stop()
+{
+	win_quit.store(true);
+	win_seq.fetch_add(1);
+	win_futex_wake(&win_seq);
+	for (std::thread &th : lane_threads)
+		th.join();
+	lane_threads.clear();
+}
+
+/* One node through the whole window, on lane L. */
+void Harness::node_window(Lane &L, int n)
+{
+	Host *h = hosts[n];
+	for (uint64_t i = 0; i < win_w; i++) {
+		uint64_t c = win_c0 + i;
+		L.cycle = c;
+		h->pre(c);
+		coll_node(n, false, c);
+		m->node_fall(n, win_e0 + i);
+		h->post(c);
+		coll_node(n, true, c);
+		if (m->node_rise(n, win_e0 + i))
+			L.link_activity = std::max(L.link_activity, c + 1);
+	}
+}
+
+/* Lane t in window `id`: its own nodes first (t, t + lanes, ...: they stay in its core's
+ * cache from one window to the next), then any node no lane has taken yet. A thread the
+ * scheduler parks (a loaded machine) thus holds a window up by the node it is running at
+ * most: the others take the rest, and the window ends when every node has run, without
+ * waiting for a thread that took none. A late thread's claims for a window that is over
+ * fail (win_taken[n] has moved on), so it never runs a node with another window's
+ * parameters: they change only once every node of the window has run. */
+void Harness::lane_run(int t, uint64_t id)
 {
 	Lane &L = lanes[t];
 	sim_lane = &L;
 	const int nl = (int)lanes.size();
-	for (int n = t; n < SIM_NODES; n += nl) {
-		Host *h = hosts[n];
-		for (uint64_t i = 0; i < win_w; i++) {
-			uint64_t c = win_c0 + i;
-			L.cycle = c;
-			h->pre(c);
-			coll_node(n, false, c);
-			m->node_fall(n, win_e0 + i);
-			h->post(c);
-			coll_node(n, true, c);
-			if (m->node_rise(n, win_e0 + i))
-				L.link_activity = std::max(L.link_activity, c + 1);
-		}
+	auto take = [&](int n) {
+		uint64_t want = id - 1;
+		return win_taken[n].load(std::memory_order_relaxed) == want &&
+		       win_taken[n].compare_exchange_strong(want, id, std::memory_order_acq_rel);
+	};
+	auto run = [&](int n, bool stolen) {
+		node_window(L, n);
+		if (stolen)
+			win_stolen.fetch_add(1, std::memory_order_relaxed);
+		win_done.fetch_add(1);   /* sequentially consistent with win_caller_sleeps */
+		if (t && win_caller_sleeps.load())
+			win_futex_wake(&win_done);
+	};
+	for (int n = t; n < SIM_NODES; n += nl)
+		if (take(n))
+			run(n, false);
+	for (int k = 1; k < SIM_NODES && nl > 1; k++) {
+		int n = (t + k) % SIM_NODES;
+		if (n % nl != t && take(n))
+			run(n, true);
 	}
 	sim_lane = nullptr;
+}
+
+void Harness::lane_worker(int t)
+{
+	uint32_t seen = 0;
+	for (;;) {
+		uint32_t s;
+		unsigned k = 0;
+		while ((s = win_seq.load(std::memory_order_acquire)) == seen) {
+			if (++k < WIN_SPIN_ROUNDS) {
+				win_relax();
+				continue;
+			}
+			win_sleepers.fetch_add(1);
+			if (win_seq.load() == seen) {
+				win_futex_wait(&win_seq, seen);
+				win_wakeups.fetch_add(1, std::memory_order_relaxed);
+			}
+			win_sleepers.fetch_sub(1);
+			k = 0;
+		}
+		seen = s;
+		if (win_quit.load())
+			return;
+		lane_run(t, win_id.load(std::memory_order_acquire));
+	}
 }
 
 void Harness::window_run(uint64_t w)
@@ -88,11 +182,27 @@ void Harness::window_run(uint64_t w)
 	win_c0 = cycle;
 	win_w = w;
 	win_e0 = m->edges();
-	if (sim_eval_pool && lanes.size() > 1)
-		sim_eval_pool->run((int)lanes.size(), lane_entry, this);
-	else
-		for (size_t t = 0; t < lanes.size(); t++)
-			lane_run((int)t);
+	uint64_t id = win_id.load(std::memory_order_relaxed) + 1;
+	uint32_t target = win_done.load(std::memory_order_relaxed) + SIM_NODES;
+	win_id.store(id, std::memory_order_release);   /* publishes the window's parameters */
+	if (!lane_threads.empty()) {
+		win_seq.fetch_add(1);   /* sequentially consistent with the workers' sleepers/seq pair */
+		if (win_sleepers.load() > 0)
+			win_futex_wake(&win_seq);
+	}
+	lane_run(0, id);
+	/* Wait for the nodes other lanes are running (spin, then sleep until the last wakes us). */
+	uint32_t d;
+	for (unsigned k = 0; (d = win_done.load(std::memory_order_acquire)) != target; k++) {
+		if (k < WIN_SPIN_ROUNDS) {
+			win_relax();
+			continue;
+		}
+		win_caller_sleeps.store(1);
+		if ((d = win_done.load()) != target)
+			win_futex_wait(&win_done, d);
+		win_caller_sleeps.store(0);
+	}
 	m->advance(w);
 	cycle += w;
 	windows++;
@@ -130,7 +240,10 @@ void Harness::advance(uint64_t limit)
 void Harness::advance(uint64_t) { step(); }
 uint64_t Harness::window_len(uint64_t) { return 1; }
 void Harness::window_run(uint64_t) {}
-void Harness::lane_entry(void *, int) {}
-void Harness::lane_run(int) {}
+void Harness::window_start() {}
+void Harness::window_stop() {}
+void Harness::lane_worker(int) {}
+void Harness::lane_run(int, uint64_t) {}
+void Harness::node_window(Lane &, int) {}
 
 #endif
