@@ -61,7 +61,7 @@ static uint64_t fold_cycles(uint64_t in, bool result, bool up, unsigned node, un
 	return kids * COLL_FADD_CYCLES;
 }
 
-class CollNode {
+class alignas(64) CollNode {   /* its node's thread writes it every cycle (windows) */
 public:
 	explicit CollNode(const CollPorts &p) : p(p) { coll_reset(st); }
 
