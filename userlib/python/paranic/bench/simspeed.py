@@ -4,7 +4,7 @@ simulated latencies depend on the machine's load (docs/simulator.md, "Speed").
 * **speed**: cycles of the whole cluster per wall second for each topology, with the
   clock free-running and nobody attached (``paranic-sim --free-run --max-cycles N``, the
   harness's own figure), and under traffic (a ``pn_bench`` stream of 64 KiB HAL DMA
-  messages between nodes 0 and 1 while the cluster's cycle counter is sampled).
+  messages (10 of them: pn_bench --scale 0.01) between nodes 0 and 1 while the cluster's cycle counter is sampled).
 * **load** (``--load``): the 8-byte ping-pong's one-way latency (``--lat-layer`` hal or am;
   pn_bench's fastest iteration and the mean) in simulated time on ring:4, with the pause off (``--pause-cap-ms 0``) and on, on the machine as it is and
   with ``--busy`` extra busy-loop processes running: median and spread over
@@ -112,7 +112,7 @@ def traffic(topo: str, sim_args: Sequence[str], split: bool = False) -> float:
         t.start()
         try:
             _pn_bench(sim, ["--bench", "stream", "--layer", "hal", "--min", "65536", "--max", "65536",
-                            "--scale", "0.002"], f"sim {topo}")
+                            "--scale", "0.01"], f"sim {topo}")
         finally:
             stop.set()
             t.join()
