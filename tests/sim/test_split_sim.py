@@ -139,3 +139,16 @@ def test_window_rawdata(split_binary, userlib_build):
     # Most of the transfer's cycles ran in windows (not cycle by cycle).
     m = re.search(r"stopped at cycle (\d+).*?windows of at most 13 cycles: (\d+) windows, (\d+) cycles", log, re.S)
     assert m and int(m.group(3)) > 0.5 * int(m.group(1)), log[-2000:]
+
+
+def test_window_needs_a_split_build(sim_binary, split_binary, tmp_path):
+    """--window on the one-model build says so instead of starting; a window longer than
+    the cable's delay is shortened to it (the lookahead), and bad values are refused."""
+    base = ["--socket", str(tmp_path / "s.sock"), "--shm", str(tmp_path / "shm"), "--max-cycles", "10"]
+    r = subprocess.run([str(sim_binary), *base, "--window", "auto"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "--window needs a split build" in r.stderr, r.stderr
+    r = subprocess.run([str(split_binary), *base, "--window", "50"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and "window of 50 cycles shortened to 13" in r.stderr, r.stderr[-2000:]
+    for bad in ("-1", "x", "13x"):
+        r = subprocess.run([str(split_binary), *base, "--window", bad], capture_output=True, text=True, timeout=60)
+        assert r.returncode == 2 and "--window" in r.stderr, r.stderr
