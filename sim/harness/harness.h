@@ -318,6 +318,7 @@ struct Client {
 	 * for only while its counter differs: it polls). */
 	uint64_t owed_cycle = UINT64_MAX, owed_polls = 0, owed_qhead = 0;
 	uint64_t polls_capped = 0;
+	bool win_held = false;   /* window.cpp: its queue waits for the window's end */
 };
 
 /* The welcome's fields every client gets; sending it with an fd (clients.cpp). */
@@ -353,6 +354,7 @@ struct alignas(64) Lane {   /* a cache line of its own: its thread writes it eve
 	uint64_t cycle = 0;
 	uint64_t pause_at = UINT64_MAX;
 	uint64_t link_activity = 0;   /* the cycle after the last one with a link active */
+	uint64_t activity = 0;        /* the last cycle a client's queue entry was taken */
 	std::vector<Reply> replies;
 };
 /* The lane the calling thread runs (NULL: the harness's thread outside a window). */
@@ -403,6 +405,7 @@ private:
 	void node_window(Lane &L, int n);
 	std::vector<Lane> lanes;
 	std::vector<std::thread> lane_threads;
+	std::vector<Client *> win_clients[SIM_NODES];   /* a window's active clients per node */
 	/* Window `win_id`: node n is run by the lane that moves win_taken[n] from id - 1 to
 	 * id; win_done counts the nodes run (all windows), win_seq wakes sleeping workers. */
 	std::atomic<uint64_t> win_id{0};
@@ -442,6 +445,7 @@ private:
 	void free_client(Client *cl);
 	/* queues.cpp: clients' MMIO queues */
 	void pull_queues();
+	bool pull_client(Client *cl);
 	/* device.cpp: device clients */
 	void on_device_hello(Client *cl, const pn_sim_hello &h, int ramfd);
 	void device_welcome(Client *cl);

@@ -259,14 +259,16 @@ int Harness::run()
 		sim_log("%u threads evaluate the %d node models", cfg.threads, SIM_NODES);
 	}
 	if (cfg.window) {
-		/* A window may not outrun the cable (the lookahead) nor a DMA write's latency
-		 * (a write queued in it must become visible after it: window.cpp). */
+		/* A window may not outrun the cable (the lookahead), a DMA write's latency (a
+		 * write queued in it must become visible after it) nor an MMIO load's (a load
+		 * taken in it is answered after it): window.cpp. */
 		uint32_t w = cfg.window;
 		w = std::min<uint32_t>(w, SIM_PHY_DELAY);
 		w = std::min<uint32_t>(w, std::max<uint32_t>(cfg.c_dma_w, 1));
+		w = std::min<uint32_t>(w, std::max<uint32_t>(cfg.c_mmio_r, 1));
 		if (w != cfg.window)
-			sim_log("window of %u cycles shortened to %u (cable %u cycles, DMA write %u)", cfg.window, w,
-				(unsigned)SIM_PHY_DELAY, cfg.c_dma_w);
+			sim_log("window of %u cycles shortened to %u (cable %u cycles, DMA write %u, MMIO load %u)",
+				cfg.window, w, (unsigned)SIM_PHY_DELAY, cfg.c_dma_w, cfg.c_mmio_r);
 		cfg.window = w;
 		window_start();
 		sim_log("lock-step windows of at most %u cycles on %u thread%s", w, cfg.threads, cfg.threads > 1 ? "s" : "");

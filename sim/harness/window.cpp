@@ -105,6 +105,10 @@ void Harness::node_window(Lane &L, int n)
 	for (uint64_t i = 0; i < win_w; i++) {
 		uint64_t c = win_c0 + i;
 		L.cycle = c;
+		if (i)   /* cycle win_c0's entries were taken by the harness's thread */
+			for (Client *cl : win_clients[n])
+				if (!cl->win_held && !pull_client(cl))
+					cl->win_held = true;
 		h->pre(c);
 		coll_node(n, false, c);
 		m->node_fall(n, win_e0 + i);
@@ -182,6 +186,13 @@ void Harness::window_run(uint64_t w)
 	win_c0 = cycle;
 	win_w = w;
 	win_e0 = m->edges();
+	for (std::vector<Client *> &v : win_clients)
+		v.clear();
+	for (Client *cl : clients)
+		if (cl->st == CState::Active && cl->node >= 0 && cl->node < SIM_NODES) {
+			cl->win_held = false;
+			win_clients[cl->node].push_back(cl);
+		}
 	uint64_t id = win_id.load(std::memory_order_relaxed) + 1;
 	uint32_t target = win_done.load(std::memory_order_relaxed) + SIM_NODES;
 	win_id.store(id, std::memory_order_release);   /* publishes the window's parameters */
@@ -216,7 +227,8 @@ void Harness::window_run(uint64_t w)
 		}
 		if (L.link_activity && cfg.link_activity)
 			last_activity = std::max(last_activity, L.link_activity);
-		L.link_activity = 0;
+		last_activity = std::max(last_activity, L.activity);
+		L.link_activity = L.activity = 0;
 	}
 	step_end();
 }
