@@ -10,9 +10,10 @@
  * node stays in the cache for W cycles, and the threads meet once per window instead of
  * twice per cycle.
  *
+ * A node's clients' queues are taken on its lane every cycle (pull_client), except in a
+ * window's first cycle and an entry that needs the harness's thread (held to the end).
  * What is global stays on the harness's thread, at the windows' boundaries: the pause,
- * faults, the clients' queues (a client's operation is taken at a boundary), the
- * published clock, status refreshes, answers to loads, the sockets. The window ends
+ * faults, the published clock, status refreshes, answers to loads, the sockets. The window ends
  * early at every cycle something of these is due that is known when it starts (a fault,
  * a status refresh, an answer, the pause a DMA write may owe), so these happen at the
  * serial run's cycles; while a script (bring-up, context set-up, a status refresh, ...)
