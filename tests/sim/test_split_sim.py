@@ -152,3 +152,22 @@ def test_window_needs_a_split_build(sim_binary, split_binary, tmp_path):
     for bad in ("-1", "x", "13x"):
         r = subprocess.run([str(split_binary), *base, "--window", bad], capture_output=True, text=True, timeout=60)
         assert r.returncode == 2 and "--window" in r.stderr, r.stderr
+
+
+def test_window_killed_client(split_binary, userlib_build):
+    """A client killed in the middle of rawdata traffic through windows on two threads:
+    its detach, context reset and the new process's attach run at the windows'
+    boundaries (cycle by cycle while their scripts run); all four finish, the survivors'
+    packets for it are dropped, the simulator lives on."""
+    with simrun.start("ring:4", socket=sim_socket("win-kill"), split=True,
+                      extra_args=["--window", "auto", "--threads", "2"]) as sim:
+        r = launch(sim, [str(TESTS / "rawdata_test"), "kill", "sim"], 4, "win-kill",
+                   extra=["-f", "-k", "3:300:phase-b", "-r", "500"], timeout=300)
+        assert sim.alive()
+    log = sim.log_text()
+    assert r.rc == 0 and not r.fails(), r.out
+    m = re.match(r"ok kill reborn node 3: 3 acks, \d+ late phase-B messages, (\d+) packets dropped while dead",
+                 r.ok(3, "kill reborn"))
+    assert m and int(m.group(1)) > 0, r.out
+    assert len(re.findall(r"detached from node \d ctx 0", log)) == 5, log[-3000:]
+    assert "PCIe rule broken" not in log and "outside client memory" not in log, log[-2000:]
