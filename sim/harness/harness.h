@@ -222,6 +222,7 @@ public:
 private:
 	static bool is_read(uint32_t kind) { return kind == PN_SIM_OP_R32 || kind == PN_SIM_OP_RCSR; }
 	uint32_t reads_queued = 0;   /* client loads in mq */
+	uint32_t scripts_queued = 0; /* scripts in mq */
 	void start_item(uint64_t cycle);
 	void finish_item(uint64_t cycle);
 	void drive_wb();

@@ -39,12 +39,7 @@ bool Host::busy() const
 
 bool Host::has_script() const
 {
-	if (item_active && cur.script)
-		return true;
-	for (const MmioItem &it : mq)
-		if (it.script)
-			return true;
-	return false;
+	return (item_active && cur.script) || scripts_queued;
 }
 
 /* A load's answer is due at max(cycle after its bus access, obs + c_mmio_r) >= obs +
@@ -75,6 +70,7 @@ void Host::push_script(Script *s, uint64_t due)
 	it.obs = due;
 	it.script = s;
 	mq.push_back(it);
+	scripts_queued++;
 }
 
 /* ---- MMIO: one item (client operation or script) at a time, one bus access at a time --- */
@@ -86,6 +82,8 @@ void Host::start_item(uint64_t cycle)
 		mq.pop_front();
 		if (!it.script)
 			reads_queued -= is_read(it.kind);
+		else
+			scripts_queued--;
 		if (it.script) {
 			Script *s = it.script;
 			if (s->build)
