@@ -73,7 +73,7 @@ static uint64_t fold_cycles(uint64_t in, bool result, bool up, unsigned node, un
 	return kids * PN_COLL_FADD_CYCLES;
 }
 
-class CollNode {
+class alignas(64) CollNode {   /* its node's thread writes it every cycle (windows) */
 public:
 	explicit CollNode(const CollPorts &p) : p(p) { coll_reset(st); }
 
@@ -196,6 +196,14 @@ void Harness::coll_post()
 		c->post(cycle);
 }
 
+void Harness::coll_node(int n, bool post, uint64_t cyc)
+{
+	if (post)
+		colls[n]->post(cyc);
+	else
+		colls[n]->pre(cyc);
+}
+
 bool Harness::coll_busy() const
 {
 	for (const CollNode *c : colls)
@@ -246,6 +254,7 @@ void Harness::coll_release(const Client *cl)
 
 void Harness::coll_pre() {}
 void Harness::coll_post() {}
+void Harness::coll_node(int, bool, uint64_t) {}
 bool Harness::coll_busy() const { return false; }
 void Harness::coll_attach(const NodePorts &) {}
 void Harness::coll_init(Script *) {}

@@ -39,10 +39,10 @@ uint8_t *Harness::dma_ptr(int node, uint64_t adr, uint32_t n, bool write, Client
 
 void Harness::dma_refused(int node, const char *what, uint64_t adr, uint32_t n)
 {
-	uint64_t k = ++g->dma_refused;
+	uint64_t k = __atomic_add_fetch(&g->dma_refused, 1, __ATOMIC_RELAXED);   /* lanes: windows */
 	if (k <= 50 || k % 1000 == 0)
 		sim_log("node %d cycle %llu: DMA %s %#llx+%u outside client memory: refused (%llu so far)", node,
-			(unsigned long long)cycle, what, (unsigned long long)adr, n, (unsigned long long)k);
+			(unsigned long long)now(), what, (unsigned long long)adr, n, (unsigned long long)k);
 }
 
 void Harness::protocol_error(int node, const char *fmt, ...)
@@ -52,12 +52,13 @@ void Harness::protocol_error(int node, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
-	if (++errors <= 100)
-		sim_log("node %d cycle %llu: PCIe rule broken: %s", node, (unsigned long long)cycle, buf);
+	if (__atomic_add_fetch(&errors, 1, __ATOMIC_RELAXED) <= 100)
+		sim_log("node %d cycle %llu: PCIe rule broken: %s", node, (unsigned long long)now(), buf);
 }
 
 void Harness::dma_written(int node, Client *cl, uint64_t adr, uint32_t n, const uint8_t *data)
 {
+	const uint64_t cycle = now();   /* a window's lane runs this node ahead of this->cycle */
 	if (sim_verbose > 2)
 		sim_log("node %d: DMA write of %u bytes at 0x%llx, cycle %llu", node, n, (unsigned long long)adr,
 			(unsigned long long)cycle);

@@ -61,17 +61,26 @@ void EvalPool::run(int count, Fn f, void *a)
 	n = count;
 	fn = f;
 	arg = a;
-	pending.store(nthreads - 1, std::memory_order_relaxed);
+	pending.store((uint32_t)(nthreads - 1), std::memory_order_relaxed);
 	/* Sequentially consistent, as the worker's sleepers/gen pair: either a worker going
 	 * to sleep is counted here, or it sees the new generation and does not sleep. */
 	gen.fetch_add(1);   /* publishes n, fn, arg */
 	if (sleepers.load() > 0)
 		futex_wake_all(&gen);
 	share(0);
-	for (unsigned k = 0; pending.load(std::memory_order_acquire) != 0; k++) {
-		cpu_relax();
-		if (k >= SPIN_ROUNDS)
-			std::this_thread::yield();   /* a worker lost its core: let it run */
+	/* Spin, then sleep until the last worker wakes this thread: a worker that lost its
+	 * core (a loaded machine) gets it back sooner than with this thread yielding in a
+	 * loop, and this thread burns no CPU meanwhile. */
+	uint32_t left;
+	for (unsigned k = 0; (left = pending.load(std::memory_order_acquire)) != 0; k++) {
+		if (k < SPIN_ROUNDS) {
+			cpu_relax();
+			continue;
+		}
+		caller_sleeping.store(1);   /* sequentially consistent with the workers' fetch_sub */
+		if ((left = pending.load()) != 0)
+			futex_wait(&pending, left);
+		caller_sleeping.store(0, std::memory_order_relaxed);
 	}
 }
 
@@ -98,6 +107,7 @@ void EvalPool::worker(int t)
 		if (quit.load(std::memory_order_acquire))
 			return;
 		share(t);
-		pending.fetch_sub(1, std::memory_order_acq_rel);
+		if (pending.fetch_sub(1) == 1 && caller_sleeping.load())
+			futex_wake_all(&pending);
 	}
 }

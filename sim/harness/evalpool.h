@@ -7,7 +7,8 @@
  * at which the harness's single thread drives their inputs and reads their outputs.
  *
  * A waiting worker spins for a while (a cycle's host work between two evaluations is
- * short), then sleeps on a futex, so an idle simulator does not keep a core busy.
+ * short), then sleeps on a futex, so an idle simulator does not keep a core busy; the
+ * caller waiting for the workers does the same.
  */
 #ifndef PARANIC_SIM_EVALPOOL_H
 #define PARANIC_SIM_EVALPOOL_H
@@ -43,7 +44,8 @@ private:
 	int nthreads;
 	std::vector<std::thread> workers;
 	std::atomic<uint32_t> gen{0};        /* bumped by run(): a new share for every worker */
-	std::atomic<int> pending{0};         /* workers not yet done with this generation */
+	std::atomic<uint32_t> pending{0};    /* workers not yet done with this generation */
+	std::atomic<uint32_t> caller_sleeping{0};   /* run() waits for them on a futex */
 	std::atomic<int> sleepers{0};        /* workers asleep on `gen` */
 	std::atomic<bool> quit{false};
 	int n = 0;

@@ -15,11 +15,13 @@
 
 #include <verilated.h>
 
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <deque>
 #include <functional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cluster_gen.h"
@@ -111,6 +113,7 @@ struct Config {
 	double stats_s = 0;           /* print a statistics line every stats_s seconds */
 	bool free_run = false;        /* never throttle (speed measurements) */
 	uint32_t threads = 1;         /* threads evaluating the node models (split builds) */
+	uint32_t window = 0;          /* lock-step windows of at most this many cycles (0: none) */
 	bool link_activity = true;    /* links_busy (link work on a cable) counts as activity */
 	/* SoC cluster (firmware mode): ROM image, identity inputs per node index, and how
 	 * long the firmware may take to bring the cluster up. */
@@ -188,7 +191,7 @@ struct PendWrite {
 	std::vector<uint8_t> data;
 };
 
-class Host {
+class alignas(64) Host {   /* its node's thread writes it every cycle (windows) */
 public:
 	Host(Harness *h, int node, const NodePorts &p) : H(h), node(node), p(p) {}
 
@@ -199,7 +202,16 @@ public:
 	/* Anything queued or in flight? */
 	bool busy() const;
 	void push_script(Script *s, uint64_t due);
-	void push_client_op(const MmioItem &it) { mq.push_back(it); }
+	void push_client_op(const MmioItem &it)
+	{
+		mq.push_back(it);
+		reads_queued += is_read(it.kind);
+	}
+	/* Windows (window.cpp): a script queued or running (its callbacks are the harness's
+	 * code: run cycle by cycle), and the last cycle a window may end at, given what this
+	 * host will make visible to a client at a cycle known now. */
+	bool has_script() const;
+	uint64_t window_bound() const;
 	size_t queued() const { return mq.size(); }
 
 	Harness *H;
@@ -208,6 +220,9 @@ public:
 	uint64_t reads = 0, writes = 0, read_bytes = 0, write_bytes = 0, wb_ops = 0;
 
 private:
+	static bool is_read(uint32_t kind) { return kind == PN_SIM_OP_R32 || kind == PN_SIM_OP_RCSR; }
+	uint32_t reads_queued = 0;   /* client loads in mq */
+	uint32_t scripts_queued = 0; /* scripts in mq */
 	void start_item(uint64_t cycle);
 	void finish_item(uint64_t cycle);
 	void drive_wb();
@@ -304,6 +319,7 @@ struct Client {
 	 * for only while its counter differs: it polls). */
 	uint64_t owed_cycle = UINT64_MAX, owed_polls = 0, owed_qhead = 0;
 	uint64_t polls_capped = 0;
+	bool win_held = false;   /* window.cpp: its queue waits for the window's end */
 };
 
 /* The welcome's fields every client gets; sending it with an fd (clients.cpp). */
@@ -326,6 +342,25 @@ struct CtxRun {
 
 class Vcluster;
 
+/* An MMIO load's answer, published to its client at cycle `due`. */
+struct Reply {
+	uint64_t due;
+	Client *cl;
+	uint64_t gen, seq, value;
+};
+
+/* One thread's share of a lock-step window (window.cpp): its current cycle, and what its
+ * nodes' host work produced for the harness's thread to take at the window's end. */
+struct alignas(64) Lane {   /* a cache line of its own: its thread writes it every cycle */
+	uint64_t cycle = 0;
+	uint64_t pause_at = UINT64_MAX;
+	uint64_t link_activity = 0;   /* the cycle after the last one with a link active */
+	uint64_t activity = 0;        /* the last cycle a client's queue entry was taken */
+	std::vector<Reply> replies;
+};
+/* The lane the calling thread runs (NULL: the harness's thread outside a window). */
+extern thread_local Lane *sim_lane;
+
 class Harness {
 public:
 	explicit Harness(const Config &c);
@@ -343,23 +378,44 @@ public:
 
 	Config cfg;
 	uint64_t cycle = 0;
+	/* The cycle the calling thread's host work is in: its lane's within a window. */
+	uint64_t now() const { return sim_lane ? sim_lane->cycle : cycle; }
 	pn_sim_global *g = nullptr;
 	uint64_t errors = 0;          /* PCIe rules broken by the NIC */
 	uint64_t client_errors = 0;   /* bad queue entries from clients */
 
 private:
-	struct Reply {
-		uint64_t due;
-		Client *cl;
-		uint64_t gen, seq, value;
-	};
-
 	/* server.cpp: socket, shared memory, clock, run loop */
 	void setup_shm();
 	void setup_socket();
 	void poll_sockets(int timeout_ms);
 	void idle_sockets(int timeout_ms);   /* poll_sockets, the wait counted as idle (pause.cpp) */
 	void step();
+	void step_begin();   /* the pause, faults, clients' queues: before a cycle */
+	void step_cycle();   /* one cycle of every node and host */
+	void step_end();     /* the clock published, status refresh, replies due */
+	void publish_replies();
+	/* window.cpp: lock-step windows of cfg.window cycles (split builds) */
+	void advance(uint64_t limit);   /* a window (or one cycle) ending at most at limit */
+	uint64_t window_len(uint64_t limit);
+	void window_run(uint64_t w);
+	void window_start();   /* the lanes and their threads (all but lane 0's: the caller's) */
+	void window_stop();
+	void lane_worker(int t);
+	void lane_run(int t, uint64_t id);
+	void node_window(Lane &L, int n);
+	std::vector<Lane> lanes;
+	std::vector<std::thread> lane_threads;
+	std::vector<Client *> win_clients[SIM_NODES];   /* a window's active clients per node */
+	/* Window `win_id`: node n is run by the lane that moves win_taken[n] from id - 1 to
+	 * id; win_done counts the nodes run (all windows), win_seq wakes sleeping workers. */
+	std::atomic<uint64_t> win_id{0};
+	std::atomic<uint64_t> win_taken[SIM_NODES] = {};
+	std::atomic<uint32_t> win_done{0}, win_seq{0}, win_caller_sleeps{0}, win_sleepers{0};
+	std::atomic<bool> win_quit{false};
+	std::atomic<uint64_t> win_stolen{0}, win_wakeups{0};
+	uint64_t win_c0 = 0, win_w = 0, win_e0 = 0;
+	uint64_t windows = 0, window_cycles = 0;   /* statistics */
 	bool anything_in_flight() const;
 	void cleanup();
 	/* nodes.cpp: bring-up, links, jobs */
@@ -390,6 +446,7 @@ private:
 	void free_client(Client *cl);
 	/* queues.cpp: clients' MMIO queues */
 	void pull_queues();
+	bool pull_client(Client *cl);
 	/* device.cpp: device clients */
 	void on_device_hello(Client *cl, const pn_sim_hello &h, int ramfd);
 	void device_welcome(Client *cl);
@@ -427,6 +484,7 @@ private:
 	std::vector<CollNode *> colls;   /* per node, SIM_COLL only (coll.cpp) */
 	void coll_pre();
 	void coll_post();
+	void coll_node(int n, bool post, uint64_t cyc);   /* one node's kernel (windows) */
 	bool coll_busy() const;
 	void coll_attach(const NodePorts &p);
 	/* The collective units: enabled at bring-up, freed when their owner detaches (coll.cpp). */

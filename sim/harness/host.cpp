@@ -37,6 +37,32 @@ bool Host::busy() const
 	return false;
 }
 
+bool Host::has_script() const
+{
+	return (item_active && cur.script) || scripts_queued;
+}
+
+/* A load's answer is due at max(cycle after its bus access, obs + c_mmio_r) >= obs +
+ * c_mmio_r; a DMA write is visible (and may owe a client its look: the pause) at its due
+ * cycle, the pause then due pause_grace cycles later. Loads are taken from the clients'
+ * queues and writes queued (due >= now + c_dma_w >= the window) before a window starts,
+ * so these bounds are known at its start. */
+uint64_t Host::window_bound() const
+{
+	uint64_t b = UINT64_MAX;
+	if (item_active && !cur.script && is_read(cur.kind))
+		b = cur.obs + H->cfg.c_mmio_r;
+	if (reads_queued)
+		for (const MmioItem &it : mq)
+			if (!it.script && is_read(it.kind)) {
+				b = std::min(b, it.obs + H->cfg.c_mmio_r);
+				break;   /* mq is in the order the loads were taken: the first is the earliest */
+			}
+	if (!pw.empty())
+		b = std::min(b, pw.front().due + H->cfg.pause_grace);
+	return b;
+}
+
 void Host::push_script(Script *s, uint64_t due)
 {
 	MmioItem it{};
@@ -44,6 +70,7 @@ void Host::push_script(Script *s, uint64_t due)
 	it.obs = due;
 	it.script = s;
 	mq.push_back(it);
+	scripts_queued++;
 }
 
 /* ---- MMIO: one item (client operation or script) at a time, one bus access at a time --- */
@@ -53,6 +80,10 @@ void Host::start_item(uint64_t cycle)
 	while (!mq.empty() && mq.front().due <= cycle) {
 		MmioItem it = mq.front();
 		mq.pop_front();
+		if (!it.script)
+			reads_queued -= is_read(it.kind);
+		else
+			scripts_queued--;
 		if (it.script) {
 			Script *s = it.script;
 			if (s->build)

@@ -211,6 +211,9 @@ static void usage(FILE *f)
 		"  --free-run           run the clock at full speed even when idle (speed tests)\n"
 		"  --threads N          evaluate the node models on N threads (split builds only;\n"
 		"                       default 1; docs/simulator.md, \"Worker threads\")\n"
+		"  --window W|auto      advance the nodes in lock-step windows of up to W cycles, each\n"
+		"                       thread its nodes and their hosts (split builds only; auto: the\n"
+		"                       cable's delay; 0: none, the default; docs/simulator.md, \"Windows\")\n"
 		"  --pause-grace N      run the clock at most N cycles past something shown to a polling\n"
 		"                       client until it has looked (default 8; docs/simulator.md)\n"
 		"  --pause-cap-ms MS    ... waiting at most MS of wall time for it (default 20; 0: never pause)\n"
@@ -234,7 +237,7 @@ int main(int argc, char **argv)
 	Config c;
 	enum { O_READY = 256, O_SHM, O_LOG, O_MW, O_MR, O_DR, O_DW, O_BER, O_RCB, O_MAXR, O_MAXP, O_RADIX,
 	       O_A2A, O_IDLE, O_BURST, O_TICK, O_MAXC, O_STATS, O_SOCK, O_FREE, O_FAULT, O_STATUS, O_NOLINK,
-	       O_PGRACE, O_PCAP, O_MODEL, O_PM, O_THREADS };
+	       O_PGRACE, O_PCAP, O_MODEL, O_PM, O_THREADS, O_WINDOW };
 	static const struct option opts[] = {
 		{"socket", required_argument, nullptr, O_SOCK},
 		{"ready-file", required_argument, nullptr, O_READY},
@@ -270,6 +273,7 @@ int main(int argc, char **argv)
 		{"mend", required_argument, nullptr, O_FAULT},
 		{"status-period", required_argument, nullptr, O_STATUS},
 		{"threads", required_argument, nullptr, O_THREADS},
+		{"window", required_argument, nullptr, O_WINDOW},
 		{"verbose", no_argument, nullptr, 'v'},
 		{"help", no_argument, nullptr, 'h'},
 		{nullptr, 0, nullptr, 0},
@@ -319,6 +323,12 @@ int main(int argc, char **argv)
 		case O_STATUS: ok = uint_opt(name, optarg, 0, UINT32_MAX, &c.status_period); break;
 		case O_FREE: c.free_run = true; break;
 		case O_THREADS: ok = uint_opt(name, optarg, 1, SIM_NODES, &c.threads); break;
+		case O_WINDOW:
+			if (!strcmp(optarg, "auto"))
+				c.window = SIM_PHY_DELAY;
+			else
+				ok = uint_opt(name, optarg, 0, 1000000, &c.window);
+			break;
 		case O_NOLINK: c.link_activity = false; break;
 		case O_PGRACE: ok = uint_opt(name, optarg, 0, 1000000, &c.pause_grace); break;
 		case O_PCAP: ok = num_opt(name, optarg, 0, 10000, &c.pause_cap_ms); break;

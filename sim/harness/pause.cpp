@@ -60,10 +60,14 @@ void Harness::owe(Client *cl)
 	uint64_t polls = polls_of(cl);
 	if (polls == cl->polls_capped)
 		return;   /* never polled, or stopped polling (the cap ended its last pause) */
-	cl->owed_cycle = cycle;
+	/* In a window the client's node runs on a lane: its cycle, and the lane's pause_at
+	 * (the harness's thread takes the earliest at the window's end; window.cpp). */
+	uint64_t cyc = now();
+	cl->owed_cycle = cyc;
 	cl->owed_polls = polls;
 	cl->owed_qhead = qhead_of(cl);
-	pause_at = std::min(pause_at, cycle + cfg.pause_grace);
+	uint64_t &at = sim_lane ? sim_lane->pause_at : pause_at;
+	at = std::min(at, cyc + cfg.pause_grace);
 }
 
 /* Drop the clients that have looked; pause_at = the earliest grace end that remains.

@@ -19,7 +19,7 @@ void Harness::client_error(Client *cl, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
-	if (++client_errors <= 100)
+	if (__atomic_add_fetch(&client_errors, 1, __ATOMIC_RELAXED) <= 100)   /* lanes: windows */
 		sim_log("client %llu (pid %d, node %d ctx %d): bad queue entry ignored: %s", (unsigned long long)cl->id,
 			cl->pid, cl->node, cl->ctx, buf);
 }
@@ -47,7 +47,7 @@ void Harness::op_done(int node, const MmioItem &it, const uint32_t *vals, uint64
 {
 	Client *cl = it.cl;
 	pn_sim_trace *t = cl->trace;
-	g->mmio_ops++;
+	__atomic_add_fetch(&g->mmio_ops, 1, __ATOMIC_RELAXED);   /* lanes of a window run this side by side */
 	if (rings_pio(it.kind, it.off)) {
 		store64(&t->pio_doorbell_cycle, cyc);
 		store64(&t->pio_doorbells, t->pio_doorbells + 1);
@@ -63,7 +63,8 @@ void Harness::op_done(int node, const MmioItem &it, const uint32_t *vals, uint64
 		break;
 	case PN_SIM_OP_R32:
 	case PN_SIM_OP_RCSR:
-		replies.push_back({std::max(cyc + 1, it.obs + cfg.c_mmio_r), cl, it.cl_gen, it.value, vals[0]});
+		(sim_lane ? sim_lane->replies : replies)
+			.push_back({std::max(cyc + 1, it.obs + cfg.c_mmio_r), cl, it.cl_gen, it.value, vals[0]});
 		break;
 	default:
 		break;
@@ -73,23 +74,40 @@ void Harness::op_done(int node, const MmioItem &it, const uint32_t *vals, uint64
 
 void Harness::pull_queues()
 {
-	for (Client *cl : clients) {
-		if (cl->st != CState::Active)
-			continue;
+	for (Client *cl : clients)
+		if (cl->st == CState::Active && !pull_client(cl))
+			return;   /* it was hung up: `clients` changed */
+}
+
+/* The client's new queue entries onto its node's bus, in cycle now(). Within a window
+ * (on its node's lane) what needs the harness's thread, a window-size operation or a
+ * queue head out of range, is left in the queue for the window's end: false. */
+bool Harness::pull_client(Client *cl)
+{
+	const uint64_t cycle = now();
+	std::vector<Reply> &replies = sim_lane ? sim_lane->replies : this->replies;
+	{
 		uint64_t head = __atomic_load_n(&cl->ctl->q_head, __ATOMIC_ACQUIRE);
 		if (head == cl->q_tail)
-			continue;
+			return true;
 		if (head - cl->q_tail > cl->qmask + 1) {
+			if (sim_lane)
+				return false;
 			sim_log("client %llu: queue head %llu beyond tail %llu + size: detaching it",
 				(unsigned long long)cl->id, (unsigned long long)head, (unsigned long long)cl->q_tail);
 			hangup(cl);
-			return;
+			return false;
 		}
+		bool held = false;
 		Host *h = hosts[cl->node];
 		/* Back-pressure: a node takes at most SIM_MAX_QUEUED operations ahead of its bus
 		 * (like a full posted-write buffer); the rest waits in the clients' queues. */
 		while (cl->q_tail != head && h->queued() < SIM_MAX_QUEUED) {
 			pn_sim_op op = cl->queue[cl->q_tail & cl->qmask];
+			if (sim_lane && op.kind == PN_SIM_OP_WINDOW) {
+				held = true;   /* set_window runs a script: at the window's end */
+				break;
+			}
 			cl->q_tail++;
 			cl->ops++;
 			MmioItem it{};
@@ -161,6 +179,10 @@ void Harness::pull_queues()
 			}
 		}
 		__atomic_store_n(&cl->ctl->q_tail, cl->q_tail, __ATOMIC_RELEASE);
-		last_activity = cycle;
+		if (sim_lane)
+			sim_lane->activity = std::max(sim_lane->activity, cycle);
+		else
+			last_activity = cycle;
+		return !held;
 	}
 }

@@ -4,6 +4,7 @@
  * every node and its host), the run loop (full speed, slow idle ticks, stopped), and
  * stop. See docs/simulator.md.
  */
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <ctime>
@@ -145,10 +146,20 @@ bool Harness::anything_in_flight() const
 
 void Harness::step()
 {
+	step_begin();
+	step_cycle();
+}
+
+void Harness::step_begin()
+{
 	if (cycle >= pause_at)
 		pause_wait();   /* a client has not looked at what it was shown (pause.cpp) */
 	faults_tick();
 	pull_queues();
+}
+
+void Harness::step_cycle()
+{
 	for (Host *h : hosts)
 		h->pre(cycle);
 	coll_pre();
@@ -164,9 +175,19 @@ void Harness::step()
 	 * under bit errors must not be left to crawl at the idle tick rate. */
 	if (m->links_busy && cfg.link_activity)
 		last_activity = cycle;
+	step_end();
+}
+
+void Harness::step_end()
+{
 	__atomic_store_n(&g->cycle, cycle, __ATOMIC_RELEASE);
 	if (cycle >= status_due)
 		status_tick();
+	publish_replies();
+}
+
+void Harness::publish_replies()
+{
 	if (!replies.empty()) {
 		for (size_t i = 0; i < replies.size();) {
 			Reply &r = replies[i];
@@ -217,6 +238,10 @@ int Harness::run()
 			cfg.threads);
 		return 2;
 	}
+	if (cfg.window) {
+		sim_log("--window needs a split build (one model per node: paranic.sim.build.build(split=True))");
+		return 2;
+	}
 #endif
 	setup_socket();   /* first: refuses to start when another simulator listens there */
 	setup_shm();
@@ -229,9 +254,24 @@ int Harness::run()
 	vctx->commandArgs(2, vargs);
 #endif
 	m = new Vcluster{vctx};
-	if (cfg.threads > 1) {
+	if (cfg.threads > 1 && !cfg.window) {   /* windows have threads of their own (window.cpp) */
 		sim_eval_pool = new EvalPool((int)cfg.threads);
 		sim_log("%u threads evaluate the %d node models", cfg.threads, SIM_NODES);
+	}
+	if (cfg.window) {
+		/* A window may not outrun the cable (the lookahead), a DMA write's latency (a
+		 * write queued in it must become visible after it) nor an MMIO load's (a load
+		 * taken in it is answered after it): window.cpp. */
+		uint32_t w = cfg.window;
+		w = std::min<uint32_t>(w, SIM_PHY_DELAY);
+		w = std::min<uint32_t>(w, std::max<uint32_t>(cfg.c_dma_w, 1));
+		w = std::min<uint32_t>(w, std::max<uint32_t>(cfg.c_mmio_r, 1));
+		if (w != cfg.window)
+			sim_log("window of %u cycles shortened to %u (cable %u cycles, DMA write %u, MMIO load %u)",
+				cfg.window, w, (unsigned)SIM_PHY_DELAY, cfg.c_dma_w, cfg.c_mmio_r);
+		cfg.window = w;
+		window_start();
+		sim_log("lock-step windows of at most %u cycles on %u thread%s", w, cfg.threads, cfg.threads > 1 ? "s" : "");
 	}
 	NodePorts ports[SIM_NODES] = {};
 	sim_bind_ports(m, ports);
@@ -270,8 +310,8 @@ int Harness::run()
 		bool attached = g->clients > 0;
 		bool busy = anything_in_flight();
 		if (cfg.free_run) {
-			for (int i = 0; i < 256; i++)
-				step();
+			for (uint64_t end = cycle + 256; cycle < end;)
+				advance(end);
 			ctx_tick();
 			poll_sockets(0);
 		} else if (links_up && !busy && !attached) {
@@ -292,8 +332,8 @@ int Harness::run()
 				step();
 			poll_sockets(0);
 		} else {
-			for (int i = 0; i < 256; i++) {
-				step();
+			for (uint64_t end = cycle + 256; cycle < end;) {
+				advance(end);
 				if (coll_busy())
 					last_activity = cycle;
 				for (Host *h : hosts)
@@ -318,6 +358,16 @@ int Harness::run()
 	}
 	print_stats(wall_s() - t0);
 	sim_log("stopped at cycle %llu (%llu idle ticks)", (unsigned long long)cycle, (unsigned long long)idle_ticks);
+#ifdef SIM_SPLIT
+	sim_log("cable words fingerprint %016llx", (unsigned long long)m->fingerprint());
+#endif
+	if (cfg.window) {
+		sim_log("windows of at most %u cycles: %llu windows, %llu cycles in them; %llu nodes' windows run by "
+			"another thread than their own, %llu wake-ups from sleep", cfg.window, (unsigned long long)windows,
+			(unsigned long long)window_cycles, (unsigned long long)win_stolen.load(),
+			(unsigned long long)win_wakeups.load());
+		window_stop();
+	}
 	if (sim_eval_pool)
 		sim_log("worker threads: %d, %llu parallel evaluations, %llu wake-ups from sleep",
 			sim_eval_pool->threads(), (unsigned long long)sim_eval_pool->runs,

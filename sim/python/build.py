@@ -400,11 +400,41 @@ public:
 	IData cable_ber[SIM_CABLES] = {};
 	Vnode *node[SIM_NODES];
 
+	/* Lock-step windows (docs/simulator.md, "Windows"): node n's half cycles on their own,
+	 * edge e being the cycle's rising-edge count (edges() at the window's start plus the
+	 * cycles run in it). node_fall drives n's receivers from the queues and evaluates
+	 * the falling edge; node_rise evaluates the rising edge, puts n's cable heads' words
+	 * into the queues and returns whether any of n's links is active. A window of at most
+	 * SIM_PHY_DELAY cycles reads only words written before it and writes only slots no
+	 * node reads in it, so the nodes of a window may run in any order or side by side. */
+	void node_fall(int n, uint64_t e);
+	uint8_t node_rise(int n, uint64_t e);
+	uint64_t edges() const { return edge_count; }
+	/* Every word every cable head drove, in every cycle, folded per link direction
+	 * (the exactness tests compare runs by it: docs/simulator.md, "Windows"). */
+	uint64_t fingerprint() const;
+	void advance(uint64_t cycles);   /* after a window: the edges the nodes ran */
+
 private:
 	void eval_nodes();
+	void drive_in(const SimLinkPorts &L, uint64_t e);
 	SimLinkPorts lk[SIM_LINKS];
-	SimLine q[SIM_LINKS][SIM_PHY_DELAY] = {};
-	uint64_t edges = 0;   /* rising edges so far: this cycle's slot is edges % SIM_PHY_DELAY */
+	int in_of[SIM_NODES][4], out_of[SIM_NODES][4];   /* link directions into / out of a node (-1: none) */
+	/* 2 * SIM_PHY_DELAY slots: the word written at rising edge e goes into slot
+	 * e % (2 * SIM_PHY_DELAY) and is read at the falling edge of edge e + SIM_PHY_DELAY;
+	 * within a window the slots written and the slots still to be read are disjoint. */
+	/* Each link direction's slots and fingerprint on cache lines of their own: in a window
+	 * the near node's thread writes them every cycle. */
+	struct alignas(64) Queue {
+		SimLine w[2 * SIM_PHY_DELAY];
+		uint64_t hash;
+	};
+	Queue q[SIM_LINKS] = {};
+	uint64_t edge_count = 0;   /* rising edges so far */
+	static uint64_t fold(uint64_t h, const SimLine &w)
+	{
+		return (h ^ w.data ^ ((uint64_t)w.valid << 61) ^ ((uint64_t)w.ctrl << 62)) * 0x100000001b3ull + 1;
+	}
 };
 """
 
@@ -437,6 +467,18 @@ Vcluster::Vcluster(VerilatedContext *ctx)
 		L.cable = LINKS[k].cable;
 		L.seed = LINKS[k].seed;
 	}
+	for (int n = 0; n < SIM_NODES; n++)
+		for (int i = 0; i < 4; i++)
+			in_of[n][i] = out_of[n][i] = -1;
+	for (int k = 0; k < SIM_LINKS; k++) {
+		int *o = out_of[LINKS[k].n], *r = in_of[LINKS[k].m];
+		while (*o >= 0)
+			o++;
+		*o = k;
+		while (*r >= 0)
+			r++;
+		*r = k;
+	}
 }
 
 Vcluster::~Vcluster()
@@ -467,22 +509,30 @@ void Vcluster::eval_nodes()
 			v->eval();
 }
 
+#define QSLOTS (2 * SIM_PHY_DELAY)
+
+/* A link direction's receiver (far node) and cable head inputs (near node) at the falling
+ * edge of rising edge e: the word that entered SIM_PHY_DELAY edges earlier. */
+void Vcluster::drive_in(const SimLinkPorts &L, uint64_t e)
+{
+	const SimLine &w = q[&L - lk].w[(e + SIM_PHY_DELAY) % QSLOTS];
+	uint8_t cut = cable_cut[L.cable];
+	*L.rx_valid = w.valid & !cut;
+	*L.rx_data = w.data;
+	*L.rx_ctrl = w.ctrl;
+	*L.cut = cut;
+	uint32_t b = cable_ber[L.cable];
+	*L.ber = b > ber_threshold ? b : ber_threshold;
+	*L.seed_load = sys_rst;
+	*L.seed_value = L.seed;
+}
+
 void Vcluster::eval()
 {
-	unsigned s = (unsigned)(edges % SIM_PHY_DELAY);
+	uint64_t e = edge_count;
 	if (!sys_clk) {
-		for (SimLinkPorts &L : lk) {
-			const SimLine &w = q[&L - lk][s];
-			uint8_t cut = cable_cut[L.cable];
-			*L.rx_valid = w.valid & !cut;
-			*L.rx_data = w.data;
-			*L.rx_ctrl = w.ctrl;
-			*L.cut = cut;
-			uint32_t b = cable_ber[L.cable];
-			*L.ber = b > ber_threshold ? b : ber_threshold;
-			*L.seed_load = sys_rst;
-			*L.seed_value = L.seed;
-		}
+		for (SimLinkPorts &L : lk)
+			drive_in(L, e);
 		for (Vnode *v : node) {
 			v->sys_rst = sys_rst;
 			v->sys_clk = 0;
@@ -496,13 +546,76 @@ void Vcluster::eval()
 	uint8_t busy = 0;
 	uint32_t errs = 0;
 	for (SimLinkPorts &L : lk) {
-		q[&L - lk][s] = SimLine{*L.tx_data, *L.tx_valid, *L.tx_ctrl};
+		Queue &Q = q[&L - lk];
+		SimLine &w = Q.w[e % QSLOTS];
+		w = SimLine{*L.tx_data, *L.tx_valid, *L.tx_ctrl};
+		Q.hash = fold(Q.hash, w);
 		busy |= *L.active;
 		errs += *L.errors;
 	}
 	links_busy = busy;
 	errors_injected = errs;
-	edges++;
+	edge_count++;
+}
+
+/* Node n's inputs: its receivers (links into it) and its cable heads' cut, ber and seed
+ * (links out of it), as eval() drives them. */
+void Vcluster::node_fall(int n, uint64_t e)
+{
+	for (int i = 0; i < 4; i++) {
+		if (in_of[n][i] >= 0) {
+			const SimLinkPorts &L = lk[in_of[n][i]];
+			const SimLine &w = q[in_of[n][i]].w[(e + SIM_PHY_DELAY) % QSLOTS];
+			uint8_t cut = cable_cut[L.cable];
+			*L.rx_valid = w.valid & !cut;
+			*L.rx_data = w.data;
+			*L.rx_ctrl = w.ctrl;
+		}
+		if (out_of[n][i] >= 0) {
+			const SimLinkPorts &L = lk[out_of[n][i]];
+			*L.cut = cable_cut[L.cable];
+			uint32_t b = cable_ber[L.cable];
+			*L.ber = b > ber_threshold ? b : ber_threshold;
+			*L.seed_load = sys_rst;
+			*L.seed_value = L.seed;
+		}
+	}
+	node[n]->sys_rst = sys_rst;
+	node[n]->sys_clk = 0;
+	node[n]->eval();
+}
+
+uint8_t Vcluster::node_rise(int n, uint64_t e)
+{
+	node[n]->sys_clk = 1;
+	node[n]->eval();
+	uint8_t busy = 0;
+	for (int i = 0; i < 4 && out_of[n][i] >= 0; i++) {
+		const SimLinkPorts &L = lk[out_of[n][i]];
+		Queue &Q = q[out_of[n][i]];
+		SimLine &w = Q.w[e % QSLOTS];
+		w = SimLine{*L.tx_data, *L.tx_valid, *L.tx_ctrl};
+		Q.hash = fold(Q.hash, w);
+		busy |= *L.active;
+	}
+	return busy;
+}
+
+uint64_t Vcluster::fingerprint() const
+{
+	uint64_t h = 0;
+	for (const Queue &Q : q)
+		h = (h ^ Q.hash) * 0x100000001b3ull;
+	return h;
+}
+
+void Vcluster::advance(uint64_t cycles)
+{
+	edge_count += cycles;
+	uint32_t errs = 0;
+	for (SimLinkPorts &L : lk)
+		errs += *L.errors;
+	errors_injected = errs;
 }
 
 void sim_bind_ports(Vcluster *m, NodePorts *p)

@@ -7,9 +7,10 @@ from __future__ import annotations
 from paranic.bench.simspeed import summary
 
 
-def _row(topo: str, traffic: bool, median: float, cpu: float | None = None, threads: int = 1) -> dict:
-    r = {"what": "cycles_per_s", "topo": topo, "split": threads > 1, "threads": threads, "traffic": traffic,
-         "median": median, "min": median, "max": median, "n": 1}
+def _row(topo: str, traffic: bool, median: float, cpu: float | None = None, threads: int = 1,
+         window: bool = False) -> dict:
+    r = {"what": "cycles_per_s", "topo": topo, "split": threads > 1 or window, "threads": threads, "window": window,
+         "traffic": traffic, "median": median, "min": median, "max": median, "n": 1}
     if cpu is not None:
         r["per_cpu_s"] = {"median": cpu, "min": cpu, "max": cpu, "n": 1}
     return r
@@ -19,15 +20,19 @@ def test_summary_keys_per_topology():
     rows = [_row("ring:4", False, 150_000.0, 170_000.0), _row("ring:4", True, 30_000.0),
             _row("torus:4x4", False, 20_000.0, 22_000.0), _row("torus:4x4", True, 5_000.0)]
     assert summary(rows) == {"ring4_cycles_per_s": 150_000.0, "ring4_cycles_per_cpu_s": 170_000.0, "ring4_threads": 1,
+                             "ring4_window": False,
                              "torus4x4_cycles_per_s": 20_000.0, "torus4x4_cycles_per_cpu_s": 22_000.0,
-                             "torus4x4_threads": 1}
+                             "torus4x4_threads": 1, "torus4x4_window": False}
 
 
 def test_summary_takes_the_fastest_configuration():
     rows = [_row("ring:4", False, 150_000.0, 170_000.0), _row("ring:4", False, 240_000.0, 130_000.0, threads=2),
+            _row("ring:4", False, 200_000.0, 150_000.0, threads=2, window=True),
             _row("ring:4", True, 400_000.0, threads=2)]
     assert summary(rows) == {"ring4_cycles_per_s": 240_000.0, "ring4_cycles_per_cpu_s": 130_000.0,
-                             "ring4_threads": 2}
+                             "ring4_threads": 2, "ring4_window": False}
+    rows.append(_row("ring:4", False, 260_000.0, 140_000.0, threads=2, window=True))
+    assert summary(rows)["ring4_window"] is True
 
 
 def test_threads_need_the_split_build():
@@ -35,7 +40,8 @@ def test_threads_need_the_split_build():
 
     from paranic.bench.simspeed import _threads
 
-    assert _threads("1", False) == [1] and _threads("1,2", True) == [1, 2]
+    assert _threads("1", False) == [(1, False)]
+    assert _threads("1,2,2w", True) == [(1, False), (2, False), (2, True)]
     with pytest.raises(ValueError, match="needs --split"):
         _threads("2", False)
     with pytest.raises(ValueError, match=">= 1"):

@@ -4,14 +4,16 @@ simulated latencies depend on the machine's load (docs/simulator.md, "Speed").
 * **speed**: cycles of the whole cluster per wall second for each topology, with the
   clock free-running and nobody attached (``paranic-sim --free-run --max-cycles N``, the
   harness's own figure), and under traffic (a ``pn_bench`` stream of 64 KiB HAL DMA
-  messages between nodes 0 and 1 while the cluster's cycle counter is sampled).
+  messages (10 of them: pn_bench --scale 0.01) between nodes 0 and 1 while the cluster's cycle counter is sampled).
 * **load** (``--load``): the 8-byte ping-pong's one-way latency (``--lat-layer`` hal or am;
   pn_bench's fastest iteration and the mean) in simulated time on ring:4, with the pause off (``--pause-cap-ms 0``) and on, on the machine as it is and
   with ``--busy`` extra busy-loop processes running: median and spread over
   ``--samples`` runs.
 
-``--split`` measures the split build (one model per node) and ``--threads 1,2`` its
-worker threads (docs/simulator.md, "Worker threads"), each count a row of its own.
+``--split`` measures the split build (one model per node) and ``--threads 1,2,2w`` its
+worker threads (docs/simulator.md, "Worker threads"; ``N``: fork-join per half cycle) and
+lock-step windows (``Nw``: ``--window auto`` on N threads, "Windows"), each a row of its
+own; the samples of the configurations are interleaved.
 ``--sim-args "..."`` passes other options to every simulator started.
 Every figure is a measurement on this machine; the load average is printed with it.
 """
@@ -56,8 +58,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="simspeed --load: pn_bench layer of the ping-pong (default hal)")
     g.add_argument("--busy", type=int, default=2, help="simspeed --load: busy-loop processes (default 2)")
     g.add_argument("--split", action="store_true", help="simspeed: the split build (one model per node)")
-    g.add_argument("--threads", default="1", metavar="N,N,...",
-                   help="simspeed --split: threads evaluating the node models, one row each (default 1)")
+    g.add_argument("--threads", default="1", metavar="N,Nw,...",
+                   help="simspeed --split: threads evaluating the node models, one row each; Nw: in "
+                        "lock-step windows (--window auto) on N threads (default 1)")
     g.add_argument("--no-traffic", action="store_true", help="simspeed: free-running figures only")
 
 
@@ -109,7 +112,7 @@ def traffic(topo: str, sim_args: Sequence[str], split: bool = False) -> float:
         t.start()
         try:
             _pn_bench(sim, ["--bench", "stream", "--layer", "hal", "--min", "65536", "--max", "65536",
-                            "--scale", "0.002"], f"sim {topo}")
+                            "--scale", "0.01"], f"sim {topo}")
         finally:
             stop.set()
             t.join()
@@ -141,16 +144,23 @@ def latency(layer: str, pause: bool, busy: int, samples: int, sim_args: Sequence
             h.wait()
 
 
-def _threads(spec: str, split: bool) -> list[int]:
+def _threads(spec: str, split: bool) -> list[tuple[int, bool]]:
+    """``1,2,2w`` -> [(1, False), (2, False), (2, True)]: thread counts, windowed or not."""
     try:
-        ts = [int(x) for x in spec.split(",")]
+        ts = [(int(x[:-1]), True) if x.endswith("w") else (int(x), False) for x in spec.split(",")]
     except ValueError:
-        raise ValueError(f"--threads {spec}: give thread counts, e.g. 1,2") from None
-    if any(t < 1 for t in ts):
+        raise ValueError(f"--threads {spec}: give thread counts, e.g. 1,2,2w") from None
+    if any(t < 1 for t, _ in ts):
         raise ValueError(f"--threads {spec}: counts must be >= 1")
-    if not split and ts != [1]:
-        raise ValueError("--threads needs --split: worker threads evaluate the split build's node models")
+    if not split and ts != [(1, False)]:
+        raise ValueError("--threads needs --split: worker threads and windows run the split build's node models")
     return ts
+
+
+def _config_args(t: int, window: bool, split: bool) -> list[str]:
+    if not split:
+        return []
+    return ["--threads", str(t), *(["--window", "auto"] if window else [])]
 
 
 def summary(rows: list[dict]) -> dict:
@@ -168,6 +178,7 @@ def summary(rows: list[dict]) -> dict:
             out[f"{key}_cycles_per_s"] = r["median"]
             out[f"{key}_cycles_per_cpu_s"] = r["per_cpu_s"]["median"]
             out[f"{key}_threads"] = r.get("threads", 1)
+            out[f"{key}_window"] = r.get("window", False)
     return out
 
 
@@ -193,17 +204,31 @@ def run(a: argparse.Namespace) -> int:
             threads = _threads(a.threads, a.split)
             for topo in a.topos.split(","):
                 binary = simbuild.build(topo, split=a.split)
-                for t in threads:
-                    args = [*sim_args, *(["--threads", str(t)] if a.split else [])]
-                    got = [free_run(binary, a.cycles, args) for _ in range(a.samples)]
-                    rows.append({"what": "cycles_per_s", "topo": topo, "split": a.split, "threads": t,
-                                 "traffic": False, "loadavg": round(os.getloadavg()[0], 1),
-                                 **_stats([w for w, _ in got]), "per_cpu_s": _stats([c for _, c in got])})
+                # Samples interleaved over the configurations: a change of the machine's
+                # load meanwhile hits them alike.
+                free: dict = {c: [] for c in threads}
+                busy: dict = {c: [] for c in threads}
+                loads: list[float] = []
+                for _ in range(a.samples):
+                    for t, w in threads:
+                        args = [*sim_args, *_config_args(t, w, a.split)]
+                        loads.append(os.getloadavg()[0])
+                        free[(t, w)].append(free_run(binary, a.cycles, args))
+                        if not a.no_traffic:
+                            busy[(t, w)].append(traffic(topo, args, a.split))
+                la = f"{min(loads):.1f}-{max(loads):.1f}"
+                for t, w in threads:
+                    got = free[(t, w)]
+                    rows.append({"what": "cycles_per_s", "topo": topo, "split": a.split, "threads": t, "window": w,
+                                 "traffic": False, "loadavg": la,
+                                 **_stats([x for x, _ in got]), "per_cpu_s": _stats([c for _, c in got]),
+                                 "samples": [round(x) for x, _ in got]})
                     msg._log(f"paranic bench simspeed: {rows[-1]}")
                     if not a.no_traffic:
-                        xs = [traffic(topo, args, a.split) for _ in range(a.samples)]
+                        xs = busy[(t, w)]
                         rows.append({"what": "cycles_per_s", "topo": topo, "split": a.split, "threads": t,
-                                     "traffic": True, "loadavg": round(os.getloadavg()[0], 1), **_stats(xs)})
+                                     "window": w, "traffic": True, "loadavg": la, **_stats(xs),
+                                     "samples": [round(x) for x in xs]})
                         msg._log(f"paranic bench simspeed: {rows[-1]}")
     except (ValueError, msg.BenchError, TimeoutError, subprocess.TimeoutExpired) as e:
         print(f"paranic bench simspeed: {e}", file=sys.stderr)
@@ -214,6 +239,7 @@ def run(a: argparse.Namespace) -> int:
         for r in rows:
             label = (f"{r['topo']:10s} {'split' if r['split'] else 'one-model':9s} "
                      f"{r.get('threads', 1)} thread{'s' if r.get('threads', 1) > 1 else ' '} "
+                     f"{'windows ' if r.get('window') else 'fork-join' if r.get('threads', 1) > 1 else 'serial   '} "
                      f"{'traffic' if r['traffic'] else 'idle':8s} cycles/s"
                      if r["what"] == "cycles_per_s" else
                      f"{r['layer']} 8 B one-way ns ({r['figure']} iteration), pause {'on ' if r['pause'] else 'off'}, "
