@@ -4,13 +4,13 @@ never from the rows under traffic."""
 
 from __future__ import annotations
 
-from paranic.bench.simspeed import summary
+from paranic.bench.simspeed import plot, summary
 
 
 def _row(topo: str, traffic: bool, median: float, cpu: float | None = None, threads: int = 1,
          window: bool = False) -> dict:
     r = {"what": "cycles_per_s", "topo": topo, "split": threads > 1 or window, "threads": threads, "window": window,
-         "traffic": traffic, "median": median, "min": median, "max": median, "n": 1}
+         "traffic": traffic, "median": median, "min": median, "max": median, "n": 1, "loadavg": "0.5-0.9"}
     if cpu is not None:
         r["per_cpu_s"] = {"median": cpu, "min": cpu, "max": cpu, "n": 1}
     return r
@@ -52,3 +52,16 @@ def test_threads_need_the_split_build():
 
 def test_summary_of_latency_rows_is_empty():
     assert summary([{"what": "latency_hal_8B_min_ns", "traffic": False}]) == {}
+
+
+def test_plot_draws_every_configuration(tmp_path):
+    """--plot: a PNG with a bar per topology and configuration; rows of latencies only
+    (--load) are refused with the reason."""
+    import pytest
+    rows = [_row(t, tr, m, threads=th, window=w) for t in ("ring:4", "torus:4x4") for tr in (False, True)
+            for th, w, m in ((1, False, 100_000.0), (2, False, 150_000.0), (2, True, 190_000.0))]
+    out = tmp_path / "simspeed.png"
+    plot(rows, str(out))
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and out.stat().st_size > 10_000
+    with pytest.raises(ValueError, match="no speed rows"):
+        plot([{"what": "latency_hal_8B_min_ns"}], str(tmp_path / "none.png"))

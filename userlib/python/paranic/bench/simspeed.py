@@ -38,9 +38,11 @@ from typing import Sequence
 from paranic import launch as L
 from paranic.sim import build as simbuild
 from paranic.sim import run as simrun
-from . import msg
+from . import msg, plots
 
 DEFAULT_TOPOS = "ring:4,ring:8"
+#: Issue 15's goals, free-running cycles per wall second on a 2-core machine (drawn on the plot).
+GOALS = {"ring:4": 500_000, "torus:4x4": 100_000}
 _RATE = re.compile(r"after ([\d.]+) s: (\d+) cycles/s")
 
 
@@ -182,6 +184,44 @@ def summary(rows: list[dict]) -> dict:
     return out
 
 
+def _mode(r: dict) -> str:
+    t = r.get("threads", 1)
+    kind = "windows" if r.get("window") else "fork-join" if t > 1 else "serial"
+    return f"{'split' if r['split'] else 'one model'}, {t} thread{'s' if t > 1 else ''}, {kind}"
+
+
+def plot(rows: list[dict], path: str) -> None:
+    """Bars of the free-running and the traffic rates per topology and configuration
+    (median, min..max as error bars), each topology's goal as a mark."""
+    plt = plots.pyplot()
+    rs = [r for r in rows if r["what"] == "cycles_per_s"]
+    if not rs:
+        raise ValueError("no speed rows to plot (--load measures latencies)")
+    topos = list(dict.fromkeys(r["topo"] for r in rs))
+    modes = list(dict.fromkeys(_mode(r) for r in rs))
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4.6), sharey=True)
+    width = 0.8 / len(modes)
+    for ax, traffic in zip(axes, (False, True)):
+        for k, mode in enumerate(modes):
+            sel = {r["topo"]: r for r in rs if _mode(r) == mode and r["traffic"] == traffic}
+            xs = [i + (k - (len(modes) - 1) / 2) * width for i, t in enumerate(topos) if t in sel]
+            got = [sel[t] for t in topos if t in sel]
+            if got:
+                ax.bar(xs, [r["median"] for r in got], width,
+                       yerr=[[r["median"] - r["min"] for r in got], [r["max"] - r["median"] for r in got]],
+                       capsize=3, label=mode)
+        for i, t in enumerate(topos):
+            if t in GOALS:
+                ax.hlines(GOALS[t], i - 0.45, i + 0.45, colors="r", linestyles=":",
+                          label="goal" if i == min(j for j, u in enumerate(topos) if u in GOALS) else None)
+        plots.log_axis(ax, "simulated cycles per wall second" if not traffic else "",
+                       "free-running, nobody attached" if not traffic else "under traffic (a HAL DMA stream)",
+                       ticks=topos, legend_size=7 if not traffic else None)
+    loads = sorted({r["loadavg"] for r in rs})
+    plots.save(fig, path, f"paranic bench simspeed: median [min..max] of {rs[0]['n']} samples; "
+               f"load average {', '.join(loads)}")
+
+
 def run(a: argparse.Namespace) -> int:
     sim_args = shlex.split(a.sim_args)
     if a.samples < 1 or a.cycles < 1000:
@@ -232,6 +272,8 @@ def run(a: argparse.Namespace) -> int:
                         msg._log(f"paranic bench simspeed: {rows[-1]}")
     except (ValueError, msg.BenchError, TimeoutError, subprocess.TimeoutExpired) as e:
         print(f"paranic bench simspeed: {e}", file=sys.stderr)
+        return 1
+    if a.plot and plots.write(plot, rows, a.plot, "paranic bench simspeed"):
         return 1
     if a.json:
         print(json.dumps({"bench": "simspeed", **summary(rows), "rows": rows, "config": {"sim_args": sim_args}}))
