@@ -75,6 +75,8 @@ bench: deps
 	$(PARANIC) bench ber --plot docs/img/ber.png
 	$(PARANIC) bench mpi --plot docs/img/mpi.png
 	$(PARANIC) bench collective --plot docs/img/bench-collective.png
+	$(PARANIC) bench simspeed --split --topos ring:4,ring:8,torus:4x4 --threads 1,2,2w --plot docs/img/simspeed.png
+	$(PARANIC) bench wide
 	$(PARANIC) demo --img docs/img
 
 # Boards (docs/boards.md). BOARD: kc705 kcu105 ac701 u250 stlv7325.
