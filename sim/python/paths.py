@@ -43,6 +43,7 @@ def generate_unless_current(out: Path, key: str, outputs: Sequence[Path], make: 
     stamp = out / ".srckey"
     if all(p.exists() for p in outputs) and stamp.exists() and stamp.read_text() == key:
         return False
+    stamp.unlink(missing_ok=True)   # outputs half made by a failed run are never current
     make()
     out.mkdir(parents=True, exist_ok=True)
     stamp.write_text(key)
