@@ -2,32 +2,7 @@
 /* paranic-sim: worker threads for a split cluster's node models (evalpool.h). */
 #include "evalpool.h"
 
-#include <climits>
-#include <linux/futex.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
-/* Spin this many rounds (a pause instruction each, ~10-40 ns) before sleeping. */
-#define SPIN_ROUNDS 4000
-
-static inline void cpu_relax()
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	asm volatile("yield");
-#endif
-}
-
-static void futex_wait(std::atomic<uint32_t> *addr, uint32_t val)
-{
-	syscall(SYS_futex, reinterpret_cast<uint32_t *>(addr), FUTEX_WAIT_PRIVATE, val, nullptr, nullptr, 0);
-}
-
-static void futex_wake_all(std::atomic<uint32_t> *addr)
-{
-	syscall(SYS_futex, reinterpret_cast<uint32_t *>(addr), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr, nullptr, 0);
-}
+#include "spin.h"
 
 EvalPool::EvalPool(int threads) : nthreads(threads < 1 ? 1 : threads)
 {

@@ -21,14 +21,10 @@
  * are the harness's own code.
  */
 #include <algorithm>
-#include <climits>
-
-#include <linux/futex.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include "Vcluster.h"
 #include "harness.h"
+#include "spin.h"
 
 thread_local Lane *sim_lane = nullptr;
 
@@ -60,28 +56,6 @@ uint64_t Harness::window_len(uint64_t limit)
 	return end > cycle + 1 ? end - cycle : 1;
 }
 
-/* Spin this many rounds (a pause instruction each) before sleeping on a futex. */
-#define WIN_SPIN_ROUNDS 4000
-
-static inline void win_relax()
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	asm volatile("yield");
-#endif
-}
-
-static void win_futex_wait(std::atomic<uint32_t> *a, uint32_t val)
-{
-	syscall(SYS_futex, reinterpret_cast<uint32_t *>(a), FUTEX_WAIT_PRIVATE, val, nullptr, nullptr, 0);
-}
-
-static void win_futex_wake(std::atomic<uint32_t> *a)
-{
-	syscall(SYS_futex, reinterpret_cast<uint32_t *>(a), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr, nullptr, 0);
-}
-
 void Harness::window_start()
 {
 	lanes.resize(cfg.threads);
@@ -93,7 +67,7 @@ void Harness::window_stop()
 {
 	win_quit.store(true);
 	win_seq.fetch_add(1);
-	win_futex_wake(&win_seq);
+	futex_wake_all(&win_seq);
 	for (std::thread &th : lane_threads)
 		th.join();
 	lane_threads.clear();
@@ -143,7 +117,7 @@ void Harness::lane_run(int t, uint64_t id)
 			win_stolen.fetch_add(1, std::memory_order_relaxed);
 		win_done.fetch_add(1);   /* sequentially consistent with win_caller_sleeps */
 		if (t && win_caller_sleeps.load())
-			win_futex_wake(&win_done);
+			futex_wake_all(&win_done);
 	};
 	for (int n = t; n < SIM_NODES; n += nl)
 		if (take(n))
@@ -163,13 +137,13 @@ void Harness::lane_worker(int t)
 		uint32_t s;
 		unsigned k = 0;
 		while ((s = win_seq.load(std::memory_order_acquire)) == seen) {
-			if (++k < WIN_SPIN_ROUNDS) {
-				win_relax();
+			if (++k < SPIN_ROUNDS) {
+				cpu_relax();
 				continue;
 			}
 			win_sleepers.fetch_add(1);
 			if (win_seq.load() == seen) {
-				win_futex_wait(&win_seq, seen);
+				futex_wait(&win_seq, seen);
 				win_wakeups.fetch_add(1, std::memory_order_relaxed);
 			}
 			win_sleepers.fetch_sub(1);
@@ -200,19 +174,19 @@ void Harness::window_run(uint64_t w)
 	if (!lane_threads.empty()) {
 		win_seq.fetch_add(1);   /* sequentially consistent with the workers' sleepers/seq pair */
 		if (win_sleepers.load() > 0)
-			win_futex_wake(&win_seq);
+			futex_wake_all(&win_seq);
 	}
 	lane_run(0, id);
 	/* Wait for the nodes other lanes are running (spin, then sleep until the last wakes us). */
 	uint32_t d;
 	for (unsigned k = 0; (d = win_done.load(std::memory_order_acquire)) != target; k++) {
-		if (k < WIN_SPIN_ROUNDS) {
-			win_relax();
+		if (k < SPIN_ROUNDS) {
+			cpu_relax();
 			continue;
 		}
 		win_caller_sleeps.store(1);
 		if ((d = win_done.load()) != target)
-			win_futex_wait(&win_done, d);
+			futex_wait(&win_done, d);
 		win_caller_sleeps.store(0);
 	}
 	m->advance(w);
