@@ -14,6 +14,7 @@ from migen.sim import passive, run_simulation
 
 from model.ctxseq import MigenPorts
 from model.pcie_migen import MigenHost
+from paranic.bench.wide import drive_packets
 from paranic.hw.host import HostInterface
 from paranic.spec import protocol as P
 
@@ -345,15 +346,7 @@ def test_ejection_to_dma_write():
             yield
         snk = dut.rx_sink
         w = words(P.pack_header(dst_node=0, src_node=1, dst_ctx=0, length=len(payload), tag=9), payload)
-        for i, x in enumerate(w):
-            yield snk.valid.eq(1)
-            yield snk.first.eq(i == 0)
-            yield snk.last.eq(i == len(w) - 1)
-            yield snk.data.eq(x)
-            yield
-            while not (yield snk.ready):
-                yield
-        yield snk.valid.eq(0)
+        yield from drive_packets(snk, [w])
         for _ in range(30):
             yield
 
