@@ -41,9 +41,9 @@ def main(argv: list[str] | None = None) -> int:
     shape = ap.add_mutually_exclusive_group()
     shape.add_argument("--split", action="store_const", const=True, default=None,
                        help="one Verilated model per node (docs/simulator.md, \"Split build\"; the default "
-                            "above 8 nodes)")
+                            "above 4 nodes)")
     shape.add_argument("--one-model", dest="split", action="store_const", const=False,
-                       help="one Verilated model of the whole cluster (the default up to 8 nodes)")
+                       help="one Verilated model of the whole cluster (the default up to 4 nodes)")
     ap.add_argument("--model", choices=tuple(LATENCY_MODELS),
                     help=f"latency model corner (default {DEFAULT_MODEL}): the harness's latencies and "
                          "the cables' delay (docs/simulator.md, \"Latency model\")")

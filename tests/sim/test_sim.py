@@ -137,13 +137,13 @@ def test_threads_need_a_split_build(sim_binary, tmp_path):
 
 
 def test_large_clusters_are_split_by_default():
-    """Above 8 nodes a NicCore cluster is built one model per node unless told otherwise
-    (one cluster's Verilog does not fit the machine at 16 nodes); SoC clusters never are;
-    the launcher takes --split / --one-model, not both."""
+    """Above 4 nodes a NicCore cluster is built one model per node unless told otherwise
+    (one cluster's Verilog does not fit the machine at 16 nodes, and ring:8 shares ring:4's
+    split node); SoC clusters never are; the launcher takes --split / --one-model, not both."""
     from paranic.spec.topo import Topology
 
-    assert [simbuild.default_split(Topology.parse(t)) for t in ("ring:4", "ring:8", "torus:2x4")] == [False] * 3
-    assert [simbuild.default_split(Topology.parse(t)) for t in ("ring:9", "torus:3x3", "torus:4x4")] == [True] * 3
+    assert [simbuild.default_split(Topology.parse(t)) for t in ("ring:2", "ring:4", "torus:2x2")] == [False] * 3
+    assert [simbuild.default_split(Topology.parse(t)) for t in ("ring:5", "ring:8", "torus:2x4", "torus:4x4")] == [True] * 4
     assert not simbuild.default_split(Topology.parse("torus:4x4"), soc=True)
     r = subprocess.run([sys.executable, "-m", "paranic.sim", "--split", "--one-model", "--build-only"],
                        capture_output=True, text=True, timeout=60)
