@@ -1,0 +1,310 @@
+"""A wide NicCore (``NicCore(link_dw=128)``, issue 15 part 5) in Migen simulation.
+
+Two NicCores cabled back to back (port XP of each to port XM of the other, simulated
+cables at 128 bits). Every block between the host side and the cable is the real one:
+the host interface's DMA engine reads a descriptor's payload from the host model and
+packs MTU packets, the injection gate and arbiter, the packer (WordsToBeats), the
+128-bit router and link layers, and at the far end the unpacker (BeatsToWords) in front
+of the ejection dispatcher. Two whole NicCores run at about 75 cycles per second in
+Migen's simulator: each test here is a few hundred to two thousand cycles.
+
+The host side stays 64 bits at the NIC's clock, so one host feeds at most 8 bytes per
+cycle: half of a 128-bit link's beat. ``test_host_stream_128`` measures that (and
+checks every word); the link-limited figure (a link fed faster than one host can) is
+the router + link layer bench's (tests/hw/test_wide.py, ``paranic bench wide``).
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from migen import Module
+from migen.sim import passive, run_simulation
+
+from model.ctxseq import MigenPorts
+from model.pcie_migen import MigenHost
+from paranic.hw.niccore import NicCore, inject_buf_words, mgmt_reserve_beats
+from paranic.sim.cable import SimPhy
+from paranic.spec import link as LK
+from paranic.spec import protocol as P
+
+DW = 128
+K = P.beat_words(DW)
+XP, XM = P.Port.XP, P.Port.XM
+#: the port at the far end of each port (XP <-> XM)
+PEER = {XP: XM, XM: XP}
+CONTROL = P.PacketType.CONTROL
+
+
+class Pair(Module):
+    """Two NicCores ``a`` (node 0) and ``b`` (node 1) at ``link_dw``; port p of ``a``
+    cabled to port PEER[p] of ``b``."""
+
+    def __init__(self, link_dw: int = DW, mtu: int = 256, n_ctx: int = 2, table_nodes: int = 16) -> None:
+        self.a = NicCore(n_links=2, n_ctx=n_ctx, mtu=mtu, link_dw=link_dw, table_nodes=table_nodes)
+        self.b = NicCore(n_links=2, n_ctx=n_ctx, mtu=mtu, link_dw=link_dw, table_nodes=table_nodes)
+        self.submodules += self.a, self.b
+        for p in (XP, XM):
+            q = PEER[p]
+            for src, dst, seed in ((self.a, self.b, 2 * p), (self.b, self.a, 2 * p + 1)):
+                phy = SimPhy(delay=4, seed=seed, dw=link_dw)
+                self.submodules += phy
+                sp, dp = (p, q) if src is self.a else (q, p)
+                self.comb += [src.phys[sp - 1][0].connect(phy.sink),
+                              phy.source.connect(dst.phys[dp - 1][1])]
+
+
+class CsrPorts(MigenPorts):
+    """The driver's context sequences on a NicCore's ``ctx_*`` CSRs (no CSR bank in
+    this bench: the test writes the storage and strobes ``re``)."""
+
+    def reg_write(self, name: str, value: int):
+        h = self.dut
+        if name in ("write", "reset"):
+            re = getattr(h, "ctx_" + name).re
+            yield re.eq(1)
+            yield
+            yield re.eq(0)
+        else:
+            yield getattr(h, "ctx_" + name).storage.eq(value)
+
+    def reg_read(self, name: str):
+        yield
+        yield
+        return (yield self.dut.ctx_state.status)
+
+
+def open_ctx(nic: NicCore, host: MigenHost, ctx: int = 0, tx_base: int = 0x20000, win_base: int = 0x40000,
+             win_size: int = 0x10000):
+    """OPEN context ``ctx`` of ``nic`` (TX ring of 4 descriptors at ``tx_base``, a DMA
+    window); the RX ring and status block are declared but only the TX side is used."""
+    m = host.mem
+    m.add(0x10000, 4 * P.rx_slot_bytes(nic.mtu), f"ctx{ctx} rx ring", dma_write=True)
+    m.add(tx_base, 4 * P.TX_DESC_BYTES, f"ctx{ctx} tx ring", dma_read=True)
+    m.add(0x30000, P.STATUS_BLOCK_BYTES, f"ctx{ctx} status", dma_write=True)
+    m.add(win_base, win_size, f"ctx{ctx} window", dma_read=True)
+    status = yield from CsrPorts(nic.host).run("open", ctx, rx_base=0x10000, rx_log2=2, tx_base=tx_base,
+                                                tx_log2=2, status_addr=0x30000, win_base=win_base,
+                                                win_size=win_size)
+    assert status == 0, status
+
+
+def set_route(nic: NicCore, dst: int, port: int):
+    """Routing-table entry ``dst`` -> ``port`` in both sets (the ``route_*`` CSRs), once
+    the table's reset initialisation is done."""
+    r = nic.router
+    while not (yield r.ready):
+        yield
+    for s in (0, 1):
+        yield r.route_set.storage.eq(s)
+        yield r.route_adr.storage.eq(dst)
+        yield r.route_port.storage.eq(port)
+        yield r.route_write.re.eq(1)
+        yield
+        yield r.route_write.re.eq(0)
+        yield
+
+
+def wait_links(nics, limit: int = 3000):
+    for _ in range(limit):
+        states = []
+        for nic in nics:
+            for link in nic.links:
+                states.append((yield link.link_state))
+        if all(s == LK.LinkState.UP for s in states):
+            return
+        yield
+    raise AssertionError(f"links not up: {states}")
+
+
+def unpack(beats: list[int], n_words: int) -> list[int]:
+    """The words of 128-bit beats (word 0 low); the words past ``n_words`` must be 0."""
+    m = (1 << 64) - 1
+    words = [(b >> (64 * j)) & m for b in beats for j in range(K)]
+    assert not any(words[n_words:]), "unused words of the last beat not zero"
+    return words[:n_words]
+
+
+class Tap:
+    """Records the packets on a stream (beats, the cycle of each packet's last beat)."""
+
+    def __init__(self, ep) -> None:
+        self.ep = ep
+        self.packets: list[list[int]] = []
+        self.t_last: list[int] = []
+        self.t_first: list[int] = []
+
+    @passive
+    def generator(self):
+        ep = self.ep
+        cur, n = [], 0
+        while True:
+            yield
+            n += 1
+            if (yield ep.valid) and (yield ep.ready):
+                if not cur:
+                    self.t_first.append(n)
+                cur.append((yield ep.data))
+                if (yield ep.last):
+                    self.packets.append(cur)
+                    self.t_last.append(n)
+                    cur = []
+
+
+def test_wide_niccore_sizes_in_beats():
+    """At 128 bits the router, its FIFOs, the link layers and the lanes count beats; the
+    host side stays 64 bits; at 64 bits there is no converter."""
+    nic = NicCore(n_links=2, n_ctx=2, mtu=1024, link_dw=DW)
+    r = nic.router
+    assert r.dw == DW and r.max_pkt == P.packet_beats(1024, DW) == 65
+    assert all(link.dw == DW for link in nic.links)
+    assert r.inject.depth_words == inject_buf_words(1024, DW) == 1024   # 14 * 65 + 32 beats
+    assert mgmt_reserve_beats(DW) == 32 and mgmt_reserve_beats(64) == 64
+    assert len(nic.inject_pack.source.data) == DW and len(nic.eject_unpack.source.data) == 64
+    assert len(nic.host.tx_source.data) == 64 and len(nic.lanes_rx[0].source.data) == 64
+    assert len(nic.lanes_tx[0].source.data) == DW
+    assert all(len(ev.mgmt_sink.data) == DW for ev in nic.mgmt_tx.evac)
+    narrow = NicCore(n_links=2, n_ctx=2, mtu=1024)
+    assert not hasattr(narrow, "inject_pack") and not hasattr(narrow, "eject_unpack")
+    assert narrow.router.dw == 64 and narrow.router.inject.depth_words == 2048
+
+
+def test_host_stream_128():
+    """Node 0's host DMA-sends one descriptor of 6 MTU (256-byte) packets to node 1 over
+    128-bit links: at node 1's router ejection every packet arrives once, in order, word
+    for word what node 0's host memory held (headers: node 0 -> node 1, SOM/EOM), in
+    ``packet_beats`` beats with the unused words zero, and again as 64-bit words after
+    the unpacker. Rate at node 1's ejection, last beat to last beat: one host feeds 8
+    bytes per cycle, so at most half of the link's 16 bytes per beat."""
+    mtu, npk = 256, 6
+    top = Pair(mtu=mtu)
+    ha = MigenHost.for_nic(top.a, read_latency=3)
+    hb = MigenHost.for_nic(top.b, read_latency=3)
+    rng = random.Random(15)
+    data = bytes(rng.getrandbits(8) for _ in range(npk * mtu))
+    W = 0x40000
+    ha.mem.write(W, data)
+    ha.mem.write(0x20000, P.pack_tx_desc(addr=W, length=len(data), dst_node=1, dst_ctx=1, tag=7))
+    ejb = Tap(top.b.router.local_source)
+    wordsb = Tap(top.b.eject_unpack.source)
+    res = {}
+
+    def main():
+        yield top.b.node.storage.eq(1)
+        yield from set_route(top.a, 1, XP)
+        yield from set_route(top.b, 1, P.Port.LOCAL)
+        yield from open_ctx(top.a, ha, win_base=W)
+        yield from wait_links([top.a, top.b])
+        res["t_go"] = len(ejb.t_last)
+        yield from ha.write32(P.CtxReg.TX_TAIL, 1)
+        for _ in range(3000):
+            if len(ejb.packets) == npk and len(wordsb.packets) == npk:
+                break
+            yield
+        for _ in range(20):
+            yield
+        res["inject_err"] = yield top.b.router.err_aborted
+
+    run_simulation(top, [main(), ha.generator(), hb.generator(), ejb.generator(), wordsb.generator()])
+    assert ha.errors == [] and hb.errors == []
+    assert len(ejb.packets) == npk and len(wordsb.packets) == npk
+    for i, (beats, words) in enumerate(zip(ejb.packets, wordsb.packets)):
+        assert len(beats) == P.packet_beats(mtu, DW)
+        got = unpack(beats, P.packet_words(mtu))
+        assert got == words
+        hd = P.unpack_header(got[0].to_bytes(8, "little") + got[1].to_bytes(8, "little"))
+        assert (hd["src_node"], hd["dst_node"], hd["dst_ctx"], hd["length"]) == (0, 1, 1, mtu)
+        assert hd["flags"] == (int(P.Flags.SOM) if i == 0 else 0) | (int(P.Flags.EOM) if i == npk - 1 else 0)
+        assert P.words_to_bytes(got[2:], mtu) == data[i * mtu:(i + 1) * mtu]
+    t = ejb.t_last
+    frac = (npk - 1) * mtu / (t[-1] - t[0]) / (DW // 8)
+    print(f"host stream 128: payload fraction {frac:.4f} of the link's beat "
+          f"(cycles per packet {[b - a for a, b in zip(t, t[1:])]})")
+    # host-limited: at most half a beat per cycle, and the path loses little below that
+    assert 0.40 <= frac <= 0.5
+
+
+class MgmtCsr:
+    """The firmware's view of a NicCore's management port, through its ``mgmt_*`` CSRs
+    (storage written, strobes' ``re`` pulsed: there is no CSR bank in this bench)."""
+
+    def __init__(self, nic: NicCore) -> None:
+        self.m = nic.mgmt
+
+    def _strobe(self, csr):
+        yield csr.re.eq(1)
+        yield
+        yield csr.re.eq(0)
+
+    def send(self, words: list[int]):
+        m = self.m
+        for w in words:
+            yield m._tx_data.storage.eq(w)
+            yield from self._strobe(m._tx_push)
+        yield from self._strobe(m._tx_send)
+
+    def recv(self, limit: int = 2000):
+        """One packet (waits for it)."""
+        m = self.m
+        for _ in range(limit):
+            if (yield m.rxf.packets):
+                break
+            yield
+        else:
+            raise AssertionError("no packet at the management port")
+        n = yield m.rxf.head_words
+        out = []
+        for _ in range(n):
+            out.append((yield m.rxf.source.data))
+            yield from self._strobe(m._rx_pop)
+            yield      # the FIFO's next word (a firmware's CSR reads are further apart)
+        yield
+        return out
+
+
+def ctl_packet(direct: int, dst: int, tag: int, length: int) -> list[int]:
+    rng = random.Random(tag)
+    w0, _ = P.header_words(dst_node=dst, src_node=0, type=CONTROL, length=length, direct=direct)
+    return [w0, tag] + [rng.getrandbits(64) for _ in range(P.payload_words(length))]
+
+
+def field(w0: int, name: str) -> int:
+    f = P.HEADER_FIELD[name]
+    return (w0 >> f.offset) & ((1 << f.width) - 1)
+
+
+def test_lane_every_port_128():
+    """A link-local CONTROL packet sent on each port of each NIC (odd word counts: the
+    last beat half used) crosses the 128-bit lanes (packer in LaneTx, FIFO and unpacker
+    in LaneRx) and arrives at the other NIC's management port word for word, ``direct``
+    = the port it came in on, never through a router buffer."""
+    top = Pair(mtu=64)
+    sent = {"a": [], "b": []}
+    got = {"a": [], "b": []}
+    res = {}
+
+    def main():
+        yield from wait_links([top.a, top.b])
+        for name, nic in (("a", top.a), ("b", top.b)):
+            cpu = MgmtCsr(nic)
+            for p in (XP, XM):
+                pk = ctl_packet(p, dst=0xABC, tag=(ord(name) << 8) | p, length=8 * (2 * p - 1) + 8)
+                sent[name].append((p, pk))
+                yield from cpu.send(pk)
+        for name, nic in (("b", top.b), ("a", top.a)):
+            cpu = MgmtCsr(nic)
+            for _ in (XP, XM):
+                got[name].append((yield from cpu.recv()))
+        res["routed"] = [(yield top.a.router.tx_packets[0]), (yield top.b.router.tx_packets[0])]
+
+    run_simulation(top, main())
+    for src, dst in (("a", "b"), ("b", "a")):
+        by_tag = {w[1]: w for w in got[dst]}
+        assert len(by_tag) == 2
+        for p, pk in sent[src]:
+            w = by_tag[pk[1]]
+            assert field(w[0], "direct") == PEER[p]
+            clear = ~(7 << P.HEADER_FIELD["direct"].offset)
+            assert w[0] & clear == pk[0] & clear and w[1:] == pk[1:]
+    assert res["routed"] == [0, 0]   # nothing went through a router
