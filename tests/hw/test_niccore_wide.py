@@ -308,3 +308,54 @@ def test_lane_every_port_128():
             clear = ~(7 << P.HEADER_FIELD["direct"].offset)
             assert w[0] & clear == pk[0] & clear and w[1:] == pk[1:]
     assert res["routed"] == [0, 0]   # nothing went through a router
+
+
+def test_mgmt_evacuated_into_down_link_input_128():
+    """Node 0's link XM is taken DOWN and its management port's tx_target set to XM: two
+    routed CONTROL packets (5 and 10 words: 3 and 5 beats, the first's last beat half
+    used) are packed into beats, enter the router through XM's input buffer (EvacInput;
+    its room check by the packet's beats) and are routed out of XP to node 1, whose
+    management port gets them word for word."""
+    top = Pair(mtu=64)
+    ev = top.a.mgmt_tx.evac[XM - 1]
+    pks = [ctl_packet(0, dst=1, tag=0x51, length=24), ctl_packet(0, dst=1, tag=0x52, length=64)]
+    got, starts, beats = [], [], [0]
+    res = {}
+
+    @passive
+    def watch():
+        was = 0
+        while True:
+            yield
+            act = yield ev.active
+            if act and not was:
+                starts.append((yield ev.mgmt_words))
+            was = act
+            if (yield ev.source.valid) and (yield ev.source.ready) and act:
+                beats[0] += 1
+
+    def main():
+        yield from set_route(top.a, 1, XP)
+        yield from set_route(top.b, 1, P.Port.LOCAL)
+        yield from wait_links([top.a, top.b])
+        link = top.a.links[XM - 1]
+        yield link._take_down.re.eq(1)
+        yield
+        yield link._take_down.re.eq(0)
+        yield
+        res["state"] = yield link.link_state
+        yield top.a.mgmt._tx_target.storage.eq(XM)
+        cpu = MgmtCsr(top.a)
+        for pk in pks:
+            yield from cpu.send(pk)
+        rx = MgmtCsr(top.b)
+        for _ in pks:
+            got.append((yield from rx.recv()))
+        res["tx_xp"] = yield top.a.router.tx_packets[XP]
+        res["dropped"] = yield top.a.mgmt._tx_dropped.status
+
+    run_simulation(top, [main(), watch()])
+    assert res["state"] == LK.LinkState.DOWN
+    assert got == pks
+    assert starts == [P.packet_beats(24, DW), P.packet_beats(64, DW)] == [3, 5]
+    assert beats[0] == 8 and res["tx_xp"] == 2 and res["dropped"] == 0
