@@ -8,7 +8,8 @@ wide router, control lanes and link layers, and at the far end the unpacker
 (BeatsToWords) in front of the ejection dispatcher. Whole NicCores are slow in Migen's
 simulator (about 10 to 100 ms per cycle of a pair, more with traffic and a larger
 MTU), so each test is a few hundred cycles; run times on this machine (one core):
-sizes 1 s, lanes 9 s, evacuation 8 s, barrier 11 s, host stream 28 s; marked slow
+sizes 1 s, room checks 9 s, lanes 9 s, evacuation 8 s, barrier 11 s, host stream
+28 s (about 65 s for the module); marked slow
 (``make test-all``): the 256-bit lanes and evacuation (9 s, 8 s) and the through
 stream (24 s).
 
@@ -493,3 +494,56 @@ def test_through_stream_128_link_limited():
     print(f"through stream 128: payload fraction {frac:.4f}, cycles per packet {sorted(gaps)}")
     assert gaps == {LK.frame_beats(mtu, DW)}
     assert frac == pytest.approx(LK.link_efficiency(mtu, DW)) and frac >= 0.95
+
+
+def test_injection_room_checks_in_beats():
+    """One NicCore at 128 bits whose links never come up: routed CONTROL packets from
+    the management port (10 words: 5 beats) pile up in the injection FIFO (128 beats at
+    MTU 64) until its 16 queue entries are used. Every cycle the gates' room checks are
+    the FIFO's free beats against beats: host/barrier packets ``packet_beats(mtu) +
+    mgmt_reserve_beats + PACK_HELD_BEATS`` (5 + 32 + 1), management packets
+    ``mgmt_reserve_beats + PACK_HELD_BEATS`` (33), including at free levels where the
+    same checks in words (10 + 64, 64) would say no. Nothing is lost or aborted."""
+    from paranic.hw.niccore import INJECT_PACKETS, MGMT_RESERVE_WORDS
+    from paranic.hw.width import PACK_HELD_BEATS
+
+    mtu, npk = 64, 18
+    nic = NicCore(n_links=2, n_ctx=2, mtu=mtu, link_dw=DW, table_nodes=16)
+    free = nic.router.inject.free
+    host_need = P.packet_beats(mtu, DW) + mgmt_reserve_beats(DW) + PACK_HELD_BEATS
+    mgmt_need = mgmt_reserve_beats(DW) + PACK_HELD_BEATS
+    seen, bad = set(), []
+    res = {}
+
+    @passive
+    def watch():
+        while True:
+            yield
+            f = yield free
+            room, ok = (yield nic.injection.room), (yield nic.mgmt_start.ok)
+            seen.add(f)
+            if room != (f >= host_need) or ok != (f >= mgmt_need):
+                bad.append((f, room, ok))
+
+    def main():
+        yield from set_route(nic, 1, XP)
+        cpu = MgmtCsr(nic)
+        for i in range(npk):
+            while (yield nic.mgmt._tx_free.status) < P.packet_words(mtu):
+                yield
+            yield from cpu.send(ctl_packet(0, dst=1, tag=i, length=mtu))
+        for _ in range(40):
+            yield
+        res["packets"] = yield nic.router.inject.packets
+        res["aborted"] = yield nic.router.err_aborted
+        res["waiting"] = yield nic.mgmt.txf.packets
+        res["dropped"] = yield nic.mgmt._tx_dropped.status
+
+    run_simulation(nic, [main(), watch()])
+    assert nic.router.inject.depth_words == 128 and (host_need, mgmt_need) == (38, 33)
+    assert bad == []
+    words_host = P.packet_words(mtu) + MGMT_RESERVE_WORDS
+    assert any(host_need <= f < words_host for f in seen)   # where beats and words differ
+    assert any(f >= words_host for f in seen) and min(seen) < mgmt_need
+    assert res["packets"] == INJECT_PACKETS
+    assert res["aborted"] == 0 and res["dropped"] == 0 and res["packets"] + res["waiting"] == npk
