@@ -28,7 +28,6 @@ from paranic.hw.width import BeatsToWords, WordsToBeats
 from paranic.sim.channels import LinkChannel
 from paranic.sim.testnet import RouterChain
 from paranic.spec import link as LK
-from paranic.spec import protocol as P
 
 DW = 128
 SYS_NS, NIC_NS = 5, 10
