@@ -87,8 +87,8 @@ class NicCore(LiteXModule):
 
     Parameters: ``n_links`` 2 (ring) or 4 (torus); ``n_ctx`` hardware contexts;
     ``mtu`` payload bytes per packet; ``table_nodes`` routing-table depth;
-    ``buf_words`` words (beats at ``link_dw``) of each router link input buffer (every node of a network
-    must agree; default :func:`link_buf_words`);
+    ``buf_words`` words (beats at ``link_dw``) of each router link input buffer
+    (every node of a network must agree; default :func:`link_buf_words`);
     ``link_kwargs``/``host_kwargs`` pass through to the LinkLayer/HostInterface;
     ``with_sync_line`` gives the barrier unit its wired-AND sync-line path (a board with
     a ribbon's sync line; adds the ``barrier_use_line`` CSR, so the CSR map differs).
