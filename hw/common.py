@@ -43,14 +43,20 @@ def packet_words(length):
     return P.HEADER_WORDS + payload_words(length)
 
 
+def words_to_beats(words, dw: int = P.WORD_BITS):
+    """Beats of ``dw`` bits holding ``words`` packet words (an int or a Migen
+    expression): ``ceil(words / (dw / 64))``; at 64 bits ``words`` itself."""
+    k = P.beat_words(dw)
+    if k == 1:
+        return words
+    return (words + (k - 1)) >> (k.bit_length() - 1)
+
+
 def packet_beats(length, dw: int = P.WORD_BITS):
     """Beats of a whole packet whose header says ``length`` payload bytes on a
     ``dw``-bit datapath (:func:`paranic.spec.protocol.packet_beats`); at 64 bits
     exactly :func:`packet_words`."""
-    k = P.beat_words(dw)
-    if k == 1:
-        return packet_words(length)
-    return (packet_words(length) + (k - 1)) >> (k.bit_length() - 1)
+    return words_to_beats(packet_words(length), dw)
 
 
 def hdr_const(**values: int) -> int:

@@ -88,14 +88,17 @@ class InjectionGate(LiteXModule):
             setattr(self, f"_started{i}", started)
         self.comb += self.idle.eq(~reduce(or_, busy) & self.inject_empty & self.mgmt_idle)
 
-    def watch(self, router, mgmt) -> list:
+    def watch(self, router, mgmt, pending=None) -> list:
         """Statements driving ``inject_empty``/``mgmt_idle`` from a
         :class:`~paranic.hw.router.Router` and a :class:`~paranic.hw.mgmt.MgmtPort`:
         the router's injection FIFO holds no word (every packet in it has been granted
         an output and read out), the management port's TX FIFO is empty and not closing
-        (``tx_empty``: no packet waiting for room)."""
+        (``tx_empty``: no packet waiting for room). ``pending`` (a wide NicCore: its
+        packer's ``source.valid``): a beat on its way into the injection FIFO, which
+        counts as not empty."""
+        empty = router.inject.empty if pending is None else router.inject.empty & ~pending
         return [
-            self.inject_empty.eq(router.inject.empty),
+            self.inject_empty.eq(empty),
             self.mgmt_idle.eq(mgmt.tx_empty),
         ]
 

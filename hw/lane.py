@@ -21,8 +21,9 @@ from litex.soc.interconnect import stream
 
 from paranic.spec import protocol as P
 
-from .common import hdr, packet_layout, packet_words
+from .common import hdr, packet_beats, packet_layout, words_to_beats
 from .fifo import PacketFifo
+from .width import BeatsToWords, WordsToBeats
 
 
 def is_lane_header(word0: Signal, n_links: int):
@@ -50,12 +51,17 @@ class LaneTx(LiteXModule):
     read and dropped (``dropped``), as the router drops link-local packets for a port
     that is not up: they were for that link, and the neighbours exchange everything
     again when it comes up. ``sent``: lane packets handed to the link.
+
+    ``dw`` (64, 128, 256): the width of ``router_sink`` and ``source`` (the router port's
+    and the link layer's beats). ``lane_sink`` stays 64 bits (the management port's
+    words); wider, a :class:`~paranic.hw.width.WordsToBeats` (``pack``) packs its
+    packets into beats before the merge.
     """
 
-    def __init__(self) -> None:
-        self.router_sink = stream.Endpoint(packet_layout())
+    def __init__(self, dw: int = P.WORD_BITS) -> None:
+        self.router_sink = stream.Endpoint(packet_layout(dw))
         self.lane_sink = stream.Endpoint(packet_layout())
-        self.source = stream.Endpoint(packet_layout())
+        self.source = stream.Endpoint(packet_layout(dw))
         self.router_busy = Signal()
         self.room_in = Signal()
         self.room_out = Signal()
@@ -72,6 +78,11 @@ class LaneTx(LiteXModule):
         start = Signal()
         start_drop = Signal()
         lane_end = Signal()
+        lane = self.lane_sink
+        if P.beat_words(dw) > 1:
+            self.pack = WordsToBeats(dw)
+            self.comb += self.lane_sink.connect(self.pack.sink)
+            lane = self.pack.source
         self.comb += [
             self.room_out.eq(self.room_in & ~claim),
             # claim was set a cycle ago, so a grant can only be one already visible in
@@ -79,11 +90,11 @@ class LaneTx(LiteXModule):
             start.eq(claim & ~active & ~drop & self.up & self.room_in & ~self.router_busy &
                      ~r_open & ~self.router_sink.valid),
             start_drop.eq(claim & ~active & ~drop & ~self.up),
-            lane_end.eq(self.lane_sink.valid & self.lane_sink.ready & self.lane_sink.last),
+            lane_end.eq(lane.valid & lane.ready & lane.last),
             If(active | start,
-                self.lane_sink.connect(self.source),
+                lane.connect(self.source),
             ).Elif(drop | start_drop,
-                self.lane_sink.ready.eq(1),
+                lane.ready.eq(1),
             ).Else(
                 self.router_sink.connect(self.source),
             ),
@@ -94,7 +105,7 @@ class LaneTx(LiteXModule):
                 claim.eq(0), active.eq(0), drop.eq(0),
                 If(active | start, self.sent.eq(self.sent + 1)).Else(self.dropped.eq(self.dropped + 1)),
             ).Else(
-                If(self.lane_sink.valid & ~claim, claim.eq(1)),
+                If(lane.valid & ~claim, claim.eq(1)),
                 If(start, active.eq(1)),
                 If(start_drop, drop.eq(1)),
             ),
@@ -114,14 +125,27 @@ class LaneRx(LiteXModule):
     (``rx_overflows``), poisons the frame and the far end replays it. ``refused``: lane
     packets refused. The router's credits never cover lane packets, so this is the
     lane's only flow control.
+
+    ``dw`` (64, 128, 256): the width of ``sink`` and ``router_source`` (the link layer's
+    and the router port's beats) and of the FIFO, whose ``depth_words`` then counts
+    beats (default: :data:`LANE_RX_WORDS` words' worth); ``source`` stays 64 bits (the
+    management port's words): wider, a :class:`~paranic.hw.width.BeatsToWords`
+    (``unpack``) follows the FIFO.
     """
 
-    def __init__(self, port: int, n_links: int, depth_words: int | None = None) -> None:
-        depth_words = LANE_RX_WORDS if depth_words is None else depth_words
-        self.sink = stream.Endpoint(packet_layout())
-        self.router_source = stream.Endpoint(packet_layout())
-        self.fifo = fifo = PacketFifo(depth_words, P.packet_words(P.LANE_MAX_BYTES), backpressure=True)
-        self.source = fifo.source
+    def __init__(self, port: int, n_links: int, depth_words: int | None = None,
+                 dw: int = P.WORD_BITS) -> None:
+        depth_words = words_to_beats(LANE_RX_WORDS, dw) if depth_words is None else depth_words
+        self.sink = stream.Endpoint(packet_layout(dw))
+        self.router_source = stream.Endpoint(packet_layout(dw))
+        self.fifo = fifo = PacketFifo(depth_words, P.packet_beats(P.LANE_MAX_BYTES, dw), backpressure=True,
+                                      dw=dw)
+        if P.beat_words(dw) > 1:
+            self.unpack = BeatsToWords(dw)
+            self.comb += fifo.source.connect(self.unpack.sink)
+            self.source = self.unpack.source
+        else:
+            self.source = fifo.source
         self.refused = Signal(32)
 
         # # #
@@ -133,7 +157,7 @@ class LaneRx(LiteXModule):
         need = Signal(len(fifo.free) + 1)
         length = hdr(d, "length")
         self.comb += [
-            need.eq(packet_words(length)),
+            need.eq(packet_beats(length, dw)),
             If(open_,
                 way.eq(held),
             ).Elif(is_lane_header(d, n_links),
@@ -149,7 +173,7 @@ class LaneRx(LiteXModule):
             ),
             If(self.sink.valid & self.sink.last & (way == 2), self.refused.eq(self.refused + 1)),
         ]
-        data = Signal(P.WORD_BITS)
+        data = Signal(dw)
         self.comb += [
             data.eq(d),
             If(~open_, hdr(data, "direct").eq(port)),

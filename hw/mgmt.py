@@ -33,10 +33,11 @@ from paranic.spec import fw as FW
 from paranic.spec import protocol as P
 from paranic.spec.link import LinkState
 
-from .common import hdr, packet_layout
+from .common import hdr, packet_layout, words_to_beats
 from .fifo import PacketFifo
 from .lane import is_lane_header
 from .router import default_buf_words
+from .width import WordsToBeats
 
 #: Width of ``tx_target``: a router port number (``paranic.spec.protocol.Port``).
 TARGET_BITS = P.ROUTE_BITS
@@ -270,14 +271,19 @@ class EvacInput(LiteXModule):
     the buffer empty: words of injected packets, drained while the link is DOWN or
     before it has seen the partner again, are never returned. ``active`` is 1 while a
     management packet passes.
+
+    ``dw`` (64, 128, 256): the width of all three streams (the router's beats); then
+    ``room`` and ``mgmt_words`` count beats (:class:`MgmtTxPath` packs the management
+    port's words into beats in front of ``mgmt_sink``).
     """
 
-    def __init__(self, room_bits: int, words_bits: int, packets_bits: int, slots: int) -> None:
+    def __init__(self, room_bits: int, words_bits: int, packets_bits: int, slots: int,
+                 dw: int = P.WORD_BITS) -> None:
         if slots < 2:
             raise ValueError("an input buffer has at least two packet slots")
-        self.link_sink = stream.Endpoint(packet_layout())
-        self.mgmt_sink = stream.Endpoint(packet_layout())
-        self.source = stream.Endpoint(packet_layout())
+        self.link_sink = stream.Endpoint(packet_layout(dw))
+        self.mgmt_sink = stream.Endpoint(packet_layout(dw))
+        self.source = stream.Endpoint(packet_layout(dw))
         self.link_state = Signal(2)
         self.room = Signal(room_bits)
         self.packets = Signal(packets_bits)
@@ -313,12 +319,22 @@ class MgmtTxPath(LiteXModule):
     and packets in its input buffers, its packet slots; the buffer ``tx_idle`` watches).
 
     Left to the assembly (NicCore): ``local`` (packets for the router's local input,
-    to the injection arbiter), ``link_sinks[i]`` (link port i + 1's received packets,
-    from its link layer) and ``link_states[i]`` (its ``LinkState``).
+    to the injection arbiter; 64-bit words), ``link_sinks[i]`` (link port i + 1's
+    received packets, from its link layer; the router's width) and ``link_states[i]``
+    (its ``LinkState``).
+
+    A router wider than 64 bits (``router.dw``): each link port's management packets
+    pass a :class:`~paranic.hw.width.WordsToBeats` (``packs[i]``) before its
+    :class:`EvacInput`, whose ``mgmt_words`` is then the packet's beats: its words
+    (the TX FIFO's ``head_words``, taken as its first word enters the packer) in beats.
+    A beat still in a packer counts as not empty for ``tx_idle``.
     """
 
     def __init__(self, mgmt: MgmtPort, router) -> None:
         n_links = router.n_links
+        dw = getattr(router, "dw", P.WORD_BITS)
+        wide = P.beat_words(dw) > 1
+        self.packs = []
         self.steer = steer = MgmtSteer(n_links)
         self.local = steer.local
         self.evac = []
@@ -330,24 +346,41 @@ class MgmtTxPath(LiteXModule):
         # tx_idle: the link input the head packet goes to (or went to) is empty. The
         # local input is not watched: it also holds host packets, which may wait there
         # for a failed link (exactly when the firmware replays that link's packets).
-        fed = Signal()
+        if wide:
+            for i in range(n_links):
+                pk = WordsToBeats(dw)
+                setattr(self, f"pack{i}", pk)
+                self.packs.append(pk)
+        fed = Signal(name="fed")
         self.comb += [
             fed.eq(1),    # the local input, or a bad target (discarded, nothing fed)
-            Case(steer.cur, {p: fed.eq(f.empty) for p, f in enumerate(router.inputs) if p}),
+            Case(steer.cur, {p: fed.eq(f.empty & ~self.packs[p - 1].source.valid if wide else f.empty)
+                             for p, f in enumerate(router.inputs) if p}),
             mgmt.fed_empty.eq(fed),
         ]
         for i, port in enumerate(router.links):
             buf = router.inputs[i + 1]
             ev = EvacInput(room_bits=len(buf.free), words_bits=len(mgmt.txf.head_words),
-                           packets_bits=len(buf.packets), slots=router.slots_per_buffer)
+                           packets_bits=len(buf.packets), slots=router.slots_per_buffer, dw=dw)
             setattr(self, f"evac{i}", ev)
             self.evac.append(ev)
+            mgmt_in, mgmt_words = ev.mgmt_sink, mgmt.txf.head_words
+            if wide:
+                pk = self.packs[i]
+                beats = Signal(len(mgmt.txf.head_words), name=f"mgmt_beats{i}")
+                at_first = Signal(reset=1, name=f"mgmt_first{i}")
+                self.comb += pk.source.connect(ev.mgmt_sink)
+                self.sync += If(pk.sink.valid & pk.sink.ready,
+                    at_first.eq(pk.sink.last),
+                    If(at_first, beats.eq(words_to_beats(mgmt.txf.head_words, dw))),
+                )
+                mgmt_in, mgmt_words = pk.sink, beats
             self.comb += [
-                steer.links[i].connect(ev.mgmt_sink),
+                steer.links[i].connect(mgmt_in),
                 ev.source.connect(port.sink),
                 ev.room.eq(buf.free),
                 ev.packets.eq(buf.packets),
-                ev.mgmt_words.eq(mgmt.txf.head_words),
+                ev.mgmt_words.eq(mgmt_words),
             ]
         self.link_sinks = [ev.link_sink for ev in self.evac]
         self.link_states = [ev.link_state for ev in self.evac]

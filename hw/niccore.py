@@ -21,7 +21,7 @@ from paranic.spec import protocol as P
 
 from .barrier import BarrierUnit
 from .collective import CollectiveUnit, make_core
-from .common import hdr, packet_layout
+from .common import hdr, packet_layout, words_to_beats
 from .host import HostInterface
 from .inject import InjectionGate, StartGate
 from .lane import LaneRx, LaneTx
@@ -29,6 +29,7 @@ from .link import LinkLayer
 from .mgmt import FwStatus, Identity, MgmtPort, MgmtTxPath
 from .router import Router, default_buf_words
 from .router_route import RouteCoords
+from .width import PACK_HELD_BEATS, BeatsToWords, WordsToBeats
 
 
 #: Words of the injection FIFO kept for the management port's control packets (an LSA
@@ -50,15 +51,22 @@ INJECT_PACKETS = 16
 VOQ_ORDER = "rr"
 
 
-def inject_buf_words(mtu: int) -> int:
+def mgmt_reserve_beats(dw: int = P.WORD_BITS) -> int:
+    """MGMT_RESERVE_WORDS in beats of a ``dw``-bit router (a packet of at most that
+    many words takes at most this many beats)."""
+    return words_to_beats(MGMT_RESERVE_WORDS, dw)
+
+
+def inject_buf_words(mtu: int, dw: int = P.WORD_BITS) -> int:
     """NicCore's injection FIFO: INJECT_MTU_PACKETS MTU packets plus the management
     port's reserve (MGMT_RESERVE_WORDS), rounded up to a power of two (2048 words at MTU
-    1024), so that host packets still stream while the reserve is kept free."""
-    need = INJECT_MTU_PACKETS * P.packet_words(mtu) + MGMT_RESERVE_WORDS
+    1024), so that host packets still stream while the reserve is kept free. In beats
+    of ``dw`` bits (1024 beats at 128 bits, MTU 1024)."""
+    need = INJECT_MTU_PACKETS * P.packet_beats(mtu, dw) + mgmt_reserve_beats(dw)
     return 1 << (need - 1).bit_length()
 
 
-def link_buf_words(mtu: int) -> int:
+def link_buf_words(mtu: int, dw: int = P.WORD_BITS) -> int:
     """NicCore's link input buffers: four MTU packets, rounded up to a power of two.
 
     A packet entering a ring needs two free packet slots in the next router's input
@@ -68,9 +76,10 @@ def link_buf_words(mtu: int) -> int:
     (two packets, 3 slots) only two packets are in flight, and a one-hop DMA stream
     runs at 145 cycles per MTU packet instead of the link's 132; with four packets per
     buffer (7 slots at MTU 1024; one more block RAM per link port) it keeps up. The
-    injection and ejection FIFOs keep the router's default size.
+    injection and ejection FIFOs keep the router's default size. In beats of ``dw``
+    bits (the same four packets).
     """
-    return default_buf_words(mtu, packets=4)
+    return default_buf_words(mtu, packets=4, dw=dw)
 
 
 class NicCore(LiteXModule):
@@ -78,8 +87,8 @@ class NicCore(LiteXModule):
 
     Parameters: ``n_links`` 2 (ring) or 4 (torus); ``n_ctx`` hardware contexts;
     ``mtu`` payload bytes per packet; ``table_nodes`` routing-table depth;
-    ``buf_words`` words of each router link input buffer (every node of a network
-    must agree; default :func:`link_buf_words`);
+    ``buf_words`` words (beats at ``link_dw``) of each router link input buffer
+    (every node of a network must agree; default :func:`link_buf_words`);
     ``link_kwargs``/``host_kwargs`` pass through to the LinkLayer/HostInterface;
     ``with_sync_line`` gives the barrier unit its wired-AND sync-line path (a board with
     a ribbon's sync line; adds the ``barrier_use_line`` CSR, so the CSR map differs).
@@ -92,16 +101,27 @@ class NicCore(LiteXModule):
     routing beyond it). ``dims``: the topology's (X, Y) the kernel assumes after reset
     (CSRs ``route_coords_dim_x``/``_dim_y``; default a ring of MAX_NODES, which routes every
     destination inside the table by it); the node's coordinates follow from the node id.
+    ``link_dw`` (64, 128, 256; docs/architecture.md "Datapath width"): the width of the
+    router, the link layers and the control lanes; every count of theirs is in beats of
+    ``link_dw`` bits. The host interface, the barrier, collective and management units
+    stay 64 bits: wider, a :class:`~paranic.hw.width.WordsToBeats` (``inject_pack``)
+    packs the injection arbiter's packets into the router's local input and a
+    :class:`~paranic.hw.width.BeatsToWords` (``eject_unpack``) unpacks its local output
+    before the ejection dispatcher. At 64 (default) there is no converter: the
+    gateware is the same as without the parameter.
     """
 
     def __init__(self, n_links: int = 2, n_ctx: int = P.DEFAULT_CONTEXTS, mtu: int = P.DEFAULT_MTU,
                  table_nodes: int = P.DEFAULT_TABLE_NODES, buf_words: int | None = None,
                  link_kwargs: dict | None = None, host_kwargs: dict | None = None,
                  with_sync_line: bool = False, collective: str | None = None,
-                 route_fn: str = "migen", dims: tuple[int, int] = (P.MAX_NODES, 1)) -> None:
+                 route_fn: str = "migen", dims: tuple[int, int] = (P.MAX_NODES, 1),
+                 link_dw: int = P.WORD_BITS) -> None:
+        wide = P.beat_words(link_dw) > 1
         self.n_links = n_links
         self.n_ctx = n_ctx
         self.mtu = mtu
+        self.link_dw = dw = link_dw
 
         # Gateware identity (read-only), checked by the driver before it trusts pn_csr.h.
         self.ident = CSRStatus(32, reset=P.NIC_IDENT, description="NIC_IDENT (\"PNIC\"): a ParaNIC's BAR0")
@@ -118,12 +138,12 @@ class NicCore(LiteXModule):
 
         # Blocks ------------------------------------------------------------------------------
         self.router = Router(n_links=n_links, mtu=mtu,
-                             buf_words=link_buf_words(mtu) if buf_words is None else buf_words,
-                             eject_words=default_buf_words(mtu),
-                             inject_words=inject_buf_words(mtu), inject_packets=INJECT_PACKETS,
+                             buf_words=link_buf_words(mtu, dw) if buf_words is None else buf_words,
+                             eject_words=default_buf_words(mtu, dw=dw),
+                             inject_words=inject_buf_words(mtu, dw), inject_packets=INJECT_PACKETS,
                              voq_order=VOQ_ORDER,
                              table_nodes=table_nodes,
-                             route_fn=route_fn, dims=dims)
+                             route_fn=route_fn, dims=dims, dw=dw)
         self.route_coords = RouteCoords(dims)
         self.host = HostInterface(n_ctx=n_ctx, mtu=mtu, **(host_kwargs or {}))
         self.barrier = BarrierUnit(n_ctx=n_ctx, with_sync_line=with_sync_line)
@@ -131,7 +151,7 @@ class NicCore(LiteXModule):
         self.coll = CollectiveUnit(make_core(collective))
         self.links = []
         for i in range(n_links):
-            link = LinkLayer(mtu=mtu, **(link_kwargs or {}))
+            link = LinkLayer(mtu=mtu, dw=dw, **(link_kwargs or {}))
             setattr(self, f"link{i}", link)
             self.links.append(link)
         self.router.add_csrs()
@@ -166,7 +186,7 @@ class NicCore(LiteXModule):
         self.lanes_tx, self.lanes_rx = [], []
         for i, (port, link, evac_sink, state) in enumerate(zip(
                 self.router.links, self.links, self.mgmt_tx.link_sinks, self.mgmt_tx.link_states)):
-            ltx, lrx = LaneTx(), LaneRx(port=i + 1, n_links=n_links)
+            ltx, lrx = LaneTx(dw=dw), LaneRx(port=i + 1, n_links=n_links, dw=dw)
             setattr(self, f"lane_tx{i}", ltx)
             setattr(self, f"lane_rx{i}", lrx)
             self.lanes_tx.append(ltx)
@@ -196,32 +216,48 @@ class NicCore(LiteXModule):
         gate = self.injection
         self.mgmt_start = StartGate()
         free = self.router.inject.free
+        # Wider: a packer between the arbiter and the injection FIFO; the room checks
+        # count beats, and the beats a packer holds are not yet in ``free``.
+        if wide:
+            self.inject_pack = WordsToBeats(dw)
+            inject_in = self.inject_pack.sink
+            self.comb += self.inject_pack.source.connect(self.router.local_sink)
+            held = PACK_HELD_BEATS
+        else:
+            inject_in = self.router.local_sink
+            held = 0
         self.host_tx = packet.Dispatcher(self.host.tx_source, [gate.sinks[1], self.coll.host_sink])
         self.comb += [
             self.host_tx.sel.eq(hdr(self.host.tx_source.data, "type") == P.PacketType.COLLECTIVE),
             self.barrier.source.connect(gate.sinks[0]),
             self.coll.net_source.connect(gate.sinks[2]),
-            *gate.watch(self.router, self.mgmt),
-            gate.room.eq(free >= P.packet_words(mtu) + MGMT_RESERVE_WORDS),
+            *gate.watch(self.router, self.mgmt, self.inject_pack.source.valid if wide else None),
+            gate.room.eq(free >= P.packet_beats(mtu, dw) + mgmt_reserve_beats(dw) + held),
             self.mgmt_tx.local.connect(self.mgmt_start.sink),
-            self.mgmt_start.ok.eq(free >= MGMT_RESERVE_WORDS),
+            self.mgmt_start.ok.eq(free >= mgmt_reserve_beats(dw) + held),
         ]
         self.inject = packet.Arbiter([gate.sources[0], self.mgmt_start.source, gate.sources[1],
-                                      gate.sources[2]], self.router.local_sink)
+                                      gate.sources[2]], inject_in)
 
         # Ejection by type: BARRIER to the barrier unit, CONTROL to the management port
         # (which back-pressures, never drops), COLLECTIVE to the collective unit, everything
         # else to the host, which also takes the collective unit's results. ---------------
         eject_mgmt = stream.Endpoint(packet_layout())
         eject_host = stream.Endpoint(packet_layout())
-        self.eject = packet.Dispatcher(self.router.local_source,
+        if wide:
+            self.eject_unpack = BeatsToWords(dw)
+            self.comb += self.router.local_source.connect(self.eject_unpack.sink)
+            ejected = self.eject_unpack.source
+        else:
+            ejected = self.router.local_source
+        self.eject = packet.Dispatcher(ejected,
                                        [eject_host, self.barrier.sink, eject_mgmt, self.coll.net_sink])
         self.host_rx = packet.Arbiter([eject_host, self.coll.host_source], self.host.rx_sink)
         # The management port receives routed CONTROL packets from the router and
         # link-local ones from the lanes (packet round-robin).
         self.mgmt_rx = packet.Arbiter([eject_mgmt] + [lrx.source for lrx in self.lanes_rx],
                                       self.mgmt.sink)
-        ptype = hdr(self.router.local_source.data, "type")
+        ptype = hdr(ejected.data, "type")
         self.comb += If(ptype == P.PacketType.BARRIER, self.eject.sel.eq(1)
                         ).Elif(ptype == P.PacketType.CONTROL, self.eject.sel.eq(2)
                         ).Elif(ptype == P.PacketType.COLLECTIVE, self.eject.sel.eq(3)

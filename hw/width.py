@@ -7,7 +7,8 @@ beat zero. :class:`WordsToBeats` packs a packet stream into beats, :class:`Beats
 unpacks it again and drops the last beat's unused words (the header's ``length`` says
 how many words the packet has). Both keep ``first``/``last`` framing and pass ``error``
 on the last beat/word. These are the ``link_dw`` converters a wide NicCore puts around
-its router (not wired into NicCore yet).
+its router (hw/niccore.py), its control lanes (hw/lane.py) and the management port's
+evacuation inputs (hw/mgmt.py).
 """
 
 from __future__ import annotations
@@ -21,6 +22,10 @@ from paranic.spec import protocol as P
 from .common import hdr, packet_layout, packet_words
 
 W = P.WORD_BITS
+
+#: Beats a :class:`WordsToBeats` holds on their way (its output register): a room check
+#: in front of one (NicCore's injection gate) adds them to what must stay free.
+PACK_HELD_BEATS = 1
 
 
 class WordsToBeats(LiteXModule):
