@@ -10,6 +10,7 @@ tests' port models (tests/hw/test_link.py): exact, in-order delivery is checked.
 from __future__ import annotations
 
 import random
+import statistics
 import sys
 from pathlib import Path
 
@@ -241,3 +242,59 @@ def test_link_pair_128_qsfp28_ratio():
                           filler_period=128)
     _clean(st)
     assert st["a"]["up"] == 1 and st["b"]["up"] == 1
+
+
+@pytest.mark.parametrize("dw,g,tx", [(64, 64, TX_BALANCED), (128, 80, _even(80 / 132 * SYS))])
+def test_adapter_loopback_latency(dw, g, tx):
+    """One adapter, tx_data wired to rx_data (a transceiver loopback with no delay):
+    every beat comes back once, in order; latency sink -> source in sys clocks,
+    crossings included (printed for docs/phy.md), bounded."""
+
+    class Top(Module):
+        def __init__(self):
+            self.clock_domains.cd_tx = ClockDomain()
+            kw = {"idle_interval": 64} if dw > 64 else {}
+            self.submodules.ad = Pcs66Adapter(dw, gt_width=g, mtu=MTU, up_cycles=32,
+                                              cd_tx="tx", cd_rx="tx", **kw)
+            self.comb += self.ad.rx_data.eq(self.ad.tx_data)
+
+    top = Top()
+    ad = top.ad
+    rng = random.Random(dw)
+    sent, got, t_in, t_out = [], [], [], []
+
+    def sys_gen():
+        cyc = 0
+        while not (yield ad.up):
+            yield
+            cyc += 1
+            assert cyc < 5000, "no lock"
+        for i in range(300):
+            valid = rng.random() < 0.3 and not (yield ad.hold)
+            w = (rng.getrandbits(dw), 0)          # data beats: never fillers
+            yield ad.sink.valid.eq(int(valid))
+            yield ad.sink.data.eq(w[0])
+            yield ad.sink.ctrl.eq(w[1])
+            yield ad.source.ready.eq(1)
+            yield
+            if valid:
+                sent.append(w)
+                t_in.append(cyc)
+            if (yield ad.source.valid):
+                got.append(((yield ad.source.data), (yield ad.source.ctrl)))
+                t_out.append(cyc)
+            cyc += 1
+        yield ad.sink.valid.eq(0)
+        for _ in range(60):
+            yield
+            if (yield ad.source.valid):
+                got.append(((yield ad.source.data), (yield ad.source.ctrl)))
+                t_out.append(cyc)
+            cyc += 1
+
+    run_simulation(top, {"sys": sys_gen()}, clocks={"sys": SYS, "tx": tx})
+    assert got == sent and len(sent) > 50
+    lat = sorted(b - a for a, b in zip(t_in, t_out))
+    print(f"dw={dw} G={g}: adapter loopback latency median {statistics.median(lat)} sys "
+          f"clocks, {lat[0]}..{lat[-1]}, n={len(lat)}")
+    assert lat[-1] - lat[0] <= 3 and lat[-1] <= 20

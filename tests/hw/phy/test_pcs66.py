@@ -148,13 +148,13 @@ class Line:
 
 
 def run_loop(k, g, words, *, seed=0, gap=0.3, idle_interval=None, events=None, extra=400,
-             max_cycles=20000):
+             max_cycles=20000, offset=None):
     """Send ``words`` (data, ctrl) once the receiver is aligned; return what came out,
     per-word (sent cycle, received cycle), status and the line."""
     idle_interval = (64 if k > 1 else 0) if idle_interval is None else idle_interval
     rng = random.Random(seed)
     top = Loop(k, g, idle_interval)
-    line = Line(g, rng.randrange(66 * k), rng)
+    line = Line(g, rng.randrange(66 * k) if offset is None else offset, rng)
     got, t_sent, t_got, res = [], [], [], {}
     events = events or {}
 
@@ -200,7 +200,7 @@ def random_words(rng, n, k, p_ctrl=0.3):
     return [(rng.getrandbits(64 * k), int(rng.random() < p_ctrl)) for _ in range(n)]
 
 
-@pytest.mark.parametrize("k,g", [(1, 64), (1, 32), (2, 128), (2, 64)])
+@pytest.mark.parametrize("k,g", [(1, 64), (1, 32), (2, 128), (2, 64), (2, 80), (4, 256)])
 def test_round_trip_from_random_offset(k, g):
     """Data and control beats with idles between them arrive exactly; the line carries
     the block format (sync headers every 66 bits, idles as control blocks)."""
@@ -317,3 +317,18 @@ def test_payload_bit_error_is_three_bit_errors_in_data():
     assert sum(bin(d).count("1") for d in diff) == 3
     # payload bit 5 and its echoes at 5 + 39 and 5 + 58, all in the same word
     assert len(bad) == 1 and diff[bad[0]] == (1 << 5) | (1 << 44) | (1 << 63)
+
+
+@pytest.mark.parametrize("k,g", [(1, 64), (2, 80), (2, 128)])
+def test_loop_latency(k, g):
+    """PCS loop latency: Pcs66Tx accepts a beat -> Pcs66Rx emits it, with the line one
+    register (the test's generator) and no offset. Bounded (TX 1 clock to the first bit,
+    serialisation, RX 2 clocks, K > 1 up to one beat more for the beat alignment)."""
+    rng = random.Random(k * g)
+    words = random_words(rng, 200, k)
+    got, t_sent, t_got, res, _ = run_loop(k, g, words, seed=1, gap=0.5, offset=0)
+    assert got == words
+    lat = sorted(b - a for a, b in zip(t_sent, t_got))
+    med = statistics.median(lat)
+    print(f"K={k} G={g}: loop latency median {med} clocks, {lat[0]}..{lat[-1]}, n={len(lat)}")
+    assert lat[-1] <= 3 + 2 + -(-66 * k // g) + (-(-66 * k // g) if k > 1 else 0)
