@@ -32,12 +32,14 @@ Vivado Transceivers Wizard writes for this rate before hardware.
 from __future__ import annotations
 
 from migen import Cat, ClockDomainsRenamer, Instance, Signal
+from migen.genlib.cdc import BusSynchronizer, MultiReg
 
 from litex.gen import LiteXModule
+from litex.soc.interconnect.csr import CSRStatus
 
 from paranic.spec import protocol as P
 
-from .gt66 import Pcs66Adapter
+from .gt66 import COUNTERS, Pcs66Adapter
 from .gt_glue import FAMILIES, _unshort_outputs, pll_config
 
 #: QSFP28 lane / SFP+ line rates (64b/66b) and the LiteICLink data width each uses.
@@ -98,6 +100,11 @@ class GTY66LinkPHY(LiteXModule):
     name : prefix of the clock domains (``<name>_tx``, ``<name>_rx``).
     pll : a GTYQuadPLL of another lane of the quad to share (None: build one).
     sys_clk : the sys clock signal: with it, false paths sys <-> tx/rx.
+    link_cd : the clock domain of the LinkLayer this PHY serves (its ``sink``/``source``/
+        ``hold``/``up`` are in it): ``"sys"``, or e.g. ``"nic"`` when the router and link
+        layers run on their own clock (195.3125 MHz for a QSFP28 lane). LiteICLink's
+        init state machines and the CSRs stay in sys; the counters cross into sys.
+    link_clk : that domain's clock signal (false paths to tx/rx/sys), if not sys.
     mtu, adapter_kwargs : passed to :class:`~.gt66.Pcs66Adapter`.
 
     ``sink``/``source``/``hold``/``up``: the adapter's (the PHY contract);
@@ -106,8 +113,8 @@ class GTY66LinkPHY(LiteXModule):
 
     def __init__(self, platform, refclk, refclk_freq: float, tx_pads, rx_pads,
                  sys_clk_freq: float, dw: int = 128, linerate: float = 25.78125e9,
-                 name: str = "qsfp0", pll=None, sys_clk=None, mtu: int = P.DEFAULT_MTU,
-                 **adapter_kwargs) -> None:
+                 name: str = "qsfp0", pll=None, sys_clk=None, link_cd: str = "sys",
+                 link_clk=None, mtu: int = P.DEFAULT_MTU, **adapter_kwargs) -> None:
         from liteiclink.serdes import gty_ultrascale as gty
 
         if linerate not in LINE_RATES:
@@ -148,20 +155,28 @@ class GTY66LinkPHY(LiteXModule):
         cd_tx, cd_rx = f"{name}_tx", f"{name}_rx"
         self.serdes = serdes = ClockDomainsRenamer({"tx": cd_tx, "rx": cd_rx})(serdes)
 
-        self.adapter = ad = Pcs66Adapter(dw, gt_width=g, mtu=mtu, cd_tx=cd_tx, cd_rx=cd_rx,
-                                         **adapter_kwargs)
+        ad = Pcs66Adapter(dw, gt_width=g, mtu=mtu, cd_tx=cd_tx, cd_rx=cd_rx, **adapter_kwargs)
+        self.link_cd = link_cd
+        self.adapter = ad = ClockDomainsRenamer({"sys": link_cd})(ad)
+        tx_ready, rx_ready = Signal(), Signal()
+        if link_cd == "sys":
+            self.comb += [tx_ready.eq(serdes.tx_ready), rx_ready.eq(serdes.rx_ready)]
+        else:
+            self.specials += [MultiReg(serdes.tx_ready, tx_ready, odomain=link_cd),
+                              MultiReg(serdes.rx_ready, rx_ready, odomain=link_cd)]
         self.comb += [
             self.tx_word.eq(ad.tx_data),
             ad.rx_data.eq(self.rx_word),
-            ad.tx_ready.eq(serdes.tx_ready),
-            ad.rx_ready.eq(serdes.rx_ready),
+            ad.tx_ready.eq(tx_ready),
+            ad.rx_ready.eq(rx_ready),
         ]
         self.sink, self.source, self.hold, self.up = ad.sink, ad.source, ad.hold, ad.up
 
         period_ns = 1e9 / user_clk
         platform.add_period_constraint(serdes.cd_tx.clk, period_ns)
         platform.add_period_constraint(serdes.cd_rx.clk, period_ns)
-        clks = [serdes.cd_tx.clk, serdes.cd_rx.clk] + ([sys_clk] if sys_clk is not None else [])
+        clks = [serdes.cd_tx.clk, serdes.cd_rx.clk] + [c for c in (sys_clk, link_clk)
+                                                        if c is not None]
         platform.add_false_path_constraints(*clks)
 
     def connect(self, link_layer) -> list:
@@ -170,8 +185,20 @@ class GTY66LinkPHY(LiteXModule):
         return connect_phy(link_layer, self)
 
     def add_csrs(self) -> None:
-        """The adapter's counters and LiteICLink's base controls."""
-        self.adapter.add_csrs()
+        """The adapter's counters (crossed into sys if ``link_cd`` is not sys) and
+        LiteICLink's base controls."""
+        if self.link_cd == "sys":
+            self.adapter.add_csrs()
+        else:
+            for name, width, desc in COUNTERS:
+                csr = CSRStatus(width, name=name, description=desc)
+                setattr(self, "_" + name, csr)
+                if width == 1:
+                    self.specials += MultiReg(getattr(self.adapter, name), csr.status)
+                else:
+                    bs = BusSynchronizer(width, self.link_cd, "sys")
+                    self.submodules += bs
+                    self.comb += [bs.i.eq(getattr(self.adapter, name)), csr.status.eq(bs.o)]
         self.serdes.add_base_control()
 
 

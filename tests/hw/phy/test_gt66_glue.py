@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from migen import ClockDomain
+from migen import ClockDomain, ClockDomainsRenamer
 
 from litex.build.generic_platform import Pins, Subsignal
 from litex.build.xilinx import XilinxPlatform
@@ -24,18 +24,23 @@ IO = [
 ]
 
 
-def _top(dw=128, linerate=25.78125e9):
+def _top(dw=128, linerate=25.78125e9, nic=False):
     platform = XilinxPlatform(DEVICE, IO, toolchain="vivado")
 
     class Top(LiteXModule):
         def __init__(self):
             self.cd_sys = ClockDomain()
             self.comb += self.cd_sys.clk.eq(platform.request("clk"))
-            self.link = link = LinkLayer(dw=dw)
+            kw = {}
+            if nic:       # the link layers on their own clock (a NIC clock domain)
+                self.cd_nic = ClockDomain()
+                kw = dict(link_cd="nic", link_clk=self.cd_nic.clk)
+            link = LinkLayer(dw=dw)
+            self.link = ClockDomainsRenamer("nic")(link) if nic else link
             self.phy = phy = GTY66LinkPHY(platform, platform.request("refclk"), 156.25e6,
                                           platform.request("qsfp_tx"), platform.request("qsfp_rx"),
-                                          195.3125e6, dw=dw, linerate=linerate, name="qsfp0",
-                                          sys_clk=self.cd_sys.clk)
+                                          125e6, dw=dw, linerate=linerate, name="qsfp0",
+                                          sys_clk=self.cd_sys.clk, **kw)
             self.comb += phy.connect(link)
             phy.add_csrs()
 
@@ -64,6 +69,14 @@ def test_elaborates_raw_mode(dw, linerate, width):
     assert top.phy.adapter.gt_width == width and top.phy.adapter.dw == dw
     # The adapter's line bits reach TXDATA (not LiteICLink's 8b/10b encoder).
     assert "pcs" in _param(v, "TXDATA").lower() or "tx_word" in _param(v, "TXDATA")
+
+
+def test_link_in_a_nic_clock_domain():
+    """link_cd="nic": the adapter's link side in the NIC domain, CSRs in sys."""
+    platform, top = _top(128, nic=True)
+    v = str(platform.get_verilog(top, name="top"))
+    assert "GTYE4_CHANNEL" in v and "nic_clk" in v
+    assert hasattr(top.phy, "_rx_slips") and top.phy.link_cd == "nic"
 
 
 def test_bad_input():
