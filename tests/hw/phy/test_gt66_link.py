@@ -26,6 +26,8 @@ from paranic.spec import link as LK
 from paranic.spec import protocol as P
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "cocotb" / "phy"))
+from line66 import Line  # noqa: E402  (the lane model, shared with the cocotb bench)
 from test_link import PortModel, make_packet  # noqa: E402  (the link tests' port model)
 
 MTU = 256
@@ -55,50 +57,6 @@ class Bench(Module):
             self.comb += link.port_connections(port)
             self.comb += connect_phy(link, ad)
             self.ports[s], self.links[s], self.phys[s] = port, link, ad
-
-
-class Line:
-    """One direction of the cable, G bits per transmitter clock: a start offset (bits of
-    noise first), bit errors at rate ``ber`` (geometric gaps), ``slip()`` loses a bit."""
-
-    def __init__(self, g: int, rng: random.Random, ber: float = 0.0):
-        self.g, self.rng, self.ber = g, rng, ber
-        self.offset = rng.randrange(1, 2 * g)
-        self.q = rng.getrandbits(self.offset)     # queued bits, bit 0 next
-        self.n = self.offset
-        self.errors = 0
-        self.next_err = self._gap()
-        self.slips = 0
-
-    def _gap(self) -> int:
-        if not self.ber:
-            return 1 << 62
-        return int(self.rng.expovariate(self.ber)) + 1
-
-    def step(self, word: int) -> int:
-        while self.next_err < self.g:
-            word ^= 1 << self.next_err
-            self.errors += 1
-            self.next_err += self._gap()
-        self.next_err -= self.g
-        self.q |= word << self.n
-        out = self.q & ((1 << self.g) - 1)
-        self.q >>= self.g
-        return out
-
-    def slip(self, repeat: bool = False) -> None:
-        """Lose a bit (or, ``repeat``, send one twice: the boundary moves one bit later,
-        so the lock needs one slip instead of 65 to find it again)."""
-        self.slips += 1
-        if repeat:
-            self.q = (self.q << 1) | (self.q & 1)
-            self.n += 1
-            return
-        self.q >>= 1
-        self.n -= 1
-        if self.n < 1:
-            self.q = (self.q << self.g) | self.rng.getrandbits(self.g)
-            self.n += self.g
 
 
 def run(n=30, dw=64, tx=(TX_BALANCED, TX_BALANCED), ppm=(100, -100), ber=0.0, slips=(),
