@@ -191,3 +191,56 @@ async def gt66_cable_pull(dut):
         assert t < 100_000, "b's lane did not come back"
     dut._log.info("up after %d ns; cut seen after %d ns; back up %d ns after the repair",
                   up_ns, down_ns, t)
+
+
+@cocotb.test()
+async def gt66_throughput(dut):
+    """MTU packets a -> b only, the line slower than sys: payload bits delivered per line
+    bit between the first and the last packet (logged; checked against
+    GT66_EXPECT_FRACTION within 0.5 %)."""
+    npk = env("GT66_PACKETS", 300)
+    mtu = env("GT66_MTU", 256)
+    g = env("GT66_G", 64)
+    b = Bench(dut)
+    await b.start()
+    await b.wait_up()
+    rng = random.Random(5)
+    pa = make_packets(rng, npk, mtu, 1, 2, fixed=mtu)
+    A = Side(dut, "a", pa, 4096, random.Random(1), P.packet_words(mtu))
+    B = Side(dut, "b", [], 4096, random.Random(2), P.packet_words(mtu))
+    done: list = []
+    marks = {}
+    line_clocks = [0]
+
+    async def count_line():
+        while not done:
+            await FallingEdge(dut.tx_a_clk)
+            line_clocks[0] += 1
+
+    async def watch_b():
+        while not done:
+            await FallingEdge(dut.sys_b_clk)
+            B.step(0.0, 1.0, 0.0)
+            n = len(B.received)
+            if n and n not in marks:
+                marks[n] = line_clocks[0]
+
+    cocotb.start_soon(count_line())
+    cocotb.start_soon(run_side(A, dut.sys_a_clk, done))
+    cocotb.start_soon(watch_b())
+    t = 0
+    while len(B.received) < npk:
+        await Timer(1000, unit="ns")
+        t += 1000
+        assert t < 20_000_000, f"timeout: b got {len(B.received)}"
+    done.append(1)
+    assert B.received == pa
+    payload = (npk - 1) * 64 * P.payload_words(mtu)
+    frac = payload / ((marks[npk] - marks[1]) * g)
+    ca = counters(dut, "a")
+    expect = env("GT66_EXPECT_FRACTION", 0.0)
+    dut._log.info("payload fraction of the line %.4f (expected %.4f) over %d packets; "
+                  "a: fillers dropped %d forced %d", frac, expect, npk - 1,
+                  ca["gt_tx_fillers_dropped"], ca["gt_tx_fillers_forced"])
+    assert ca["gt_tx_fillers_dropped"] > 0, "the line was not the bottleneck"
+    assert abs(frac - expect) < 0.005 * expect, (frac, expect)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import pytest
 from migen import ClockDomain, ClockDomainsRenamer, Module, Signal
 
 from paranic.hw.common import LinkPortIf
@@ -19,6 +18,8 @@ from paranic.hw.link import COUNTERS, LinkLayer
 from paranic.hw.phy import connect_phy
 from paranic.hw.phy.gt66 import COUNTERS as GT66_COUNTERS, Pcs66Adapter
 from paranic.sim.hdl import BUILD_ROOT, run_cocotb, write_verilog
+from paranic.spec import link as LK
+from paranic.spec import protocol as P
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "link"))
 from port_pins import router_port_pins  # noqa: E402
@@ -109,7 +110,14 @@ def test_gt66_cable_pull():
     _run("gt66_cable_pull", GT66_TX_PS=6206, GT66_SEED=3)
 
 
-@pytest.mark.slow
+def test_gt66_throughput():
+    """The line 10 % slower than sys: the payload fraction of the line at MTU frames is
+    64/66 x the framing (frame_words) less the forced fillers (1 per 1024 beats), 0.5 %."""
+    eff = 64 / 66 * P.payload_words(MTU) / (LK.frame_words(MTU) + 1 / 1024 * LK.frame_words(MTU))
+    _run("gt66_throughput", GT66_PACKETS=400, GT66_TX_PS=int(6206 * 1.1), GT66_SEED=6,
+         GT66_EXPECT_FRACTION=f"{eff:.6f}")
+
+
 def test_gt66_compensation_stress():
     """Sides 800 ppm apart: the slow side's elastic buffer drops fillers, no overflow."""
     _run("gt66_traffic", GT66_PACKETS=3000, GT66_TX_PS=6000, GT66_PPM_A=400, GT66_PPM_B=-400,

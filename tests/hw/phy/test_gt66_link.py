@@ -169,8 +169,8 @@ def test_link_pair_slip_relocks():
 
 #: (dw, G, tx clock period): SFP+ (64 bits at 161.13 MHz for 156.25 M beats/s, here
 #: against sys 125 MHz) and a QSFP28 lane on the GTY (80 bits at 322.27 MHz, 195.3 M
-#: beats/s), each with the line 3 % slower than sys so that the line is the bottleneck.
-LINE_LIMITED = {64: (64, _even(TX_BALANCED * 1.03)), 128: (80, _even(80 / 132 * SYS * 1.03))}
+#: beats/s), each with the line 10 % slower than sys so that the line is the bottleneck.
+LINE_LIMITED = {64: (64, _even(TX_BALANCED * 1.1)), 128: (80, _even(80 / 132 * SYS * 1.1))}
 
 
 @pytest.mark.parametrize("dw", [pytest.param(64, marks=pytest.mark.slow), 128])
@@ -187,10 +187,12 @@ def test_throughput_line_limited(dw):
     c1, t1 = st["t_last"]["b"]
     frac = payload / ((t1 - t0) * g)
     frame_bits = sum(66 * dw // 64 * LK.frame_beats(8 * (len(w) - 2), dw) for w in sent)
+    # dw > 64: the run's idle beats (one every 64 beats, run()) take their share too.
+    expect = payload / frame_bits * (64 / 65 if dw > 64 else 1.0)
     print(f"dw={dw} G={g}: payload fraction of the line {frac:.4f}, "
-          f"64/66 x framing {payload / frame_bits:.4f}")
+          f"64/66 x framing {payload / frame_bits:.4f}, with idle beats {expect:.4f}")
     # Timed at packet ends (a few cycles of jitter over ~150 line cycles): 2 %.
-    assert frac == pytest.approx(payload / frame_bits, rel=0.02)
+    assert frac == pytest.approx(expect, rel=0.02)
 
 
 def test_link_pair_128_qsfp28_ratio():
