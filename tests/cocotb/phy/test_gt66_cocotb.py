@@ -2,8 +2,8 @@
 (line66.py), in Verilator: long runs with four oscillators, the sides ±100 ppm apart.
 
 As test_gt_cocotb.py for 8b/10b: each side's sys and transceiver tx clock; each side's
-rx clock is the far side's tx clock. dw = 64 (the link bench's router-port models are
-64-bit); dw = 128 runs in tests/hw/phy/test_gt66_link.py (Migen).
+rx clock is the far side's tx clock. dw = 64 (SFP+) and dw = 128 (QSFP28 lane on a GTY,
+80 raw bits per clock); the router-port models carry beats.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
 from migen import ClockDomain, ClockDomainsRenamer, Module, Signal
 
 from paranic.hw.common import LinkPortIf
@@ -41,7 +42,7 @@ class GT66Bench(Module):
     ``s_gt_rx_ready``. Clocks/resets: ``sys_s``, ``tx_s``, ``rx_s`` (reset only).
     """
 
-    def __init__(self, g: int = G, mtu: int = MTU, **adapter_kwargs):
+    def __init__(self, g: int = G, mtu: int = MTU, dw: int = 64, **adapter_kwargs):
         self.ios: set[Signal] = set()
 
         def pin(name: str, width: int = 1) -> Signal:
@@ -61,9 +62,9 @@ class GT66Bench(Module):
         ]
         for side in ("a", "b"):
             ren = {"sys": f"sys_{side}", "tx": f"tx_{side}", "rx": f"rx_{side}"}
-            link = ClockDomainsRenamer(ren)(LinkLayer(mtu=mtu))
-            ad = ClockDomainsRenamer(ren)(Pcs66Adapter(64, gt_width=g, mtu=mtu, **adapter_kwargs))
-            port = LinkPortIf()
+            link = ClockDomainsRenamer(ren)(LinkLayer(mtu=mtu, dw=dw))
+            ad = ClockDomainsRenamer(ren)(Pcs66Adapter(dw, gt_width=g, mtu=mtu, **adapter_kwargs))
+            port = LinkPortIf(dw)
             setattr(self.submodules, f"link_{side}", link)
             setattr(self.submodules, f"gt_{side}", ad)
             self.comb += link.port_connections(port)
@@ -81,11 +82,13 @@ class GT66Bench(Module):
                 self.comb += pin(f"{side}_gt_{name}", width).eq(getattr(ad, name))
 
 
-def _run(testcase: str, **env) -> None:
-    name = f"gt66_bench_g{G}"
-    top = GT66Bench(**ADAPTER)
+def _run(testcase: str, dw: int = 64, g: int = G, **env) -> None:
+    name = f"gt66_bench_dw{dw}_g{g}"
+    kw = dict(ADAPTER, **({"idle_interval": 64} if dw > 64 else {}))
+    top = GT66Bench(g=g, dw=dw, **kw)
     v = write_verilog(top, top.ios, name, BUILD_ROOT / "verilog" / name)
-    env.setdefault("GT66_G", G)
+    env.setdefault("GT66_G", g)
+    env.setdefault("GT66_DW", dw)
     env.setdefault("GT66_MTU", MTU)
     run_cocotb(name, [v], name, "tb_gt66", test_dir=HERE, testcase=testcase,
                extra_env={k: str(v) for k, v in env.items()}, build_args=BUILD_ARGS)
@@ -96,6 +99,14 @@ def test_gt66_sfp_plus_ppm():
     +100 / -100 ppm, full load both ways: exact delivery, no error counter moves."""
     _run("gt66_traffic", GT66_PACKETS=1000, GT66_TX_PS=6206, GT66_PPM_A=100, GT66_PPM_B=-100,
          GT66_SEED=1, GT66_EXPECT="clean")
+
+
+def test_gt66_qsfp28_128_ppm():
+    """dw = 128 over G = 80 at the QSFP28/GTY ratio (NIC 5.12 ns, tx 3.103 ns: 195.3 M
+    beats/s each), sides at +100 / -100 ppm, BER 1e-5 and slips: exact delivery."""
+    _run("gt66_traffic", dw=128, g=80, GT66_PACKETS=1000, GT66_SYS_PS=5120, GT66_TX_PS=3103,
+         GT66_PPM_A=100, GT66_PPM_B=-100, GT66_SEED=7, GT66_BER=1e-5, GT66_SLIPS=2,
+         GT66_EXPECT="errors")
 
 
 def test_gt66_bit_errors_and_slips():
@@ -110,12 +121,17 @@ def test_gt66_cable_pull():
     _run("gt66_cable_pull", GT66_TX_PS=6206, GT66_SEED=3)
 
 
-def test_gt66_throughput():
+@pytest.mark.parametrize("dw,g,tx_ps", [(64, 64, 6206), (128, 80, 3103)])
+def test_gt66_throughput(dw, g, tx_ps):
     """The line 10 % slower than sys: the payload fraction of the line at MTU frames is
-    64/66 x the framing (frame_words) less the forced fillers (1 per 1024 beats), 0.5 %."""
-    eff = 64 / 66 * P.payload_words(MTU) / (LK.frame_words(MTU) + 1 / 1024 * LK.frame_words(MTU))
-    _run("gt66_throughput", GT66_PACKETS=400, GT66_TX_PS=int(6206 * 1.1), GT66_SEED=6,
-         GT66_EXPECT_FRACTION=f"{eff:.6f}")
+    64/66 x the framing (payload words over the frame's beats x K) less the forced
+    fillers (1 per 1024 beats) and, at dw = 128, the bench's idle beats (1 per 65),
+    within 0.5 %."""
+    k = dw // 64
+    beats = LK.frame_beats(MTU, dw) * (1 + 1 / 1024) * (65 / 64 if k > 1 else 1)
+    eff = 64 / 66 * P.payload_words(MTU) / (k * beats)
+    _run("gt66_throughput", dw=dw, g=g, GT66_PACKETS=400, GT66_TX_PS=int(tx_ps * 1.1),
+         GT66_SYS_PS=6400 if dw == 64 else 5120, GT66_SEED=6, GT66_EXPECT_FRACTION=f"{eff:.6f}")
 
 
 def test_gt66_compensation_stress():

@@ -158,6 +158,7 @@ def test_link_pair_bit_errors_caught_by_crc():
     assert sum(st[s][n] for s in "ab" for n in ("crc_errors", "ctrl_errors", "seq_errors")) > 0
 
 
+@pytest.mark.slow   # ~18 s; the cocotb bench covers slips under load at dw = 64
 def test_link_pair_slip_relocks():
     """A bit slip (a repeated bit) on a line under load: the lock falls and finds the
     boundary again, the link layer replays what was lost (the lost-bit case, which
@@ -173,7 +174,8 @@ def test_link_pair_slip_relocks():
 LINE_LIMITED = {64: (64, _even(TX_BALANCED * 1.1)), 128: (80, _even(80 / 132 * SYS * 1.1))}
 
 
-@pytest.mark.parametrize("dw", [pytest.param(64, marks=pytest.mark.slow), 128])
+@pytest.mark.slow   # ~11 s each; the cocotb bench measures both widths over 400 packets
+@pytest.mark.parametrize("dw", [64, 128])
 def test_throughput_line_limited(dw):
     """The line slower than sys (hold meters frames): the payload fraction of the line
     at MTU frames is 64/66 x the link framing's efficiency (frame beats), within 2 %."""
@@ -195,6 +197,7 @@ def test_throughput_line_limited(dw):
     assert frac == pytest.approx(expect, rel=0.02)
 
 
+@pytest.mark.slow   # ~18 s; the cocotb bench runs dw = 128 under ppm, errors and slips
 def test_link_pair_128_qsfp28_ratio():
     """dw = 128 over G = 80 at the QSFP28/GTY clock ratio (beat rate = NIC clock), sides
     at +100 / -100 ppm: exact delivery both ways, no error counter moves."""

@@ -218,9 +218,9 @@ def test_round_trip_from_random_offset(k, g):
 
 
 def test_throughput_back_to_back():
-    """Without gaps the gearbox takes B/G... every beat it can: 32 beats in 33 cycles
-    at G = 64 (K = 1): the only idles are the gearbox's pauses (none: the FIFO model
-    never runs dry), and each word's latency through the loop is constant."""
+    """With a source that never runs dry the transmitter takes a beat whenever the
+    gearbox can: 32 beats in 33 clocks at K = 1, G = 64, and every word's latency
+    through the loop is the same within the gearbox's phase."""
     rng = random.Random(1)
     words = random_words(rng, 330, 1)
     got, t_sent, t_got, res, line = run_loop(1, 64, words, seed=3, gap=0.0)
