@@ -6,7 +6,8 @@ clock the lane model (line66.Line) moves the G raw bits to the far receiver with
 random offset, bit errors and slips. Router ports: the link bench's models (tb_link).
 
 Parameters (environment): GT66_G, GT66_MTU, GT66_PACKETS, GT66_TX_PS (nominal tx clock
-period), GT66_SYS_PS (default 6400), GT66_DW (64; packets as beats), GT66_PPM_A, GT66_PPM_B, GT66_SEED, GT66_BER, GT66_SLIPS,
+period), GT66_SYS_PS (default 6400), GT66_DW (64; packets as beats), GT66_PPM_A,
+GT66_PPM_B, GT66_SEED, GT66_BER, GT66_SLIPS,
 GT66_EXPECT (clean | errors | compensation), GT66_MAX_NS.
 """
 
@@ -59,8 +60,8 @@ class Bench:
         tx_fs = env("GT66_TX_PS", 6206) * 1000
         sys_fs = env("GT66_SYS_PS", 6400) * 1000
         for s, ppm in (("a", env("GT66_PPM_A", 0.0)), ("b", env("GT66_PPM_B", 0.0))):
-            cocotb.start_soon(Clock(getattr(dut, f"sys_{s}_clk"), _period(sys_fs, ppm), unit="fs").start())
-            cocotb.start_soon(Clock(getattr(dut, f"tx_{s}_clk"), _period(tx_fs, ppm), unit="fs").start())
+            for clk, fs in ((f"sys_{s}_clk", sys_fs), (f"tx_{s}_clk", tx_fs)):
+                cocotb.start_soon(Clock(getattr(dut, clk), _period(fs, ppm), unit="fs").start())
             for r in ("sys", "tx", "rx"):
                 getattr(dut, f"{r}_{s}_rst").value = 1
             for n in ("tx_valid", "drained"):

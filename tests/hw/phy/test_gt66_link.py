@@ -23,7 +23,6 @@ from paranic.hw.link import LinkLayer
 from paranic.hw.phy import connect_phy
 from paranic.hw.phy.gt66 import Pcs66Adapter
 from paranic.spec import link as LK
-from paranic.spec import protocol as P
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "cocotb" / "phy"))
