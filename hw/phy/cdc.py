@@ -10,6 +10,8 @@ from migen.genlib.cdc import MultiReg
 from litex.gen import LiteXModule
 from litex.soc.interconnect import stream
 
+from paranic.spec import protocol as P
+
 from . import phy_layout
 
 
@@ -31,17 +33,18 @@ class WordAsyncFIFO(LiteXModule):
     """Line words from ``cd_write`` into ``cd_read``, with the fill level seen by the writer.
 
     ``sink`` (``cd_write``): written when ``valid`` (``ready`` = not full). ``source``
-    (``cd_read``): first-word-fall-through. ``level_w`` (``cd_write``): words stored, as
+    (``cd_read``): first-word-fall-through, ``phy_layout(dw)``. ``level_w`` (``cd_write``): words stored, as
     the writer sees it (never less than the truth: the read pointer arrives late).
     """
 
-    def __init__(self, depth: int, cd_write: str = "sys", cd_read: str = "sys") -> None:
+    def __init__(self, depth: int, cd_write: str = "sys", cd_read: str = "sys",
+                 dw: int = P.WORD_BITS) -> None:
         if depth & (depth - 1) or depth < 8:
             raise ValueError("depth must be a power of two, at least 8")
         aw = depth.bit_length() - 1
         self.depth = depth
-        self.sink = sink = stream.Endpoint(phy_layout())
-        self.source = source = stream.Endpoint(phy_layout())
+        self.sink = sink = stream.Endpoint(phy_layout(dw))
+        self.source = source = stream.Endpoint(phy_layout(dw))
         self.level_w = Signal(aw + 1)
 
         # Not an attribute: LiteX's SoC would map an AutoCSR module's Memory into CSR space.

@@ -23,6 +23,8 @@ from migen.genlib.cdc import MultiReg
 from litex.gen import LiteXModule
 from litex.soc.interconnect import stream
 
+from paranic.spec import protocol as P
+
 from ..link.ctl import is_filler
 from . import phy_layout
 from .cdc import WordAsyncFIFO
@@ -31,18 +33,20 @@ from .cdc import WordAsyncFIFO
 class ElasticBuffer(LiteXModule):
     """Line words from clock domain ``cd_write`` into ``sys``, dropping fillers when full.
 
+    Words are ``phy_layout(dw)`` beats (a filler beat: its low 64 bits, docs/link-layer.md).
     ``sink`` (``cd_write``): a word whenever ``sink.valid``; ``sink.ready`` is always 1.
     ``source`` (``sys``): the words in order, ``valid`` whenever one is buffered.
     ``level_w``: fill level seen by the write side. Status: ``overflow`` (sticky, in
     ``sys``), ``dropped_w`` (fillers dropped, in ``cd_write``).
     """
 
-    def __init__(self, cd_write: str = "rx", depth: int = 64, high: int | None = None) -> None:
+    def __init__(self, cd_write: str = "rx", depth: int = 64, high: int | None = None,
+                 dw: int = P.WORD_BITS) -> None:
         high = depth // 2 if high is None else high
         if not 0 < high < depth:
             raise ValueError("high must lie between 0 and depth")
-        self.fifo = fifo = WordAsyncFIFO(depth, cd_write=cd_write, cd_read="sys")
-        self.sink = sink = stream.Endpoint(phy_layout())
+        self.fifo = fifo = WordAsyncFIFO(depth, cd_write=cd_write, cd_read="sys", dw=dw)
+        self.sink = sink = stream.Endpoint(phy_layout(dw))
         self.source = fifo.source
         self.level_w = fifo.level_w
         self.overflow = Signal()

@@ -21,6 +21,8 @@ from migen import Array, Cat, If, Mux, Signal
 from litex.gen import LiteXModule
 from litex.soc.interconnect import stream
 
+from paranic.spec import protocol as P
+
 from ..link.ctl import is_filler
 from . import phy_layout
 from .gt_framing import COMMA, LANE_BYTES, MARKER, PAD
@@ -33,16 +35,18 @@ class GTTxRateMatch(LiteXModule):
     (``level`` is its write-side fill level). ``tx_ready`` (sys): the transmitter
     runs; while low every word is dropped and ``hold`` is high.
     Counters (sys): ``fillers_dropped``, ``fillers_forced``, ``lost`` (words that met
-    a full FIFO: never happens while the link honours ``hold``).
+    a full FIFO: never happens while the link honours ``hold``). ``dw``: beat width
+    (``phy_layout(dw)``; words are counted in beats).
     """
 
-    def __init__(self, depth: int, threshold: int, filler_period: int) -> None:
+    def __init__(self, depth: int, threshold: int, filler_period: int,
+                 dw: int = P.WORD_BITS) -> None:
         if not 0 < threshold < depth:
             raise ValueError("threshold must lie between 0 and the FIFO depth")
         if filler_period < 2:
             raise ValueError("filler_period must be at least 2")
-        self.sink = sink = stream.Endpoint(phy_layout())
-        self.source = source = stream.Endpoint(phy_layout())
+        self.sink = sink = stream.Endpoint(phy_layout(dw))
+        self.source = source = stream.Endpoint(phy_layout(dw))
         self.level = Signal(max=depth + 1)
         self.tx_ready = Signal(reset=1)
         self.hold = Signal()
