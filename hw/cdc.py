@@ -9,8 +9,6 @@ docs/boards.md "NIC clock domain".
   (:meth:`~CsrCross.status`, ``BusSynchronizer``: a value that was present at once in
   ``nic``, a few cycles late). :data:`NO_CROSS` (the default of ``add_csrs``) returns
   every signal unchanged, so one clock builds the same gateware as before.
-* :class:`GrayCross`: a count that changes by at most one per source cycle (a FIFO's
-  ``free``), gray-coded, two flops, decoded: a value the count had a few cycles ago.
 * :class:`StreamCrossing`: a LiteX ``stream.ClockDomainCrossing`` (AsyncFIFO) plus
   ``pending`` on its write side: 1 while a beat written into it may not yet be visible
   as the far side's state (so an ``idle`` built from it is never early).
@@ -18,7 +16,7 @@ docs/boards.md "NIC clock domain".
 
 from __future__ import annotations
 
-from migen import Cat, If, Signal
+from migen import If, Signal
 from migen.genlib.cdc import BusSynchronizer, MultiReg, PulseSynchronizer
 from litex.gen import LiteXModule
 from litex.soc.interconnect import stream
@@ -33,10 +31,12 @@ CDC_DEPTH = 8
 #: ``nic``; 32 covers ``nic`` down to a quarter of ``sys``.
 SETTLE_SYS_CYCLES = 32
 
-#: ``nic`` cycles a :class:`GrayCross` copy of a FIFO's ``free`` may be late when ``sys``
-#: is at least as fast as ``nic`` (one register in ``nic``, two flops in ``sys``, read
-#: in the next ``sys`` cycle): the beats that may have entered the FIFO meanwhile.
-GRAY_LAG_NIC_CYCLES = 4
+#: ``nic`` cycles a :meth:`CsrCross.status`-style (``BusSynchronizer``) copy of a FIFO's
+#: ``free`` may be late when ``sys`` is at least as fast as ``nic`` (the value in ``sys``
+#: was sampled at most a ping in ``sys``, a pong in ``nic`` and the next ping ago: about
+#: 8 ``sys`` + 3 ``nic`` cycles): the beats that may have entered the FIFO meanwhile,
+#: which a room check against the copy adds to what must stay free.
+FREE_LAG_NIC_CYCLES = 16
 
 
 class _NoCross:
@@ -94,28 +94,6 @@ class CsrCross(LiteXModule):
         self.comb += bs.i.eq(value)
         self.n["status"] += 1
         return bs.o
-
-
-class GrayCross(LiteXModule):
-    """``i`` (in ``src``; changes by at most one per ``src`` cycle) -> ``o`` (in ``dst``):
-    gray code registered in ``src``, two flops in ``dst``, decoded; ``o`` is a value
-    ``i`` had a few cycles before (:data:`GRAY_LAG_NIC_CYCLES` for ``nic`` -> ``sys``)."""
-
-    def __init__(self, width: int, src: str, dst: str, reset: int = 0) -> None:
-        self.i = Signal(width, reset=reset)
-        self.o = Signal(width, reset=reset)
-
-        # # #
-
-        g_reset = reset ^ (reset >> 1)
-        gray = Signal(width, reset=g_reset)
-        gray_dst = Signal(width, reset=g_reset)
-        getattr(self.sync, src).__iadd__(gray.eq(self.i ^ self.i[1:]))
-        self.specials += MultiReg(gray, gray_dst, odomain=dst, reset=g_reset)
-        bits = [gray_dst[width - 1]]
-        for j in range(width - 2, -1, -1):
-            bits.insert(0, bits[0] ^ gray_dst[j])
-        self.comb += self.o.eq(Cat(*bits))
 
 
 class StreamCrossing(LiteXModule):
