@@ -25,7 +25,7 @@ from __future__ import annotations
 import random
 
 import pytest
-from migen import Module
+from migen import ClockDomainsRenamer, Module
 from migen.sim import passive, run_simulation
 
 from model.ctxseq import MigenPorts
@@ -46,16 +46,23 @@ CONTROL = P.PacketType.CONTROL
 
 class Pair(Module):
     """Two NicCores ``a`` (node 0) and ``b`` (node 1) at ``link_dw``; port p of ``a``
-    cabled to port PEER[p] of ``b``."""
+    cabled to port PEER[p] of ``b``. ``nic_clock``: both built with the NIC clock domain
+    (``NicCore(nic_clock=True)``), the cables in ``nic`` too."""
 
-    def __init__(self, link_dw: int = DW, mtu: int = 256, n_ctx: int = 2, table_nodes: int = 16) -> None:
-        self.a = NicCore(n_links=2, n_ctx=n_ctx, mtu=mtu, link_dw=link_dw, table_nodes=table_nodes)
-        self.b = NicCore(n_links=2, n_ctx=n_ctx, mtu=mtu, link_dw=link_dw, table_nodes=table_nodes)
+    def __init__(self, link_dw: int = DW, mtu: int = 256, n_ctx: int = 2, table_nodes: int = 16,
+                 nic_clock: bool = False) -> None:
+        kw = dict(n_links=2, n_ctx=n_ctx, mtu=mtu, link_dw=link_dw, table_nodes=table_nodes)
+        if nic_clock:
+            kw["nic_clock"] = True
+        self.a = NicCore(**kw)
+        self.b = NicCore(**kw)
         self.submodules += self.a, self.b
         for p in (XP, XM):
             q = PEER[p]
             for src, dst, seed in ((self.a, self.b, 2 * p), (self.b, self.a, 2 * p + 1)):
                 phy = SimPhy(delay=4, seed=seed, dw=link_dw)
+                if nic_clock:
+                    phy = ClockDomainsRenamer("nic")(phy)
                 self.submodules += phy
                 sp, dp = (p, q) if src is self.a else (q, p)
                 self.comb += [src.phys[sp - 1][0].connect(phy.sink),
