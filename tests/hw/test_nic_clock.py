@@ -1,6 +1,6 @@
-"""The NIC clock domain's data path (docs/boards.md, "NIC clock domain (plan)"), Migen
-simulation with two clocks: not NicCore's option yet (its CSRs and status bits do not
-cross), but the crossing it plans for its packet streams, measured.
+"""The NIC clock domain (docs/boards.md, "NIC clock domain"), Migen simulation with two
+clocks: first the data path alone (below), then ``NicCore(nic_clock=True)`` (further
+down: its build, its crossed CSRs, and two whole NicCores streaming a host's DMA).
 
 A 64-bit host-side packet stream in ``sys`` -> WordsToBeats(128) (``sys``) -> a LiteX
 ``stream.ClockDomainCrossing`` (AsyncFIFO, ``sys`` -> ``nic``) -> two 128-bit routers

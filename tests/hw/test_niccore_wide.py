@@ -11,7 +11,8 @@ MTU), so each test is a few hundred cycles; run times on this machine (one core)
 sizes 1 s, room checks 9 s, lanes 9 s, evacuation 8 s, barrier 11 s, host stream
 28 s (about 65 s for the module); marked slow
 (``make test-all``): the 256-bit host stream, lanes and evacuation (35 s, 9 s, 8 s)
-and the through stream (24 s).
+and the through stream (24 s); the lanes and evacuation again with the NIC clock
+(``Pair(nic_clock=True)``, sys twice as fast as nic; together 80 s of CPU).
 
 The host side stays 64 bits at the NIC's clock, so one host feeds at most 8 bytes per
 cycle: half of a 128-bit link's beat. ``test_host_stream`` measures that (and
