@@ -24,7 +24,7 @@ See docs/mgmt.md.
 
 from __future__ import annotations
 
-from migen import Case, If, Mux, Signal
+from migen import Case, ClockDomainsRenamer, If, Mux, Signal
 from litex.gen import LiteXModule
 from litex.soc.interconnect import stream
 from litex.soc.interconnect.csr import CSR, CSRStatus, CSRStorage
@@ -33,6 +33,7 @@ from paranic.spec import fw as FW
 from paranic.spec import protocol as P
 from paranic.spec.link import LinkState
 
+from .cdc import StreamCrossing
 from .common import hdr, packet_layout, words_to_beats
 from .fifo import PacketFifo
 from .lane import is_lane_header
@@ -328,13 +329,23 @@ class MgmtTxPath(LiteXModule):
     :class:`EvacInput`, whose ``mgmt_words`` is then the packet's beats: its words
     (the TX FIFO's ``head_words``, taken as its first word enters the packer) in beats.
     A beat still in a packer counts as not empty for ``tx_idle``.
+
+    ``cd`` (default None: one clock): the router's clock domain when it is not the
+    management port's (``NicCore(nic_clock=True)``; a wide router only): each
+    :class:`EvacInput` runs in ``cd``, behind a
+    :class:`~paranic.hw.cdc.StreamCrossing` (``crosses[i]``) from its packer, whose
+    beats carry the packet's ``mgmt_words`` (field ``beats``) with them; ``tx_idle``
+    also waits for the crossing and sees the buffer's ``empty`` through it.
     """
 
-    def __init__(self, mgmt: MgmtPort, router) -> None:
+    def __init__(self, mgmt: MgmtPort, router, cd: str | None = None) -> None:
         n_links = router.n_links
         dw = getattr(router, "dw", P.WORD_BITS)
         wide = P.beat_words(dw) > 1
+        if cd is not None and not wide:
+            raise ValueError("MgmtTxPath: a clock domain crossing needs a router wider than 64 bits")
         self.packs = []
+        self.crosses = []
         self.steer = steer = MgmtSteer(n_links)
         self.local = steer.local
         self.evac = []
@@ -351,17 +362,30 @@ class MgmtTxPath(LiteXModule):
                 pk = WordsToBeats(dw)
                 setattr(self, f"pack{i}", pk)
                 self.packs.append(pk)
+                if cd is not None:
+                    cr = StreamCrossing(packet_layout(dw) + [("beats", len(mgmt.txf.head_words))],
+                                        cd_from="sys", cd_to=cd)
+                    setattr(self, f"cross{i}", cr)
+                    self.crosses.append(cr)
+                    self.comb += cr.far_busy.eq(~router.inputs[i + 1].empty)
+        if cd is not None:
+            empties = {p: ~self.crosses[p - 1].pending & ~self.packs[p - 1].source.valid
+                       for p in range(1, n_links + 1)}
+        else:
+            empties = {p: f.empty & ~self.packs[p - 1].source.valid if wide else f.empty
+                       for p, f in enumerate(router.inputs) if p}
         fed = Signal(name="fed")
         self.comb += [
             fed.eq(1),    # the local input, or a bad target (discarded, nothing fed)
-            Case(steer.cur, {p: fed.eq(f.empty & ~self.packs[p - 1].source.valid if wide else f.empty)
-                             for p, f in enumerate(router.inputs) if p}),
+            Case(steer.cur, {p: fed.eq(e) for p, e in empties.items()}),
             mgmt.fed_empty.eq(fed),
         ]
         for i, port in enumerate(router.links):
             buf = router.inputs[i + 1]
             ev = EvacInput(room_bits=len(buf.free), words_bits=len(mgmt.txf.head_words),
                            packets_bits=len(buf.packets), slots=router.slots_per_buffer, dw=dw)
+            if cd is not None:
+                ev = ClockDomainsRenamer(cd)(ev)
             setattr(self, f"evac{i}", ev)
             self.evac.append(ev)
             mgmt_in, mgmt_words = ev.mgmt_sink, mgmt.txf.head_words
@@ -369,12 +393,21 @@ class MgmtTxPath(LiteXModule):
                 pk = self.packs[i]
                 beats = Signal(len(mgmt.txf.head_words), name=f"mgmt_beats{i}")
                 at_first = Signal(reset=1, name=f"mgmt_first{i}")
-                self.comb += pk.source.connect(ev.mgmt_sink)
                 self.sync += If(pk.sink.valid & pk.sink.ready,
                     at_first.eq(pk.sink.last),
                     If(at_first, beats.eq(words_to_beats(mgmt.txf.head_words, dw))),
                 )
-                mgmt_in, mgmt_words = pk.sink, beats
+                if cd is None:
+                    self.comb += pk.source.connect(ev.mgmt_sink)
+                    mgmt_in, mgmt_words = pk.sink, beats
+                else:
+                    cr = self.crosses[i]
+                    self.comb += [
+                        pk.source.connect(cr.sink),
+                        cr.sink.beats.eq(beats),
+                        cr.source.connect(ev.mgmt_sink, omit={"beats"}),
+                    ]
+                    mgmt_in, mgmt_words = pk.sink, cr.source.beats
             self.comb += [
                 steer.links[i].connect(mgmt_in),
                 ev.source.connect(port.sink),

@@ -12,7 +12,8 @@ two LitePCIe master ports for ``dma_rd``/``dma_wr``.
 
 from __future__ import annotations
 
-from migen import If
+from migen import ClockDomainsRenamer, If
+from migen.genlib.cdc import BusSynchronizer
 from litex.gen import LiteXModule
 from litex.soc.interconnect import packet, stream
 from litex.soc.interconnect.csr import CSRStatus, CSRStorage
@@ -20,6 +21,7 @@ from litex.soc.interconnect.csr import CSRStatus, CSRStorage
 from paranic.spec import protocol as P
 
 from .barrier import BarrierUnit
+from .cdc import CDC_DEPTH, FREE_LAG_NIC_CYCLES, NO_CROSS, CsrCross, StreamCrossing
 from .collective import CollectiveUnit, make_core
 from .common import hdr, packet_layout, words_to_beats
 from .host import HostInterface
@@ -109,6 +111,15 @@ class NicCore(LiteXModule):
     :class:`~paranic.hw.width.BeatsToWords` (``eject_unpack``) unpacks its local output
     before the ejection dispatcher. At 64 (default) there is no converter: the
     gateware is the same as without the parameter.
+    ``nic_clock`` (``link_dw`` > 64 only; docs/boards.md "NIC clock domain"): the router,
+    the link layers (their ``phy_tx``/``phy_rx`` too), the control lanes and the
+    evacuation inputs run in clock domain ``nic``, everything else in ``sys``; packet
+    streams cross on the wide side of the converters (:class:`~paranic.hw.cdc.StreamCrossing`:
+    ``inject_cross``, ``eject_cross``, ``mgmt_tx.crosses``), the lanes' 64-bit streams
+    (``lane_tx_cross``/``lane_rx_cross``), the router's and link layers' CSRs through
+    ``csr_cross`` (:class:`~paranic.hw.cdc.CsrCross`), the injection FIFO's ``free``
+    through a ``BusSynchronizer`` (the room checks add ``CDC_DEPTH`` and
+    ``FREE_LAG_NIC_CYCLES`` beats). Default False: one clock, the gateware as before.
     """
 
     def __init__(self, n_links: int = 2, n_ctx: int = P.DEFAULT_CONTEXTS, mtu: int = P.DEFAULT_MTU,
@@ -116,8 +127,20 @@ class NicCore(LiteXModule):
                  link_kwargs: dict | None = None, host_kwargs: dict | None = None,
                  with_sync_line: bool = False, collective: str | None = None,
                  route_fn: str = "migen", dims: tuple[int, int] = (P.MAX_NODES, 1),
-                 link_dw: int = P.WORD_BITS) -> None:
+                 link_dw: int = P.WORD_BITS, nic_clock: bool = False) -> None:
         wide = P.beat_words(link_dw) > 1
+        if nic_clock and not wide:
+            raise ValueError("NicCore: nic_clock needs link_dw > 64 (the crossings sit on the converters' wide side)")
+        self.nic_clock = nic_clock
+        if nic_clock:
+            self.csr_cross = cross = CsrCross("sys", "nic")
+        else:
+            cross = NO_CROSS
+
+        def in_nic(m):
+            # renames the module in place (and keeps the one-clock build's signal names)
+            if nic_clock:
+                ClockDomainsRenamer("nic")(m)
         self.n_links = n_links
         self.n_ctx = n_ctx
         self.mtu = mtu
@@ -144,6 +167,7 @@ class NicCore(LiteXModule):
                              voq_order=VOQ_ORDER,
                              table_nodes=table_nodes,
                              route_fn=route_fn, dims=dims, dw=dw)
+        in_nic(self.router)
         self.route_coords = RouteCoords(dims)
         self.host = HostInterface(n_ctx=n_ctx, mtu=mtu, **(host_kwargs or {}))
         self.barrier = BarrierUnit(n_ctx=n_ctx, with_sync_line=with_sync_line)
@@ -152,23 +176,24 @@ class NicCore(LiteXModule):
         self.links = []
         for i in range(n_links):
             link = LinkLayer(mtu=mtu, dw=dw, **(link_kwargs or {}))
+            in_nic(link)
             setattr(self, f"link{i}", link)
             self.links.append(link)
-        self.router.add_csrs()
+        self.router.add_csrs(cross)
         self.host.add_csrs()
         self.barrier.add_csrs()
         self.mgmt.add_csrs()
         self.coll.add_csrs()
         for link in self.links:
-            link.add_csrs()
+            link.add_csrs(cross)
 
         self.comb += [
-            self.router.node_id.eq(node_id),
+            self.router.node_id.eq(cross.level(node_id)),
             self.route_coords.node_id.eq(node_id),
-            self.router.node_x.eq(self.route_coords.node_x),
-            self.router.node_y.eq(self.route_coords.node_y),
-            self.router.dim_x.eq(self.route_coords.dim_x),
-            self.router.dim_y.eq(self.route_coords.dim_y),
+            self.router.node_x.eq(cross.level(self.route_coords.node_x)),
+            self.router.node_y.eq(cross.level(self.route_coords.node_y)),
+            self.router.dim_x.eq(cross.level(self.route_coords.dim_x)),
+            self.router.dim_y.eq(cross.level(self.route_coords.dim_y)),
             self.host.node_id.eq(node_id),
             self.barrier.node_id.eq(node_id),
             self.coll.node_id.eq(node_id),
@@ -182,19 +207,33 @@ class NicCore(LiteXModule):
         # CONTROL packets go from the management port to the link (LaneTx) and from the
         # far link to the far management port (LaneRx), never through a router buffer
         # (hw/lane.py; docs/architecture.md, "The control lane"). ----------------------------
-        self.mgmt_tx = MgmtTxPath(self.mgmt, self.router)
+        self.mgmt_tx = MgmtTxPath(self.mgmt, self.router, cd="nic" if nic_clock else None)
         self.lanes_tx, self.lanes_rx = [], []
+        self.lanes_out = []     # the lanes' packets for the management port (sys)
         for i, (port, link, evac_sink, state) in enumerate(zip(
                 self.router.links, self.links, self.mgmt_tx.link_sinks, self.mgmt_tx.link_states)):
             ltx, lrx = LaneTx(dw=dw), LaneRx(port=i + 1, n_links=n_links, dw=dw)
+            in_nic(ltx)
+            in_nic(lrx)
             setattr(self, f"lane_tx{i}", ltx)
             setattr(self, f"lane_rx{i}", lrx)
             self.lanes_tx.append(ltx)
             self.lanes_rx.append(lrx)
+            lane_in, lane_out = ltx.lane_sink, lrx.source
+            if nic_clock:
+                # The lanes' 64-bit streams cross whole (control packets: a few words now
+                # and then); the lanes' packer and unpacker run in nic.
+                tx_cdc = stream.ClockDomainCrossing(packet_layout(), cd_from="sys", cd_to="nic", depth=CDC_DEPTH)
+                rx_cdc = stream.ClockDomainCrossing(packet_layout(), cd_from="nic", cd_to="sys", depth=CDC_DEPTH)
+                setattr(self, f"lane_tx_cross{i}", tx_cdc)
+                setattr(self, f"lane_rx_cross{i}", rx_cdc)
+                self.comb += [tx_cdc.source.connect(ltx.lane_sink), lrx.source.connect(rx_cdc.sink)]
+                lane_in, lane_out = tx_cdc.sink, rx_cdc.source
+            self.lanes_out.append(lane_out)
             self.comb += [
                 link.port_connections(port, rx_sink=lrx.sink, lane_tx=ltx),
                 ltx.router_busy.eq(self.router.busy[i + 1]),
-                self.mgmt_tx.steer.lanes[i].connect(ltx.lane_sink),
+                self.mgmt_tx.steer.lanes[i].connect(lane_in),
                 lrx.router_source.connect(evac_sink),
                 state.eq(link.link_state),
             ]
@@ -218,7 +257,23 @@ class NicCore(LiteXModule):
         free = self.router.inject.free
         # Wider: a packer between the arbiter and the injection FIFO; the room checks
         # count beats, and the beats a packer holds are not yet in ``free``.
-        if wide:
+        # NIC clock: the packer's beats cross into nic; the room checks read a copy of
+        # ``free`` a few nic cycles late (up to FREE_LAG_NIC_CYCLES beats may have entered
+        # the FIFO since) and up to CDC_DEPTH beats may be in the crossing.
+        if nic_clock:
+            self.inject_pack = WordsToBeats(dw)
+            inject_in = self.inject_pack.sink
+            self.inject_cross = StreamCrossing(packet_layout(dw), cd_from="sys", cd_to="nic")
+            self.inject_free = BusSynchronizer(len(free), "nic", "sys")
+            self.comb += [
+                self.inject_pack.source.connect(self.inject_cross.sink),
+                self.inject_cross.source.connect(self.router.local_sink),
+                self.inject_cross.far_busy.eq(~self.router.inject.empty),
+                self.inject_free.i.eq(free),
+            ]
+            free = self.inject_free.o
+            held = PACK_HELD_BEATS + CDC_DEPTH + FREE_LAG_NIC_CYCLES
+        elif wide:
             self.inject_pack = WordsToBeats(dw)
             inject_in = self.inject_pack.sink
             self.comb += self.inject_pack.source.connect(self.router.local_sink)
@@ -231,7 +286,11 @@ class NicCore(LiteXModule):
             self.host_tx.sel.eq(hdr(self.host.tx_source.data, "type") == P.PacketType.COLLECTIVE),
             self.barrier.source.connect(gate.sinks[0]),
             self.coll.net_source.connect(gate.sinks[2]),
-            *gate.watch(self.router, self.mgmt, self.inject_pack.source.valid if wide else None),
+            *(gate.watch(self.router, self.mgmt, self.inject_pack.source.valid if wide else None)
+              if not nic_clock else
+              # idle: nothing in the packer, the crossing or (seen through it) the FIFO.
+              [gate.inject_empty.eq(~self.inject_pack.source.valid & ~self.inject_cross.pending),
+               gate.mgmt_idle.eq(self.mgmt.tx_empty)]),
             gate.room.eq(free >= P.packet_beats(mtu, dw) + mgmt_reserve_beats(dw) + held),
             self.mgmt_tx.local.connect(self.mgmt_start.sink),
             self.mgmt_start.ok.eq(free >= mgmt_reserve_beats(dw) + held),
@@ -246,7 +305,13 @@ class NicCore(LiteXModule):
         eject_host = stream.Endpoint(packet_layout())
         if wide:
             self.eject_unpack = BeatsToWords(dw)
-            self.comb += self.router.local_source.connect(self.eject_unpack.sink)
+            eject_beats = self.router.local_source
+            if nic_clock:
+                self.eject_cross = stream.ClockDomainCrossing(packet_layout(dw), cd_from="nic", cd_to="sys",
+                                                              depth=CDC_DEPTH)
+                self.comb += self.router.local_source.connect(self.eject_cross.sink)
+                eject_beats = self.eject_cross.source
+            self.comb += eject_beats.connect(self.eject_unpack.sink)
             ejected = self.eject_unpack.source
         else:
             ejected = self.router.local_source
@@ -255,8 +320,7 @@ class NicCore(LiteXModule):
         self.host_rx = packet.Arbiter([eject_host, self.coll.host_source], self.host.rx_sink)
         # The management port receives routed CONTROL packets from the router and
         # link-local ones from the lanes (packet round-robin).
-        self.mgmt_rx = packet.Arbiter([eject_mgmt] + [lrx.source for lrx in self.lanes_rx],
-                                      self.mgmt.sink)
+        self.mgmt_rx = packet.Arbiter([eject_mgmt] + self.lanes_out, self.mgmt.sink)
         ptype = hdr(ejected.data, "type")
         self.comb += If(ptype == P.PacketType.BARRIER, self.eject.sel.eq(1)
                         ).Elif(ptype == P.PacketType.CONTROL, self.eject.sel.eq(2)

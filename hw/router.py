@@ -64,6 +64,7 @@ from paranic.spec import protocol as P
 
 from .common import LinkPortIf, hdr, packet_beats, packet_layout
 from .fifo import PacketFifo
+from .cdc import NO_CROSS
 from .router_route import ROUTE_FNS, RouteStage
 
 PORT_NAMES = {int(p): p.name.lower() for p in P.Port}
@@ -1016,14 +1017,20 @@ class Router(LiteXModule):
         self.flip, self.diverts = flip, diverts
 
     # ------------------------------------------------------------------------
-    def add_csrs(self) -> None:
+    def add_csrs(self, cross=NO_CROSS) -> None:
         """CSRs: routing-table write/read-back port, divert and counters.
 
         Write ``route_adr`` and ``route_port``, then any value to ``route_write``
         to store the entry in table set ``route_set`` (default 0). ``route_read``
         shows the entry at ``route_adr`` of set ``route_set``. ``divert``: bit 0 on,
         bit 1 the set diverted from; ``diverted`` counts diverted packets.
+
+        ``cross`` (:class:`~paranic.hw.cdc.CsrCross`; default none): the router runs in
+        another clock domain than the CSR bank (``NicCore(nic_clock=True)``): storages
+        cross as levels, ``route_write`` as a pulse, counters and ``route_read`` as
+        whole words (a few cycles late).
         """
+        c = cross
         tbits = len(self.table_adr)
         rb = P.ROUTE_BITS
         self.route_adr = CSRStorage(tbits, name="route_adr", description="Routing-table index (destination node).")
@@ -1037,24 +1044,26 @@ class Router(LiteXModule):
         self.diverted_csr = CSRStatus(32, name="diverted", description="Packets diverted to the other table set.")
         rp = self._table.get_port(mode=READ_FIRST)
         self.specials += rp
+        route_set, route_adr = c.level(self.route_set.storage), c.level(self.route_adr.storage)
+        divert = c.level(self.divert_csr.storage)
         self.comb += [
-            self.table_we.eq(self.route_write.re),
-            self.table_set.eq(self.route_set.storage),
-            self.table_adr.eq(self.route_adr.storage),
-            self.table_dat.eq(self.route_port.storage),
-            rp.adr.eq(self.route_adr.storage),
-            self.route_read.status.eq(Mux(self.route_set.storage, rp.dat_r[rb:2 * rb], rp.dat_r[:rb])),
-            self.divert_on.eq(self.divert_csr.storage[0]),
-            self.divert_from.eq(self.divert_csr.storage[1]),
-            self.diverted_csr.status.eq(self.diverted),
+            self.table_we.eq(c.pulse(self.route_write.re)),
+            self.table_set.eq(route_set),
+            self.table_adr.eq(route_adr),
+            self.table_dat.eq(c.level(self.route_port.storage)),
+            rp.adr.eq(route_adr),
+            self.route_read.status.eq(c.status(Mux(route_set, rp.dat_r[rb:2 * rb], rp.dat_r[:rb]))),
+            self.divert_on.eq(divert[0]),
+            self.divert_from.eq(divert[1]),
+            self.diverted_csr.status.eq(c.status(self.diverted)),
         ]
         for p, sig in enumerate(self.tx_packets):
             st = CSRStatus(32, name=f"tx_{PORT_NAMES[p]}", description=f"Packets forwarded to port {PORT_NAMES[p]}.")
             setattr(self, f"tx_{PORT_NAMES[p]}_csr", st)
-            self.comb += st.status.eq(sig)
+            self.comb += st.status.eq(c.status(sig))
         for name in ("err_unknown", "err_length", "err_aborted"):
             st = CSRStatus(32, name=name)
             setattr(self, f"{name}_csr", st)
-            self.comb += st.status.eq(getattr(self, name))
+            self.comb += st.status.eq(c.status(getattr(self, name)))
         self.eject_packets_csr = CSRStatus(len(self.eject_packets), name="eject_packets")
-        self.comb += self.eject_packets_csr.status.eq(self.eject_packets)
+        self.comb += self.eject_packets_csr.status.eq(c.status(self.eject_packets))

@@ -20,6 +20,7 @@ from paranic.spec import protocol as P
 from paranic.spec.link import (CREDIT_BITS, DEFAULT_LOS_TIMEOUT, DEFAULT_MAX_REPLAYS, LEN_BITS,
                                SEQ_BITS, LinkDownReason, LinkState, frame_beats)
 
+from ..cdc import NO_CROSS
 from .rx import LinkRX
 from .tx import LinkTX
 
@@ -350,16 +351,23 @@ class LinkLayer(LiteXModule):
             self.rx_buf_empty.eq(port.buf_empty),
         ]
 
-    def add_csrs(self) -> None:
+    def add_csrs(self, cross=NO_CROSS) -> None:
         """CSRs: the link state, every counter of :data:`COUNTERS`, and the fault
-        registers (docs/link-layer.md, "Link faults")."""
+        registers (docs/link-layer.md, "Link faults").
+
+        ``cross`` (:class:`~paranic.hw.cdc.CsrCross`; default none): the link layer runs
+        in another clock domain than the CSR bank (``NicCore(nic_clock=True)``):
+        storages cross as levels, ``take_down``/``restart`` as pulses, status and
+        counters as whole words (a few cycles late: after writing ``evac_seq``/
+        ``evac_word``, ``evac_data``/``evac_len`` follow some cycles later)."""
+        c = cross
         self._link_state = CSRStatus(2, name="link_state",
                                      description="LinkState: 0 training, 1 partner seen, 2 up, 3 down")
-        self.comb += self._link_state.status.eq(self.link_state)
+        self.comb += self._link_state.status.eq(c.status(self.link_state))
         for name, width, desc in COUNTERS:
             csr = CSRStatus(width, name=name, description=desc)
             setattr(self, "_" + name, csr)
-            self.comb += csr.status.eq(getattr(self, name))
+            self.comb += csr.status.eq(c.status(getattr(self, name)))
         st = [
             ("down_reason", 2, self.down_reason,
              "LinkDownReason: 0 none, 1 loss of signal, 2 replay limit, 3 taken down by software"),
@@ -374,7 +382,7 @@ class LinkLayer(LiteXModule):
         for name, width, sig, desc in st:
             csr = CSRStatus(width, name=name, description=desc)
             setattr(self, "_" + name, csr)
-            self.comb += csr.status.eq(sig)
+            self.comb += csr.status.eq(c.status(sig))
         self._take_down = CSR(name="take_down")
         self._restart = CSR(name="restart")
         self._max_replays = CSRStorage(8, reset=self.max_replays_reset, name="max_replays",
@@ -382,11 +390,11 @@ class LinkLayer(LiteXModule):
         self._evac_seq = CSRStorage(SEQ_BITS, name="evac_seq", description="frame the evacuation port reads")
         self._evac_word = CSRStorage(LEN_BITS, name="evac_word", description="word of frame evac_seq to read")
         self.comb += [
-            self.take_down.eq(self._take_down.re),
-            self.restart.eq(self._restart.re),
-            self.max_replays.eq(self._max_replays.storage),
-            self.evac_seq.eq(self._evac_seq.storage),
-            self.evac_word.eq(self._evac_word.storage),
+            self.take_down.eq(c.pulse(self._take_down.re)),
+            self.restart.eq(c.pulse(self._restart.re)),
+            self.max_replays.eq(c.level(self._max_replays.storage, self.max_replays_reset)),
+            self.evac_seq.eq(c.level(self._evac_seq.storage)),
+            self.evac_word.eq(c.level(self._evac_word.storage)),
         ]
 
 

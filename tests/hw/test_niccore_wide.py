@@ -11,7 +11,8 @@ MTU), so each test is a few hundred cycles; run times on this machine (one core)
 sizes 1 s, room checks 9 s, lanes 9 s, evacuation 8 s, barrier 11 s, host stream
 28 s (about 65 s for the module); marked slow
 (``make test-all``): the 256-bit host stream, lanes and evacuation (35 s, 9 s, 8 s)
-and the through stream (24 s).
+and the through stream (24 s); the lanes and evacuation again with the NIC clock
+(``Pair(nic_clock=True)``, sys twice as fast as nic; together 80 s of CPU).
 
 The host side stays 64 bits at the NIC's clock, so one host feeds at most 8 bytes per
 cycle: half of a 128-bit link's beat. ``test_host_stream`` measures that (and
@@ -25,7 +26,7 @@ from __future__ import annotations
 import random
 
 import pytest
-from migen import Module
+from migen import ClockDomainsRenamer, Module
 from migen.sim import passive, run_simulation
 
 from model.ctxseq import MigenPorts
@@ -42,20 +43,29 @@ XP, XM = P.Port.XP, P.Port.XM
 #: the port at the far end of each port (XP <-> XM)
 PEER = {XP: XM, XM: XP}
 CONTROL = P.PacketType.CONTROL
+#: run_simulation's clocks for a ``nic_clock`` Pair: sys twice as fast as nic
+NIC_CLOCKS = {"clocks": {"sys": 5, "nic": 10}}
 
 
 class Pair(Module):
     """Two NicCores ``a`` (node 0) and ``b`` (node 1) at ``link_dw``; port p of ``a``
-    cabled to port PEER[p] of ``b``."""
+    cabled to port PEER[p] of ``b``. ``nic_clock``: both built with the NIC clock domain
+    (``NicCore(nic_clock=True)``), the cables in ``nic`` too."""
 
-    def __init__(self, link_dw: int = DW, mtu: int = 256, n_ctx: int = 2, table_nodes: int = 16) -> None:
-        self.a = NicCore(n_links=2, n_ctx=n_ctx, mtu=mtu, link_dw=link_dw, table_nodes=table_nodes)
-        self.b = NicCore(n_links=2, n_ctx=n_ctx, mtu=mtu, link_dw=link_dw, table_nodes=table_nodes)
+    def __init__(self, link_dw: int = DW, mtu: int = 256, n_ctx: int = 2, table_nodes: int = 16,
+                 nic_clock: bool = False) -> None:
+        kw = dict(n_links=2, n_ctx=n_ctx, mtu=mtu, link_dw=link_dw, table_nodes=table_nodes)
+        if nic_clock:
+            kw["nic_clock"] = True
+        self.a = NicCore(**kw)
+        self.b = NicCore(**kw)
         self.submodules += self.a, self.b
         for p in (XP, XM):
             q = PEER[p]
             for src, dst, seed in ((self.a, self.b, 2 * p), (self.b, self.a, 2 * p + 1)):
                 phy = SimPhy(delay=4, seed=seed, dw=link_dw)
+                if nic_clock:
+                    phy = ClockDomainsRenamer("nic")(phy)
                 self.submodules += phy
                 sp, dp = (p, q) if src is self.a else (q, p)
                 self.comb += [src.phys[sp - 1][0].connect(phy.sink),
@@ -97,9 +107,11 @@ def open_ctx(nic: NicCore, host: MigenHost, ctx: int = 0, tx_base: int = 0x20000
     assert status == 0, status
 
 
-def set_route(nic: NicCore, dst: int, port: int):
+def set_route(nic: NicCore, dst: int, port: int, gap: int = 0):
     """Routing-table entry ``dst`` -> ``port`` in both sets (the ``route_*`` CSRs), once
-    the table's reset initialisation is done."""
+    the table's reset initialisation is done. ``gap``: cycles after each storage write
+    and strobe (a ``nic_clock`` NicCore's CSRs cross: a strobe must follow its
+    storages' levels and not meet the next ones)."""
     r = nic.router
     while not (yield r.ready):
         yield
@@ -107,10 +119,14 @@ def set_route(nic: NicCore, dst: int, port: int):
         yield r.route_set.storage.eq(s)
         yield r.route_adr.storage.eq(dst)
         yield r.route_port.storage.eq(port)
+        for _ in range(gap):
+            yield
         yield r.route_write.re.eq(1)
         yield
         yield r.route_write.re.eq(0)
         yield
+        for _ in range(gap):
+            yield
 
 
 def wait_links(nics, limit: int = 3000):
@@ -283,19 +299,22 @@ def field(w0: int, name: str) -> int:
     return (w0 >> f.offset) & ((1 << f.width) - 1)
 
 
-@pytest.mark.parametrize("dw", [128, pytest.param(256, marks=pytest.mark.slow)])
-def test_lane_every_port(dw):
+@pytest.mark.parametrize("dw,nic_clock", [(128, False), pytest.param(256, False, marks=pytest.mark.slow),
+                                          pytest.param(128, True, marks=pytest.mark.slow)])
+def test_lane_every_port(dw, nic_clock):
     """A link-local CONTROL packet sent on each port of each NIC (3 and 5 words: the
     last beat partly used) crosses the wide lanes (packer in LaneTx, FIFO and unpacker
     in LaneRx) and arrives at the other NIC's management port word for word, ``direct``
-    = the port it came in on, never through a router buffer."""
-    top = Pair(mtu=64, link_dw=dw)
+    = the port it came in on, never through a router buffer. ``nic_clock``: the lanes
+    in nic, their 64-bit streams crossing to and from the management port in sys
+    (twice as fast)."""
+    top = Pair(mtu=64, link_dw=dw, nic_clock=nic_clock)
     sent = {"a": [], "b": []}
     got = {"a": [], "b": []}
     res = {}
 
     def main():
-        yield from wait_links([top.a, top.b])
+        yield from wait_links([top.a, top.b], 6000 if nic_clock else 3000)
         for name, nic in (("a", top.a), ("b", top.b)):
             cpu = MgmtCsr(nic)
             for p in (XP, XM):
@@ -308,7 +327,7 @@ def test_lane_every_port(dw):
                 got[name].append((yield from cpu.recv()))
         res["routed"] = [(yield top.a.router.tx_packets[0]), (yield top.b.router.tx_packets[0])]
 
-    run_simulation(top, main())
+    run_simulation(top, main(), **(NIC_CLOCKS if nic_clock else {}))
     for src, dst in (("a", "b"), ("b", "a")):
         by_tag = {w[1]: w for w in got[dst]}
         assert len(by_tag) == 2
@@ -320,14 +339,18 @@ def test_lane_every_port(dw):
     assert res["routed"] == [0, 0]   # nothing went through a router
 
 
-@pytest.mark.parametrize("dw", [128, pytest.param(256, marks=pytest.mark.slow)])
-def test_mgmt_evacuated_into_down_link_input(dw):
+@pytest.mark.parametrize("dw,nic_clock", [(128, False), pytest.param(256, False, marks=pytest.mark.slow),
+                                          pytest.param(128, True, marks=pytest.mark.slow)])
+def test_mgmt_evacuated_into_down_link_input(dw, nic_clock):
     """Node 0's link XM is taken DOWN and its management port's tx_target set to XM: two
     routed CONTROL packets (5 and 10 words: 3 and 5 beats at 128 bits, 2 and 3 at 256,
     last beats partly used) are packed into beats, enter the router through XM's input
     buffer (EvacInput; its room check by the packet's beats) and are routed out of XP
-    to node 1, whose management port gets them word for word."""
-    top = Pair(mtu=64, link_dw=dw)
+    to node 1, whose management port gets them word for word. ``nic_clock``: the
+    packets' beats and their ``mgmt_words`` cross from the packers (sys) to the
+    EvacInput (nic, half as fast); the CSRs cross too."""
+    top = Pair(mtu=64, link_dw=dw, nic_clock=nic_clock)
+    gap = 8 if nic_clock else 0
     ev = top.a.mgmt_tx.evac[XM - 1]
     pks = [ctl_packet(0, dst=1, tag=0x51, length=24), ctl_packet(0, dst=1, tag=0x52, length=64)]
     got, starts, beats = [], [], [0]
@@ -346,14 +369,16 @@ def test_mgmt_evacuated_into_down_link_input(dw):
                 beats[0] += 1
 
     def main():
-        yield from set_route(top.a, 1, XP)
-        yield from set_route(top.b, 1, P.Port.LOCAL)
-        yield from wait_links([top.a, top.b])
+        yield from set_route(top.a, 1, XP, gap)
+        yield from set_route(top.b, 1, P.Port.LOCAL, gap)
+        yield from wait_links([top.a, top.b], 6000 if nic_clock else 3000)
         link = top.a.links[XM - 1]
         yield link._take_down.re.eq(1)
         yield
         yield link._take_down.re.eq(0)
         yield
+        for _ in range(gap):
+            yield
         res["state"] = yield link.link_state
         yield top.a.mgmt._tx_target.storage.eq(XM)
         cpu = MgmtCsr(top.a)
@@ -365,7 +390,10 @@ def test_mgmt_evacuated_into_down_link_input(dw):
         res["tx_xp"] = yield top.a.router.tx_packets[XP]
         res["dropped"] = yield top.a.mgmt._tx_dropped.status
 
-    run_simulation(top, [main(), watch()])
+    if nic_clock:
+        run_simulation(top, {"sys": [main()], "nic": [watch()]}, **NIC_CLOCKS)
+    else:
+        run_simulation(top, [main(), watch()])
     assert res["state"] == LK.LinkState.DOWN
     assert got == pks
     assert starts == [P.packet_beats(24, dw), P.packet_beats(64, dw)] == {128: [3, 5], 256: [2, 3]}[dw]
