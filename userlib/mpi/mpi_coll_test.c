@@ -67,6 +67,11 @@ int main(int argc, char **argv)
 	float f5[5], of5[5];
 	unsigned char bytes64[64];
 
+	/* One write per line, each as soon as it is complete: mpirun merges every rank's
+	 * output, and a fully buffered stdout left at exit in 4 KiB pieces would let the
+	 * other ranks' lines (their statistics on stderr at MPI_Finalize) split a long
+	 * result line. */
+	setvbuf(stdout, NULL, _IOLBF, 1 << 16);
 	MPI_Init(&argc, &argv);
 	MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
