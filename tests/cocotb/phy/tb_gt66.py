@@ -24,6 +24,7 @@ from cocotb.triggers import FallingEdge, Timer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "link"))
 from tb_link import Side, make_packets  # noqa: E402
+from lane_pull import cable_pull  # noqa: E402
 
 from line66 import Line  # noqa: E402
 from paranic.bench.wide import make_beats  # noqa: E402
@@ -173,28 +174,7 @@ async def gt66_cable_pull(dut):
     """Cut the a->b lane: b's lane goes down (a's stays up); restore: b comes up again."""
     b = Bench(dut)
     await b.start()
-    up_ns = await b.wait_up()
-    await Timer(5000, unit="ns")
-    assert int(dut.a_gt_up.value) == 1 and int(dut.b_gt_up.value) == 1
-    downs0 = int(dut.b_gt_downs.value)
-    b.lines["ab"].cut = True
-    t = 0
-    while int(dut.b_gt_up.value):
-        await Timer(100, unit="ns")
-        t += 100
-        assert t < 20_000, "b's lane still up 20 us after the cut"
-    down_ns = t
-    assert int(dut.a_gt_up.value) == 1, "the other direction went down too"
-    await Timer(2000, unit="ns")
-    assert int(dut.b_gt_downs.value) == downs0 + 1
-    b.lines["ab"].cut = False
-    t = 0
-    while not int(dut.b_gt_up.value):
-        await Timer(500, unit="ns")
-        t += 500
-        assert t < 100_000, "b's lane did not come back"
-    dut._log.info("up after %d ns; cut seen after %d ns; back up %d ns after the repair",
-                  up_ns, down_ns, t)
+    await cable_pull(dut, b, b.lines["ab"])
 
 
 @cocotb.test()
